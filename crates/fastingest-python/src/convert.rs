@@ -1,0 +1,189 @@
+//! Python arguments to core types, and core results to Python objects.
+
+use std::sync::Arc;
+
+use fastingest::parquet::{CmpOp, Filter, Footer, Predicate, PreparedFile};
+use fastingest::source::Source;
+use fastingest::StorageOptions;
+use parquet::basic::LogicalType;
+use parquet::file::statistics::Statistics;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3_arrow::{PyArray, PySchema};
+
+use crate::errors::to_py;
+
+/// `source`: a str, an `os.PathLike`, or a list/tuple of those.
+pub fn sources(obj: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    fn one(o: &Bound<'_, PyAny>) -> PyResult<String> {
+        if let Ok(s) = o.cast::<PyString>() {
+            return Ok(s.to_string());
+        }
+        let fspath = o.py().import("os")?.getattr("fspath")?;
+        match fspath.call1((o,)) {
+            Ok(p) => p.extract::<String>(),
+            Err(_) => Err(PyTypeError::new_err(format!(
+                "source must be a path, URL, or a list of them, not {}",
+                o.get_type().name()?
+            ))),
+        }
+    }
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<pyo3::types::PyTuple>() {
+        obj.try_iter()?.map(|o| one(&o?)).collect()
+    } else {
+        Ok(vec![one(obj)?])
+    }
+}
+
+/// `storage_options`: a dict of str to str/bool/int.
+pub fn storage_options(obj: Option<&Bound<'_, PyDict>>) -> PyResult<StorageOptions> {
+    let mut out = StorageOptions::new();
+    if let Some(d) = obj {
+        for (k, v) in d.iter() {
+            let key: String = k.extract()?;
+            let value = if let Ok(b) = v.extract::<bool>() {
+                b.to_string()
+            } else {
+                v.str()?.to_string()
+            };
+            out.insert(key, value);
+        }
+    }
+    Ok(out)
+}
+
+/// Filters as normalised by `fastingest._filters`: a list of conjunctions,
+/// each a list of `(column, op, pyarrow array of literals)`.
+pub fn filter(obj: Option<Vec<Vec<(String, String, PyArray)>>>) -> PyResult<Option<Filter>> {
+    let Some(dnf) = obj else { return Ok(None) };
+    let disjuncts = dnf
+        .into_iter()
+        .map(|conj| {
+            conj.into_iter()
+                .map(|(column, op, value)| {
+                    Ok(Predicate {
+                        column,
+                        op: CmpOp::parse(&op).map_err(to_py)?,
+                        value: value.into_inner().0,
+                    })
+                })
+                .collect::<PyResult<Vec<_>>>()
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    Filter::new(disjuncts).map(Some).map_err(to_py)
+}
+
+fn ranges<'py>(py: Python<'py>, rs: impl Iterator<Item = std::ops::Range<u64>>) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, rs.map(|r| (r.start, r.end)))
+}
+
+/// One file's plan as a dict.
+pub fn plan_dict<'py>(py: Python<'py>, p: &PreparedFile) -> PyResult<Bound<'py, PyDict>> {
+    let plan = &p.plan;
+    let d = PyDict::new(py);
+    d.set_item("location", &plan.location)?;
+    d.set_item("file_size", plan.file_size)?;
+    d.set_item("row_groups", plan.units.iter().map(|u| u.index).collect::<Vec<_>>())?;
+    d.set_item(
+        "ranges",
+        ranges(py, plan.units.iter().flat_map(|u| u.ranges.iter().cloned()))?,
+    )?;
+    d.set_item("spans", ranges(py, plan.spans.iter().map(|s| s.range.clone()))?)?;
+    d.set_item(
+        "requests",
+        ranges(py, plan.spans.iter().flat_map(|s| s.slices.iter().cloned()))?,
+    )?;
+    d.set_item("bytes_needed", plan.bytes_needed())?;
+    d.set_item("bytes_to_fetch", plan.bytes_to_fetch())?;
+    d.set_item("num_requests", plan.num_requests())?;
+    Ok(d)
+}
+
+fn stat_value<'py>(py: Python<'py>, s: &Statistics, min: bool, text: bool) -> PyResult<Option<Bound<'py, PyAny>>> {
+    macro_rules! pick {
+        ($v:expr) => {
+            if min { $v.min_opt() } else { $v.max_opt() }
+        };
+    }
+    let v = match s {
+        Statistics::Boolean(v) => pick!(v).map(|x| x.into_pyobject(py).map(|b| b.to_owned().into_any())).transpose()?,
+        Statistics::Int32(v) => pick!(v).map(|x| x.into_pyobject(py).map(|b| b.into_any())).transpose()?,
+        Statistics::Int64(v) => pick!(v).map(|x| x.into_pyobject(py).map(|b| b.into_any())).transpose()?,
+        Statistics::Float(v) => pick!(v).map(|x| x.into_pyobject(py).map(|b| b.into_any())).transpose()?,
+        Statistics::Double(v) => pick!(v).map(|x| x.into_pyobject(py).map(|b| b.into_any())).transpose()?,
+        Statistics::Int96(_) => None,
+        Statistics::ByteArray(v) => pick!(v).map(|x| bytes_value(py, x.data(), text)),
+        Statistics::FixedLenByteArray(v) => pick!(v).map(|x| bytes_value(py, x.data(), false)),
+    };
+    Ok(v)
+}
+
+fn bytes_value<'py>(py: Python<'py>, data: &[u8], text: bool) -> Bound<'py, PyAny> {
+    match (text, std::str::from_utf8(data)) {
+        (true, Ok(s)) => PyString::new(py, s).into_any(),
+        _ => PyBytes::new(py, data).into_any(),
+    }
+}
+
+/// One file's footer as a dict.
+pub fn metadata_dict<'py>(
+    py: Python<'py>,
+    source: &Source,
+    footer: &Footer,
+    schema: &arrow_schema::SchemaRef,
+) -> PyResult<Bound<'py, PyDict>> {
+    let md = &footer.metadata;
+    let fm = md.file_metadata();
+    let d = PyDict::new(py);
+    d.set_item("location", source.location())?;
+    d.set_item("file_size", footer.file_size)?;
+    d.set_item("num_rows", fm.num_rows())?;
+    d.set_item("num_row_groups", md.num_row_groups())?;
+    d.set_item("created_by", fm.created_by())?;
+    d.set_item("format_version", fm.version())?;
+    d.set_item("schema", PySchema::new(Arc::clone(schema)).into_pyarrow(py)?)?;
+    let rgs = PyList::empty(py);
+    for (i, rg) in md.row_groups().iter().enumerate() {
+        let r = PyDict::new(py);
+        r.set_item("index", i)?;
+        r.set_item("num_rows", rg.num_rows())?;
+        r.set_item("total_byte_size", rg.total_byte_size())?;
+        r.set_item("compressed_size", rg.compressed_size())?;
+        let cols = PyList::empty(py);
+        for c in rg.columns() {
+            let cd = PyDict::new(py);
+            let descr = c.column_descr();
+            let text = matches!(
+                descr.logical_type_ref(),
+                Some(LogicalType::String) | Some(LogicalType::Enum) | Some(LogicalType::Json)
+            ) || descr.converted_type() == parquet::basic::ConvertedType::UTF8;
+            let (start, len) = c.byte_range();
+            cd.set_item("path", c.column_path().string())?;
+            cd.set_item("physical_type", c.column_type().to_string())?;
+            cd.set_item("logical_type", descr.logical_type_ref().map(|l| format!("{l:?}")))?;
+            cd.set_item("codec", c.compression().to_string())?;
+            cd.set_item("encodings", c.encodings().map(|e| e.to_string()).collect::<Vec<_>>())?;
+            cd.set_item("file_offset", start)?;
+            cd.set_item("compressed_size", len)?;
+            cd.set_item("uncompressed_size", c.uncompressed_size())?;
+            cd.set_item("num_values", c.num_values())?;
+            match c.statistics() {
+                Some(s) => {
+                    let sd = PyDict::new(py);
+                    sd.set_item("min", stat_value(py, s, true, text)?)?;
+                    sd.set_item("max", stat_value(py, s, false, text)?)?;
+                    sd.set_item("null_count", s.null_count_opt())?;
+                    sd.set_item("distinct_count", s.distinct_count_opt())?;
+                    cd.set_item("statistics", sd)?;
+                }
+                None => cd.set_item("statistics", py.None())?,
+            }
+            cols.append(cd)?;
+        }
+        r.set_item("columns", cols)?;
+        rgs.append(r)?;
+    }
+    d.set_item("row_groups", rgs)?;
+    Ok(d)
+}

@@ -1,0 +1,178 @@
+//! The Python binding of fastingest: a thin layer over the `fastingest` crate.
+//! Argument conversion lives in `convert`, error mapping in `errors`, and the
+//! bridge between Python threads and the shared runtime in `run`.
+
+mod config;
+mod convert;
+mod errors;
+mod run;
+mod stats;
+
+use bytes::Bytes;
+use fastingest::parquet::{self as pq, ReadOptions, Table};
+use fastingest::{Config, ReadStats};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use pyo3_arrow::PyArray;
+use pyo3_arrow::PyTable;
+
+use crate::config::PyConfig;
+use crate::stats::PyReadStats;
+
+type Dnf = Vec<Vec<(String, String, PyArray)>>;
+
+fn config_of(config: Option<&PyConfig>) -> PyResult<Config> {
+    match config {
+        Some(c) => Ok(c.inner.clone()),
+        None => Config::from_env().map_err(errors::to_py),
+    }
+}
+
+fn stats_of(stats: Option<&PyReadStats>) -> ReadStats {
+    stats.map(|s| s.inner.clone()).unwrap_or_default()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_options(
+    columns: Option<Vec<String>>,
+    filters: Option<Dnf>,
+    row_groups: Option<Vec<usize>>,
+    storage_options: Option<&Bound<'_, PyDict>>,
+    config: Option<&PyConfig>,
+    stats: Option<&PyReadStats>,
+) -> PyResult<ReadOptions> {
+    Ok(ReadOptions {
+        columns,
+        row_groups,
+        filter: convert::filter(filters)?,
+        storage_options: convert::storage_options(storage_options)?,
+        config: config_of(config)?,
+        stats: stats_of(stats),
+    })
+}
+
+fn table_to_pyarrow(py: Python<'_>, table: Table) -> PyResult<Py<PyAny>> {
+    let t = PyTable::try_new(table.batches, table.schema)?;
+    Ok(t.into_pyarrow(py)?.unbind())
+}
+
+/// Reads Parquet into a `pyarrow.Table` (see `fastingest.read_parquet`).
+#[pyfunction]
+#[pyo3(signature = (source, *, columns=None, filters=None, row_groups=None, storage_options=None, config=None, stats=None))]
+#[allow(clippy::too_many_arguments)]
+fn read_parquet(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    columns: Option<Vec<String>>,
+    filters: Option<Dnf>,
+    row_groups: Option<Vec<usize>>,
+    storage_options: Option<&Bound<'_, PyDict>>,
+    config: Option<&PyConfig>,
+    stats: Option<&PyReadStats>,
+) -> PyResult<Py<PyAny>> {
+    let sources = convert::sources(source)?;
+    let options = read_options(columns, filters, row_groups, storage_options, config, stats)?;
+    let table = run::block_on(py, async move { pq::read_parquet(&sources, &options).await })?;
+    table_to_pyarrow(py, table)
+}
+
+/// Starts a read and calls `callback(ok, table_or_exception)` when it ends
+/// (used by `fastingest.read_parquet_async`).
+#[pyfunction]
+#[pyo3(signature = (callback, source, *, columns=None, filters=None, row_groups=None, storage_options=None, config=None, stats=None))]
+#[allow(clippy::too_many_arguments)]
+fn start_read_parquet(
+    callback: Py<PyAny>,
+    source: &Bound<'_, PyAny>,
+    columns: Option<Vec<String>>,
+    filters: Option<Dnf>,
+    row_groups: Option<Vec<usize>>,
+    storage_options: Option<&Bound<'_, PyDict>>,
+    config: Option<&PyConfig>,
+    stats: Option<&PyReadStats>,
+) -> PyResult<()> {
+    let sources = convert::sources(source)?;
+    let options = read_options(columns, filters, row_groups, storage_options, config, stats)?;
+    run::spawn_with_callback(
+        async move { pq::read_parquet(&sources, &options).await },
+        callback,
+        table_to_pyarrow,
+    )
+}
+
+/// The read plan of each file, as dicts (see `fastingest.plan_parquet`).
+#[pyfunction]
+#[pyo3(signature = (source, *, columns=None, filters=None, row_groups=None, storage_options=None, config=None, stats=None))]
+#[allow(clippy::too_many_arguments)]
+fn plan_parquet<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    columns: Option<Vec<String>>,
+    filters: Option<Dnf>,
+    row_groups: Option<Vec<usize>>,
+    storage_options: Option<&Bound<'py, PyDict>>,
+    config: Option<&PyConfig>,
+    stats: Option<&PyReadStats>,
+) -> PyResult<Bound<'py, PyList>> {
+    let sources = convert::sources(source)?;
+    let options = read_options(columns, filters, row_groups, storage_options, config, stats)?;
+    let plans = run::block_on(py, async move { pq::plan_parquet(&sources, &options).await })?;
+    let out = PyList::empty(py);
+    for p in &plans {
+        out.append(convert::plan_dict(py, p)?)?;
+    }
+    Ok(out)
+}
+
+/// Footer metadata of each file, as dicts (see `fastingest.metadata`).
+#[pyfunction]
+#[pyo3(signature = (source, *, storage_options=None, config=None, stats=None))]
+fn read_metadata<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    storage_options: Option<&Bound<'py, PyDict>>,
+    config: Option<&PyConfig>,
+    stats: Option<&PyReadStats>,
+) -> PyResult<Bound<'py, PyList>> {
+    let sources = convert::sources(source)?;
+    let storage = convert::storage_options(storage_options)?;
+    let config = config_of(config)?;
+    let stats = stats_of(stats);
+    let files = run::block_on(py, async move {
+        pq::read_metadata(&sources, &storage, &config, &stats).await
+    })?;
+    let out = PyList::empty(py);
+    for (source, footer, schema) in &files {
+        out.append(convert::metadata_dict(py, source, footer, schema)?)?;
+    }
+    Ok(out)
+}
+
+/// Puts bytes into the process's `memory://` store (for tests).
+#[pyfunction]
+fn _memory_put(py: Python<'_>, url: &str, data: Vec<u8>) -> PyResult<()> {
+    use object_store::ObjectStoreExt;
+    let parsed = url::Url::parse(url).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    let (store, path) = fastingest::store::store_for(&parsed, &Default::default(), &Config::builtin())
+        .map_err(errors::to_py)?;
+    run::block_on(py, async move {
+        store
+            .put(&path, Bytes::from(data).into())
+            .await
+            .map(|_| ())
+            .map_err(|e| fastingest::Error::InvalidArgument(e.to_string()))
+    })
+}
+
+#[pymodule]
+fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<PyConfig>()?;
+    m.add_class::<PyReadStats>()?;
+    m.add_function(wrap_pyfunction!(read_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(start_read_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_parquet, m)?)?;
+    m.add_function(wrap_pyfunction!(read_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(_memory_put, m)?)?;
+    Ok(())
+}

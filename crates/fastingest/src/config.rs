@@ -1,0 +1,208 @@
+//! Tuning knobs of a read, with defaults chosen from the benchmarks in `benches/`
+//! and overridable from `FASTINGEST_*` environment variables.
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+
+/// How a read plans and fetches its bytes.
+///
+/// `Config::default()` reads `FASTINGEST_*` environment variables over the
+/// built-in defaults; [`Config::builtin`] ignores the environment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Bytes fetched from the end of a file in the first (speculative) request.
+    pub footer_prefetch: u64,
+    /// Ranges whose gap is at most this many bytes are merged into one request.
+    pub hole_limit: u64,
+    /// Largest single request; longer ranges are split into slices of this size.
+    pub slice_size: u64,
+    /// Most requests in flight at once for one read (all files together).
+    pub max_in_flight: usize,
+    /// Most bytes of requests in flight at once for one read.
+    pub memory_budget: u64,
+    /// Retries per request after the first attempt, for transient failures.
+    pub max_retries: u32,
+    /// First backoff delay; doubles each retry, with full jitter.
+    pub retry_backoff: Duration,
+    /// Ceiling of one backoff delay.
+    pub retry_backoff_max: Duration,
+    /// Timeout of one request, from sending it to the last body byte.
+    pub request_timeout: Duration,
+    /// Timeout of establishing a connection.
+    pub connect_timeout: Duration,
+    /// Row groups decoded at once (0: one per CPU core).
+    pub decode_parallelism: usize,
+}
+
+impl Config {
+    /// The built-in defaults, ignoring the environment.
+    pub fn builtin() -> Self {
+        Config {
+            footer_prefetch: 64 * KIB,
+            hole_limit: MIB,
+            slice_size: 8 * MIB,
+            max_in_flight: 32,
+            memory_budget: 512 * MIB,
+            max_retries: 5,
+            retry_backoff: Duration::from_millis(100),
+            retry_backoff_max: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(5),
+            decode_parallelism: 0,
+        }
+    }
+
+    /// The built-in defaults overridden by `FASTINGEST_*` environment variables.
+    pub fn from_env() -> Result<Self> {
+        let mut c = Config::builtin();
+        for (key, value) in std::env::vars() {
+            if let Some(name) = key.strip_prefix("FASTINGEST_") {
+                let name = name.to_ascii_lowercase();
+                if Self::KEYS.contains(&name.as_str()) {
+                    c.set(&name, &value)?;
+                }
+            }
+        }
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Names accepted by [`Config::set`] (and, upper-cased with a `FASTINGEST_`
+    /// prefix, as environment variables).
+    pub const KEYS: &'static [&'static str] = &[
+        "footer_prefetch",
+        "hole_limit",
+        "slice_size",
+        "max_in_flight",
+        "memory_budget",
+        "max_retries",
+        "retry_backoff",
+        "retry_backoff_max",
+        "request_timeout",
+        "connect_timeout",
+        "decode_parallelism",
+    ];
+
+    /// Sets one knob from text: sizes take `K`/`M`/`G` suffixes (binary), and
+    /// durations are seconds (fractions allowed).
+    pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        let bad = |what: &str| {
+            Error::InvalidConfig(format!(
+                "config {name}={value:?}: expected {what}"
+            ))
+        };
+        let size = || parse_size(value).ok_or_else(|| bad("a byte size such as 65536 or 8M"));
+        let count = || value.trim().parse::<usize>().map_err(|_| bad("a whole number"));
+        let secs = || {
+            value
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(Duration::from_secs_f64)
+                .ok_or_else(|| bad("seconds"))
+        };
+        match name {
+            "footer_prefetch" => self.footer_prefetch = size()?,
+            "hole_limit" => self.hole_limit = size()?,
+            "slice_size" => self.slice_size = size()?,
+            "max_in_flight" => self.max_in_flight = count()?,
+            "memory_budget" => self.memory_budget = size()?,
+            "max_retries" => self.max_retries = count()? as u32,
+            "retry_backoff" => self.retry_backoff = secs()?,
+            "retry_backoff_max" => self.retry_backoff_max = secs()?,
+            "request_timeout" => self.request_timeout = secs()?,
+            "connect_timeout" => self.connect_timeout = secs()?,
+            "decode_parallelism" => self.decode_parallelism = count()?,
+            _ => {
+                return Err(Error::InvalidConfig(format!(
+                    "unknown config key {name:?}; known keys: {}",
+                    Self::KEYS.join(", ")
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that the knobs make sense together.
+    pub fn validate(&self) -> Result<()> {
+        let fail = |m: &str| Err(Error::InvalidConfig(format!("invalid config: {m}")));
+        if self.footer_prefetch < 8 {
+            return fail("footer_prefetch must be at least 8 bytes");
+        }
+        if self.slice_size < 4 * KIB {
+            return fail("slice_size must be at least 4 KiB");
+        }
+        if self.max_in_flight == 0 {
+            return fail("max_in_flight must be at least 1");
+        }
+        if self.memory_budget < self.slice_size {
+            return fail("memory_budget must be at least slice_size");
+        }
+        if self.request_timeout.is_zero() || self.connect_timeout.is_zero() {
+            return fail("timeouts must be positive");
+        }
+        Ok(())
+    }
+
+    /// Row groups decoded at once, resolving 0 to the number of cores.
+    pub fn effective_decode_parallelism(&self) -> usize {
+        if self.decode_parallelism > 0 {
+            self.decode_parallelism
+        } else {
+            std::thread::available_parallelism().map_or(2, |n| n.get())
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::from_env().unwrap_or_else(|_| Config::builtin())
+    }
+}
+
+/// Parses `65536`, `64K`, `8M`, `8MiB`, `1G` into bytes.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let t = t
+        .strip_suffix("iB")
+        .or_else(|| t.strip_suffix('B'))
+        .unwrap_or(t);
+    let (digits, mult) = match t.chars().last()? {
+        'k' | 'K' => (&t[..t.len() - 1], KIB),
+        'm' | 'M' => (&t[..t.len() - 1], MIB),
+        'g' | 'G' => (&t[..t.len() - 1], 1024 * MIB),
+        _ => (t, 1),
+    };
+    digits.trim().parse::<u64>().ok()?.checked_mul(mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_suffixes() {
+        assert_eq!(parse_size("65536"), Some(65536));
+        assert_eq!(parse_size("64K"), Some(65536));
+        assert_eq!(parse_size("8MiB"), Some(8 * MIB));
+        assert_eq!(parse_size("1g"), Some(1024 * MIB));
+        assert_eq!(parse_size("x"), None);
+        assert_eq!(parse_size(""), None);
+    }
+
+    #[test]
+    fn set_rejects_unknown_and_malformed() {
+        let mut c = Config::builtin();
+        c.set("slice_size", "4M").unwrap();
+        assert_eq!(c.slice_size, 4 * MIB);
+        assert!(c.set("slice_size", "four").is_err());
+        assert!(c.set("no_such_key", "1").is_err());
+        c.max_in_flight = 0;
+        assert!(c.validate().is_err());
+    }
+}

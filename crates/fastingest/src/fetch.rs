@@ -1,0 +1,198 @@
+//! Executes plans: bounded, parallel range requests shared by every file of a
+//! read, each slice written straight into its place in the span's buffer.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::{Bytes, BytesMut};
+use futures::future::{join_all, BoxFuture, Shared};
+use futures::FutureExt;
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::task::JoinHandle;
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::io::{with_retries, Retry, Tail};
+use crate::plan::{FilePlan, Span};
+use crate::source::Source;
+use crate::stats::ReadStats;
+
+/// Memory permits are counted in units of this many bytes.
+const BUDGET_UNIT: u64 = 64 * 1024;
+
+/// What one read shares across its files and tasks: the configuration, the
+/// statistics, and the limits on requests and bytes in flight.
+#[derive(Debug, Clone)]
+pub struct Fetcher(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    config: Config,
+    stats: ReadStats,
+    requests: Semaphore,
+    budget: Semaphore,
+    budget_units: u32,
+    decode: Semaphore,
+}
+
+/// A span being fetched in the background; cloneable so that every unit
+/// needing it can wait for it.
+pub type SpanFuture = Shared<BoxFuture<'static, Result<Bytes>>>;
+
+/// Aborts the wrapped task when dropped, so an abandoned read stops fetching.
+pub struct AbortOnDrop<T>(pub JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Fetcher {
+    /// A fetcher for one read.
+    pub fn new(config: Config, stats: ReadStats) -> Self {
+        let budget_units = (config.memory_budget / BUDGET_UNIT).clamp(1, u32::MAX as u64 >> 3) as u32;
+        let decode = config.effective_decode_parallelism();
+        Fetcher(Arc::new(Inner {
+            requests: Semaphore::new(config.max_in_flight),
+            budget: Semaphore::new(budget_units as usize),
+            budget_units,
+            decode: Semaphore::new(decode),
+            config,
+            stats,
+        }))
+    }
+
+    /// The read's configuration.
+    pub fn config(&self) -> &Config {
+        &self.0.config
+    }
+
+    /// The read's statistics.
+    pub fn stats(&self) -> &ReadStats {
+        &self.0.stats
+    }
+
+    /// Waits for a decode slot (bounds CPU-heavy work to the cores).
+    pub(crate) async fn decode_permit(&self) -> SemaphorePermit<'_> {
+        // The semaphore is never closed, so acquire cannot fail.
+        self.0.decode.acquire().await.expect("decode semaphore closed")
+    }
+
+    async fn permits(&self, len: u64) -> (SemaphorePermit<'_>, SemaphorePermit<'_>) {
+        let units = len.div_ceil(BUDGET_UNIT).clamp(1, self.0.budget_units as u64) as u32;
+        // Neither semaphore is ever closed.
+        let req = self.0.requests.acquire().await.expect("request semaphore closed");
+        let mem = self.0.budget.acquire_many(units).await.expect("budget semaphore closed");
+        (req, mem)
+    }
+
+    /// The end of the file (footer and size) in one speculative request.
+    pub async fn fetch_tail(&self, source: &Source, len: u64) -> Result<Tail> {
+        let _p = self.permits(len).await;
+        let started = Instant::now();
+        let tail = with_retries(self.config(), self.stats(), source.location(), 0..0, || {
+            source.read_tail(len)
+        })
+        .await?;
+        self.stats().add_fetch_time(started.elapsed());
+        self.stats().add_fetched(tail.bytes.len() as u64);
+        Ok(tail)
+    }
+
+    /// One range outside any plan (a footer larger than the prefetch, a page
+    /// index, a decoder asking for something unforeseen).
+    pub async fn fetch_range(&self, source: &Source, range: Range<u64>) -> Result<Bytes> {
+        let slices = crate::plan::split(range.clone(), self.config().slice_size);
+        let span = Span { range, slices };
+        fetch_span(self.clone(), Arc::clone(source), span).await
+    }
+
+    /// Starts fetching every span of `plan` in the background, in file order.
+    /// The returned futures resolve to each span's bytes.
+    pub fn start(&self, source: &Source, plan: &FilePlan) -> (Vec<SpanFuture>, Vec<AbortOnDrop<()>>) {
+        self.stats().add_needed(plan.bytes_needed());
+        let mut futures = Vec::with_capacity(plan.spans.len());
+        let mut guards = Vec::with_capacity(plan.spans.len());
+        for span in &plan.spans {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let task = tokio::spawn(fetch_span(self.clone(), Arc::clone(source), span.clone()).map(
+                move |r| {
+                    let _ = tx.send(r);
+                },
+            ));
+            guards.push(AbortOnDrop(task));
+            let location = source.location().to_string();
+            let fut: BoxFuture<'static, Result<Bytes>> = async move {
+                rx.await.unwrap_or_else(|_| {
+                    Err(Error::Io {
+                        location,
+                        range: 0..0,
+                        attempts: 0,
+                        detail: "fetch task was cancelled".into(),
+                        timed_out: false,
+                    })
+                })
+            }
+            .boxed();
+            futures.push(fut.shared());
+        }
+        (futures, guards)
+    }
+}
+
+/// Fetches all slices of `span` concurrently into one buffer.
+async fn fetch_span(fetcher: Fetcher, source: Source, span: Span) -> Result<Bytes> {
+    let len = (span.range.end - span.range.start) as usize;
+    // calloc'd: the kernel hands out zero pages lazily, so this costs no memset.
+    let mut rest = BytesMut::zeroed(len);
+    let mut parts = Vec::with_capacity(span.slices.len());
+    for slice in &span.slices {
+        let part = rest.split_to((slice.end - slice.start) as usize);
+        parts.push((slice.clone(), part));
+    }
+    let started = Instant::now();
+    let filled = join_all(
+        parts
+            .into_iter()
+            .map(|(range, part)| fetch_slice(&fetcher, &source, range, part)),
+    )
+    .await;
+    fetcher.stats().add_fetch_time(started.elapsed());
+    let mut whole: Option<BytesMut> = None;
+    for part in filled {
+        let part = part?;
+        match whole.as_mut() {
+            // Consecutive parts of one allocation rejoin without copying.
+            Some(w) => w.unsplit(part),
+            None => whole = Some(part),
+        }
+    }
+    Ok(whole.unwrap_or_default().freeze())
+}
+
+async fn fetch_slice(
+    fetcher: &Fetcher,
+    source: &Source,
+    range: Range<u64>,
+    mut part: BytesMut,
+) -> Result<BytesMut> {
+    let _permits = fetcher.permits(range.end - range.start).await;
+    let mut retry = Retry::new(fetcher.config(), fetcher.stats(), source.location(), range.clone());
+    let want = (range.end - range.start) as usize;
+    loop {
+        if part.len() != want {
+            // A cancelled attempt can leave the buffer taken; never read into
+            // a buffer of the wrong size. (Rejoining then copies, rarely.)
+            part = BytesMut::zeroed(want);
+        }
+        match retry.attempt(source.read_into(range.clone(), &mut part)).await {
+            Ok(()) => {
+                fetcher.stats().add_fetched(range.end - range.start);
+                return Ok(part);
+            }
+            Err(failure) => retry.failed(failure).await?,
+        }
+    }
+}

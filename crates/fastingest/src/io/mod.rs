@@ -1,0 +1,59 @@
+//! Byte sources: the one abstraction every format reader fetches through.
+//!
+//! A [`RangeSource`] is one file or object that can be read at byte offsets.
+//! Three kinds exist: local files (positional reads, no object_store layer),
+//! objects in an `object_store` backend, and plain `http(s)://` URLs (which may
+//! be presigned, so only GET with a `Range` header is used).
+
+mod http;
+mod local;
+mod retry;
+mod store;
+
+use std::fmt::Debug;
+use std::ops::Range;
+
+use bytes::{Bytes, BytesMut};
+use futures::future::BoxFuture;
+
+pub use self::http::HttpSource;
+pub use self::local::LocalSource;
+pub(crate) use self::retry::{with_retries, Failure, Retry};
+pub use self::store::StoreSource;
+pub(crate) use self::store::classify as classify_store_error;
+
+use crate::error::Result;
+
+/// The end of a file, as brought by one speculative suffix request.
+#[derive(Debug, Clone)]
+pub struct Tail {
+    /// The last `bytes.len()` bytes of the object.
+    pub bytes: Bytes,
+    /// The object's total size.
+    pub size: u64,
+}
+
+/// One readable file or object.
+///
+/// Implementations do one attempt per call; retries and timeouts are applied
+/// by [`with_retries`] around them, so every source retries the same way.
+pub trait RangeSource: Send + Sync + Debug {
+    /// Where the bytes come from, as the user named it; used in every error.
+    fn location(&self) -> &str;
+
+    /// Reads up to `len` bytes from the end of the object and learns its size,
+    /// in a single request where the backend allows it.
+    fn read_tail(&self, len: u64) -> BoxFuture<'_, Result<Tail, Failure>>;
+
+    /// Fills `dst` (already `range` long) with the bytes of `range`.
+    fn read_into<'a>(
+        &'a self,
+        range: Range<u64>,
+        dst: &'a mut BytesMut,
+    ) -> BoxFuture<'a, Result<(), Failure>>;
+
+    /// Whether reads go to local disk (no network, no retries needed, no cache).
+    fn is_local(&self) -> bool {
+        false
+    }
+}

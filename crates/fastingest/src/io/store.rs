@@ -1,0 +1,179 @@
+//! Objects in an `object_store` backend (S3, GCS, Azure, memory).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore};
+
+use super::{Failure, RangeSource, Tail};
+use crate::error::Error;
+
+/// One object in a store. After the first read it pins the object's ETag, so
+/// that an object replaced in the middle of a read gives an error rather than
+/// a table stitched from two versions.
+#[derive(Debug)]
+pub struct StoreSource {
+    location: String,
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+    etag: std::sync::OnceLock<Option<String>>,
+}
+
+impl StoreSource {
+    /// `location` is the URL as the user wrote it, used in errors.
+    pub fn new(store: Arc<dyn ObjectStore>, path: Path, location: String) -> Self {
+        StoreSource {
+            location,
+            store,
+            path,
+            etag: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn options(&self, range: GetRange) -> GetOptions {
+        GetOptions {
+            range: Some(range),
+            if_match: self.etag.get().cloned().flatten(),
+            ..Default::default()
+        }
+    }
+
+    fn classify(&self, err: object_store::Error) -> Failure {
+        classify(&self.location, err)
+    }
+}
+
+/// Sorts an object_store error into retry-worthy or final.
+pub(crate) fn classify(location: &str, err: object_store::Error) -> Failure {
+    use object_store::Error as E;
+    let location = location.to_string();
+    let detail = err.to_string();
+    match err {
+        E::NotFound { .. } => Failure::Permanent(Error::NotFound { location, detail }),
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } => {
+            Failure::Permanent(Error::PermissionDenied { location, detail })
+        }
+        E::Precondition { .. } => Failure::Permanent(Error::Io {
+            location,
+            range: 0..0,
+            attempts: 1,
+            detail: format!("the object changed while it was being read ({detail})"),
+            timed_out: false,
+        }),
+        E::Generic { .. } => match http_status(&detail) {
+            // 408, 429 (SlowDown) and 5xx are worth another try; other 4xx are not.
+            Some(s) if (400..500).contains(&s) && s != 408 && s != 429 => {
+                let kind = if s == 416 {
+                    "range not satisfiable"
+                } else {
+                    "request rejected"
+                };
+                Failure::Permanent(Error::Io {
+                    location,
+                    range: 0..0,
+                    attempts: 1,
+                    detail: format!("{kind}: {detail}"),
+                    timed_out: false,
+                })
+            }
+            _ => Failure::Transient {
+                timed_out: detail.contains("timed out") || detail.contains("Timeout"),
+                detail,
+            },
+        },
+        _ => Failure::Permanent(Error::Io {
+            location,
+            range: 0..0,
+            attempts: 1,
+            detail,
+            timed_out: false,
+        }),
+    }
+}
+
+/// Finds the HTTP status in object_store's error text
+/// ("... non-2xx status code: 503 Service Unavailable ...").
+fn http_status(detail: &str) -> Option<u16> {
+    let idx = detail.find("status code: ")? + "status code: ".len();
+    detail.get(idx..idx + 3)?.parse().ok()
+}
+
+impl RangeSource for StoreSource {
+    fn location(&self) -> &str {
+        &self.location
+    }
+
+    fn read_tail(&self, len: u64) -> BoxFuture<'_, Result<Tail, Failure>> {
+        async move {
+            let result = self
+                .store
+                .get_opts(&self.path, self.options(GetRange::Suffix(len)))
+                .await
+                .map_err(|e| self.classify(e))?;
+            let size = result.meta.size;
+            let _ = self.etag.set(result.meta.e_tag.clone());
+            let bytes = result.bytes().await.map_err(|e| self.classify(e))?;
+            Ok(Tail { bytes, size })
+        }
+        .boxed()
+    }
+
+    fn read_into<'a>(
+        &'a self,
+        range: Range<u64>,
+        dst: &'a mut BytesMut,
+    ) -> BoxFuture<'a, Result<(), Failure>> {
+        async move {
+            let want = (range.end - range.start) as usize;
+            let result = self
+                .store
+                .get_opts(&self.path, self.options(GetRange::Bounded(range.clone())))
+                .await
+                .map_err(|e| self.classify(e))?;
+            // Stream the body straight into its place in the destination buffer.
+            let mut stream = result.into_stream();
+            let mut filled = 0usize;
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| self.classify(e))?;
+                let end = filled + chunk.len();
+                if end > want {
+                    return Err(Failure::Permanent(Error::Io {
+                        location: self.location.clone(),
+                        range,
+                        attempts: 1,
+                        detail: format!("store returned more than the {want} bytes asked for"),
+                        timed_out: false,
+                    }));
+                }
+                dst[filled..end].copy_from_slice(&chunk);
+                filled = end;
+            }
+            if filled != want {
+                // A body cut short is a network fault: try again.
+                return Err(Failure::transient(format!(
+                    "response body ended after {filled} of {want} bytes"
+                )));
+            }
+            Ok(())
+        }
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_codes_are_found_in_error_text() {
+        assert_eq!(
+            http_status("Error performing GET x in 1ms - Server returned non-2xx status code: 503 Service Unavailable: "),
+            Some(503)
+        );
+        assert_eq!(http_status("connection reset"), None);
+    }
+}

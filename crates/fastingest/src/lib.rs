@@ -1,0 +1,40 @@
+//! # fastingest
+//!
+//! Planned, sliced, parallel reads of Parquet from local disk and object
+//! storage (S3, GCS, Azure, HTTP) into Arrow `RecordBatch`es.
+//!
+//! A read resolves its sources (paths, URLs, globs), fetches each footer with
+//! one speculative tail request, selects columns and row groups (by index or
+//! by filter statistics), and turns that into a [`plan::FilePlan`]: the byte
+//! ranges of the needed column chunks, coalesced across small holes and split
+//! into slices. A [`fetch::Fetcher`] runs the slices with bounded concurrency
+//! and memory, retrying transient failures, and row groups are decoded as
+//! soon as their bytes are in, while later ones are still being fetched.
+//!
+//! ```no_run
+//! # async fn demo() -> fastingest::Result<()> {
+//! use fastingest::parquet::{read_parquet, ReadOptions};
+//! let options = ReadOptions {
+//!     columns: Some(vec!["id".into(), "value".into()]),
+//!     ..Default::default()
+//! };
+//! let table = read_parquet(&["s3://bucket/data/*.parquet".to_string()], &options).await?;
+//! println!("{} rows, stats: {:?}", table.num_rows(), options.stats.snapshot());
+//! # Ok(()) }
+//! ```
+
+pub mod config;
+pub mod error;
+pub mod fetch;
+pub mod io;
+pub mod parquet;
+pub mod plan;
+pub mod runtime;
+pub mod source;
+pub mod stats;
+pub mod store;
+
+pub use config::Config;
+pub use error::{Error, Result};
+pub use stats::{ReadStats, StatsSnapshot};
+pub use store::StorageOptions;

@@ -1,0 +1,279 @@
+//! Row filters in pyarrow's DNF form: an OR of ANDs of `column op literal`.
+//! Used twice: to skip row groups whose statistics rule them out, and to drop
+//! the rows of the remaining ones that do not match.
+
+use std::collections::BTreeSet;
+
+use arrow_arith::boolean::{and_kleene, not, or_kleene};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, Scalar};
+use arrow_cast::cast;
+use arrow_schema::{ArrowError, DataType, Schema};
+use arrow_ord::cmp;
+use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use parquet::file::metadata::ParquetMetaData;
+
+use crate::error::{Error, Result};
+
+/// A comparison operator of a filter term.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmpOp {
+    /// `==` or `=`
+    Eq,
+    /// `!=`
+    NotEq,
+    /// `<`
+    Lt,
+    /// `<=`
+    LtEq,
+    /// `>`
+    Gt,
+    /// `>=`
+    GtEq,
+    /// `in`
+    In,
+    /// `not in`
+    NotIn,
+}
+
+impl CmpOp {
+    /// Parses pyarrow's operator spelling.
+    pub fn parse(op: &str) -> Result<Self> {
+        Ok(match op.trim().to_ascii_lowercase().as_str() {
+            "==" | "=" => CmpOp::Eq,
+            "!=" => CmpOp::NotEq,
+            "<" => CmpOp::Lt,
+            "<=" => CmpOp::LtEq,
+            ">" => CmpOp::Gt,
+            ">=" => CmpOp::GtEq,
+            "in" => CmpOp::In,
+            "not in" => CmpOp::NotIn,
+            other => {
+                return Err(Error::InvalidArgument(format!(
+                    "unknown filter operator {other:?}; use one of ==, =, !=, <, <=, >, >=, in, not in"
+                )))
+            }
+        })
+    }
+
+    fn is_set(self) -> bool {
+        matches!(self, CmpOp::In | CmpOp::NotIn)
+    }
+}
+
+/// `column op value`. `value` holds one literal, or the set for `in`/`not in`.
+#[derive(Debug, Clone)]
+pub struct Predicate {
+    /// A top-level column name.
+    pub column: String,
+    /// The comparison.
+    pub op: CmpOp,
+    /// The literal(s), of any type castable to the column's.
+    pub value: ArrayRef,
+}
+
+/// A filter in disjunctive normal form: rows match when any conjunction has
+/// all its predicates true (null counts as false, as in pyarrow).
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// OR of these; each is an AND of predicates.
+    pub disjuncts: Vec<Vec<Predicate>>,
+}
+
+impl Filter {
+    /// Checks the shape of the filter.
+    pub fn new(disjuncts: Vec<Vec<Predicate>>) -> Result<Self> {
+        if disjuncts.is_empty() || disjuncts.iter().any(|c| c.is_empty()) {
+            return Err(Error::InvalidArgument(
+                "filters must be a non-empty list of (column, op, value) tuples, or a list of such lists".into(),
+            ));
+        }
+        for p in disjuncts.iter().flatten() {
+            if !p.op.is_set() && p.value.len() != 1 {
+                return Err(Error::InvalidArgument(format!(
+                    "filter on {:?}: operator {:?} takes one value",
+                    p.column, p.op
+                )));
+            }
+        }
+        Ok(Filter { disjuncts })
+    }
+
+    /// Columns the filter reads.
+    pub fn columns(&self) -> BTreeSet<String> {
+        self.disjuncts.iter().flatten().map(|p| p.column.clone()).collect()
+    }
+
+    /// Checks that every literal can be compared with its column.
+    pub fn check_types(&self, location: &str, schema: &Schema) -> Result<()> {
+        for p in self.disjuncts.iter().flatten() {
+            let field = schema.field_with_name(&p.column).map_err(|_| Error::ColumnNotFound {
+                location: location.to_string(),
+                column: p.column.clone(),
+                available: schema.fields().iter().map(|f| f.name().clone()).collect(),
+            })?;
+            let target = value_type(field.data_type());
+            if matches!(target, DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) | DataType::Map(_, _)) {
+                return Err(Error::InvalidArgument(format!(
+                    "{location}: cannot filter on column {:?} of nested type {}",
+                    p.column, target
+                )));
+            }
+            cast(&p.value, &target).map_err(|e| {
+                Error::InvalidArgument(format!(
+                    "{location}: cannot compare column {:?} ({}) with a value of type {}: {e}",
+                    p.column,
+                    field.data_type(),
+                    p.value.data_type()
+                ))
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The rows of `batch` that match (null as false).
+    pub fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray, ArrowError> {
+        let mut any: Option<BooleanArray> = None;
+        for conj in &self.disjuncts {
+            let mut all: Option<BooleanArray> = None;
+            for p in conj {
+                let m = eval_predicate(batch, p)?;
+                all = Some(match all {
+                    None => m,
+                    Some(a) => and_kleene(&a, &m)?,
+                });
+            }
+            if let Some(all) = all {
+                any = Some(match any {
+                    None => all,
+                    Some(a) => or_kleene(&a, &all)?,
+                });
+            }
+        }
+        Ok(any.unwrap_or_else(|| BooleanArray::from(vec![true; batch.num_rows()])))
+    }
+
+    /// For each row group, whether its statistics allow a match. Missing or
+    /// unusable statistics keep the row group (pruning is only an optimisation).
+    pub fn prune_row_groups(&self, metadata: &ParquetMetaData, schema: &Schema) -> Vec<bool> {
+        let n = metadata.num_row_groups();
+        let mut keep = vec![false; n];
+        for conj in &self.disjuncts {
+            let mut conj_keep = vec![true; n];
+            for p in conj {
+                if let Some(may) = predicate_may_match(metadata, schema, p) {
+                    for (k, m) in conj_keep.iter_mut().zip(may) {
+                        *k &= m;
+                    }
+                }
+            }
+            for (k, c) in keep.iter_mut().zip(conj_keep) {
+                *k |= c;
+            }
+        }
+        keep
+    }
+}
+
+/// Dictionary columns compare as their values.
+fn value_type(dt: &DataType) -> DataType {
+    match dt {
+        DataType::Dictionary(_, v) => v.as_ref().clone(),
+        other => other.clone(),
+    }
+}
+
+fn eval_predicate(batch: &RecordBatch, p: &Predicate) -> Result<BooleanArray, ArrowError> {
+    let col = batch
+        .column_by_name(&p.column)
+        .ok_or_else(|| ArrowError::SchemaError(format!("filter column {:?} was not decoded", p.column)))?;
+    let target = value_type(col.data_type());
+    let col: ArrayRef = if &target != col.data_type() {
+        cast(col, &target)?
+    } else {
+        col.clone()
+    };
+    let lit = cast(&p.value, &target)?;
+    compare(&col, p.op, &lit)
+}
+
+/// `left op lit` elementwise; `lit` has one element, or the set for in/not in.
+fn compare(left: &dyn Array, op: CmpOp, lit: &ArrayRef) -> Result<BooleanArray, ArrowError> {
+    let one = |i: usize| Scalar::new(lit.slice(i, 1));
+    match op {
+        CmpOp::Eq => cmp::eq(&left, &one(0)),
+        CmpOp::NotEq => cmp::neq(&left, &one(0)),
+        CmpOp::Lt => cmp::lt(&left, &one(0)),
+        CmpOp::LtEq => cmp::lt_eq(&left, &one(0)),
+        CmpOp::Gt => cmp::gt(&left, &one(0)),
+        CmpOp::GtEq => cmp::gt_eq(&left, &one(0)),
+        CmpOp::In | CmpOp::NotIn => {
+            let mut acc: Option<BooleanArray> = None;
+            for i in 0..lit.len() {
+                if lit.is_null(i) {
+                    continue;
+                }
+                let m = cmp::eq(&left, &one(i))?;
+                acc = Some(match acc {
+                    None => m,
+                    Some(a) => or_kleene(&a, &m)?,
+                });
+            }
+            let hit = match acc {
+                Some(a) => a,
+                // An empty set matches nothing (non-null rows are false).
+                None => {
+                    let f = BooleanArray::from(vec![false; left.len()]);
+                    BooleanArray::new(f.values().clone(), left.logical_nulls())
+                }
+            };
+            if op == CmpOp::In {
+                Ok(hit)
+            } else {
+                not(&hit)
+            }
+        }
+    }
+}
+
+/// Whether each row group may hold a row matching `p`; `None` when the
+/// statistics cannot tell.
+fn predicate_may_match(metadata: &ParquetMetaData, schema: &Schema, p: &Predicate) -> Option<Vec<bool>> {
+    let descr = metadata.file_metadata().schema_descr();
+    let conv = StatisticsConverter::try_new(&p.column, schema, descr).ok()?;
+    let rgs = metadata.row_groups();
+    let mins = conv.row_group_mins(rgs.iter()).ok()?;
+    let maxes = conv.row_group_maxes(rgs.iter()).ok()?;
+    let stat_type = mins.data_type().clone();
+    let lit = cast(&p.value, &stat_type).ok()?;
+    let is_float = matches!(stat_type, DataType::Float16 | DataType::Float32 | DataType::Float64);
+    let may: BooleanArray = match p.op {
+        CmpOp::Eq => and_kleene(&compare(&mins, CmpOp::LtEq, &lit).ok()?, &compare(&maxes, CmpOp::GtEq, &lit).ok()?).ok()?,
+        CmpOp::Lt => compare(&mins, CmpOp::Lt, &lit).ok()?,
+        CmpOp::LtEq => compare(&mins, CmpOp::LtEq, &lit).ok()?,
+        CmpOp::Gt => compare(&maxes, CmpOp::Gt, &lit).ok()?,
+        CmpOp::GtEq => compare(&maxes, CmpOp::GtEq, &lit).ok()?,
+        CmpOp::NotEq if !is_float => {
+            // Only a row group whose every value equals the literal is ruled out.
+            let all_eq = and_kleene(&compare(&mins, CmpOp::Eq, &lit).ok()?, &compare(&maxes, CmpOp::Eq, &lit).ok()?).ok()?;
+            not(&all_eq).ok()?
+        }
+        CmpOp::In => {
+            let mut acc: Option<BooleanArray> = None;
+            for i in 0..lit.len() {
+                if lit.is_null(i) {
+                    continue;
+                }
+                let one = lit.slice(i, 1);
+                let m = and_kleene(&compare(&mins, CmpOp::LtEq, &one).ok()?, &compare(&maxes, CmpOp::GtEq, &one).ok()?).ok()?;
+                acc = Some(match acc {
+                    None => m,
+                    Some(a) => or_kleene(&a, &m).ok()?,
+                });
+            }
+            acc?
+        }
+        CmpOp::NotEq | CmpOp::NotIn => return None,
+    };
+    // Unknown (null) means "may match".
+    Some((0..may.len()).map(|i| may.is_null(i) || may.value(i)).collect())
+}

@@ -1,0 +1,155 @@
+//! Reading and decoding a Parquet footer: one speculative tail request, a
+//! second only when the footer is longer than the prefetch.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use parquet::arrow::async_reader::MetadataFetch;
+use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+
+use crate::error::{Error, Result};
+use crate::fetch::Fetcher;
+use crate::io::Tail;
+use crate::source::Source;
+
+const FOOTER_TRAILER: u64 = 8;
+
+/// A file's decoded footer and size.
+#[derive(Debug, Clone)]
+pub struct Footer {
+    /// Decoded metadata (with the page index when it was asked for and present).
+    pub metadata: Arc<ParquetMetaData>,
+    /// The file's size in bytes.
+    pub file_size: u64,
+}
+
+/// Reads and decodes the footer of `source`.
+pub async fn read_footer(fetcher: &Fetcher, source: &Source, with_page_index: bool) -> Result<Footer> {
+    let location = source.location();
+    let tail = fetcher.fetch_tail(source, fetcher.config().footer_prefetch).await?;
+    let size = tail.size;
+    let corrupt = |range: Option<Range<u64>>, detail: String| Error::Corrupt {
+        location: location.to_string(),
+        range,
+        detail,
+    };
+    if size < 12 {
+        return Err(corrupt(
+            Some(0..size),
+            format!("file is {size} bytes, too small to be Parquet (needs at least 12)"),
+        ));
+    }
+    let n = tail.bytes.len();
+    if (n as u64) < FOOTER_TRAILER {
+        return Err(corrupt(Some(0..size), "could not read the file's last 8 bytes".into()));
+    }
+    let trailer = &tail.bytes[n - 8..];
+    match &trailer[4..] {
+        b"PAR1" => {}
+        b"PARE" => {
+            return Err(Error::Unsupported {
+                location: location.to_string(),
+                detail: "the footer is encrypted (PARE); encrypted Parquet files are not supported"
+                    .into(),
+            })
+        }
+        other => {
+            return Err(corrupt(
+                Some(size - 4..size),
+                format!("not a Parquet file: expected magic \"PAR1\" at the end, found {other:?}"),
+            ))
+        }
+    }
+    let meta_len = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]) as u64;
+    if meta_len + FOOTER_TRAILER + 4 > size {
+        return Err(corrupt(
+            Some(size - 8..size - 4),
+            format!("footer length {meta_len} is beyond the file's size of {size} bytes"),
+        ));
+    }
+    let footer_start = size - FOOTER_TRAILER - meta_len;
+    let tail_start = size - n as u64;
+    let footer: Bytes = if footer_start >= tail_start {
+        tail.bytes.slice((footer_start - tail_start) as usize..n - 8)
+    } else {
+        // The footer is longer than the prefetch: fetch the part before the tail.
+        let head = fetcher.fetch_range(source, footer_start..tail_start).await?;
+        let mut joined = BytesMut::with_capacity(meta_len as usize);
+        joined.extend_from_slice(&head);
+        joined.extend_from_slice(&tail.bytes[..n - 8]);
+        joined.freeze()
+    };
+    let footer_range = footer_start..size - FOOTER_TRAILER;
+    let decoded = std::panic::catch_unwind(|| ParquetMetaDataReader::decode_metadata(&footer));
+    let metadata = match decoded {
+        Ok(Ok(m)) => m,
+        Ok(Err(e)) => {
+            return Err(match Error::from_parquet(location, e) {
+                Error::Corrupt { detail, .. } => corrupt(Some(footer_range), format!("corrupt footer: {detail}")),
+                other => other,
+            })
+        }
+        Err(_) => return Err(corrupt(Some(footer_range), "corrupt footer (the decoder gave up)".into())),
+    };
+    let metadata = if with_page_index {
+        load_page_index(fetcher, source, metadata, tail).await?
+    } else {
+        metadata
+    };
+    Ok(Footer {
+        metadata: Arc::new(metadata),
+        file_size: size,
+    })
+}
+
+/// Adds the column and offset indexes, served from the tail when it holds them.
+async fn load_page_index(
+    fetcher: &Fetcher,
+    source: &Source,
+    metadata: ParquetMetaData,
+    tail: Tail,
+) -> Result<ParquetMetaData> {
+    let mut reader = ParquetMetaDataReader::new_with_metadata(metadata)
+        .with_page_index_policy(PageIndexPolicy::Optional);
+    let fetch = TailFetch {
+        fetcher: fetcher.clone(),
+        source: Arc::clone(source),
+        tail,
+    };
+    reader
+        .load_page_index(fetch)
+        .await
+        .map_err(|e| Error::from_parquet(source.location(), e))?;
+    reader
+        .finish()
+        .map_err(|e| Error::from_parquet(source.location(), e))
+}
+
+/// Serves metadata reads from the tail already fetched, fetching otherwise.
+struct TailFetch {
+    fetcher: Fetcher,
+    source: Source,
+    tail: Tail,
+}
+
+impl MetadataFetch for TailFetch {
+    fn fetch(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
+        async move {
+            let tail_start = self.tail.size - self.tail.bytes.len() as u64;
+            if range.start >= tail_start && range.end <= self.tail.size {
+                let s = (range.start - tail_start) as usize;
+                let e = (range.end - tail_start) as usize;
+                return Ok(self.tail.bytes.slice(s..e));
+            }
+            self.fetcher.stats().add_unplanned();
+            self.fetcher
+                .fetch_range(&self.source, range)
+                .await
+                .map_err(|e| parquet::errors::ParquetError::External(Box::new(e)))
+        }
+        .boxed()
+    }
+}

@@ -1,0 +1,11 @@
+//! Parquet: footer, projection, filters, planning and decoding.
+
+pub mod decode;
+pub mod filter;
+pub mod footer;
+pub mod read;
+pub mod select;
+
+pub use filter::{CmpOp, Filter, Predicate};
+pub use footer::Footer;
+pub use read::{plan_parquet, read_metadata, read_parquet, PreparedFile, ReadOptions, Table};

@@ -1,0 +1,304 @@
+//! Reading Parquet files end to end: footer, projection, row-group selection,
+//! plan, parallel fetch, and decoding that overlaps the fetch.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_schema::SchemaRef;
+use futures::{stream, FutureExt, StreamExt, TryStreamExt};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+
+use super::decode::{DecodeJob, FetchedSpans};
+use super::filter::Filter;
+use super::footer::{read_footer, Footer};
+use super::select::{project, same_fields, Projection};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::fetch::Fetcher;
+use crate::plan::{FilePlan, PlanUnit};
+use crate::source::{resolve, Source};
+use crate::stats::ReadStats;
+use crate::store::StorageOptions;
+
+/// What to read and how.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Columns to return (top-level names or dotted struct paths), in this
+    /// order; `None` for all.
+    pub columns: Option<Vec<String>>,
+    /// Row groups to read (indices into the file); only for a single file.
+    pub row_groups: Option<Vec<usize>>,
+    /// Rows to keep; also prunes row groups by their statistics.
+    pub filter: Option<Filter>,
+    /// Options for the object store (credentials, endpoint, ...).
+    pub storage_options: StorageOptions,
+    /// Fetch tuning.
+    pub config: Config,
+    /// Counters the read adds to.
+    pub stats: ReadStats,
+}
+
+/// A read's result: a schema and the batches, in file and row order.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// Schema of every batch (with the file's key-value metadata, e.g. pandas').
+    pub schema: SchemaRef,
+    /// The rows.
+    pub batches: Vec<RecordBatch>,
+}
+
+impl Table {
+    /// Total rows.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(|b| b.num_rows()).sum()
+    }
+}
+
+/// One file, planned and ready to fetch.
+#[derive(Debug, Clone)]
+pub struct PreparedFile {
+    /// Where the bytes come from.
+    pub source: Source,
+    /// The decoded footer.
+    pub footer: Footer,
+    /// The footer as the Arrow reader sees it (Arrow schema resolved).
+    pub reader_metadata: ArrowReaderMetadata,
+    /// Columns to decode and return.
+    pub projection: Projection,
+    /// The byte ranges to fetch, one unit per selected row group.
+    pub plan: FilePlan,
+}
+
+/// Reads `sources` (paths, URLs or globs) into one table.
+pub async fn read_parquet(sources: &[String], options: &ReadOptions) -> Result<Table> {
+    options.config.validate()?;
+    let files = resolve(sources, &options.storage_options, &options.config).await?;
+    let fetcher = Fetcher::new(options.config.clone(), options.stats.clone());
+    read_sources(&fetcher, files, options).await
+}
+
+/// Plans the read of `sources` without fetching column data (footers only).
+pub async fn plan_parquet(sources: &[String], options: &ReadOptions) -> Result<Vec<PreparedFile>> {
+    options.config.validate()?;
+    let files = resolve(sources, &options.storage_options, &options.config).await?;
+    check_row_groups_option(&files, options)?;
+    let fetcher = Fetcher::new(options.config.clone(), options.stats.clone());
+    let width = options.config.max_in_flight.max(1);
+    let futs: Vec<_> = files
+        .into_iter()
+        .map(|s| {
+            let fetcher = fetcher.clone();
+            async move { prepare(&fetcher, s, options).await }.boxed()
+        })
+        .collect();
+    stream::iter(futs)
+        .buffered(width)
+        .try_collect()
+        .await
+}
+
+/// Footers of `sources`, for inspection.
+pub async fn read_metadata(
+    sources: &[String],
+    storage_options: &StorageOptions,
+    config: &Config,
+    stats: &ReadStats,
+) -> Result<Vec<(Source, Footer, SchemaRef)>> {
+    config.validate()?;
+    let files = resolve(sources, storage_options, config).await?;
+    let fetcher = Fetcher::new(config.clone(), stats.clone());
+    let futs: Vec<_> = files
+        .into_iter()
+        .map(|s| {
+            let fetcher = fetcher.clone();
+            async move {
+                stats.add_file();
+                let footer = read_footer(&fetcher, &s, false).await?;
+                let meta = ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
+                    .map_err(|e| Error::from_parquet(s.location(), e))?;
+                let mut schema = meta.schema().as_ref().clone();
+                schema.metadata.remove("ARROW:schema");
+                Ok((s, footer, Arc::new(schema)))
+            }
+            .boxed()
+        })
+        .collect();
+    stream::iter(futs)
+        .buffered(config.max_in_flight.max(1))
+        .try_collect()
+        .await
+}
+
+fn check_row_groups_option(files: &[Source], options: &ReadOptions) -> Result<()> {
+    if options.row_groups.is_some() && files.len() != 1 {
+        return Err(Error::InvalidArgument(format!(
+            "row_groups selects row groups of a single file, but the source names {} files",
+            files.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Reads already-resolved files with a shared fetcher.
+pub async fn read_sources(fetcher: &Fetcher, files: Vec<Source>, options: &ReadOptions) -> Result<Table> {
+    check_row_groups_option(&files, options)?;
+    // Several files are read at once; the fetcher's limits bound the requests
+    // of all of them together. `buffered` keeps the source order.
+    let width = options.config.max_in_flight.max(1);
+    let futs: Vec<_> = files
+        .into_iter()
+        .map(|s| {
+            let fetcher = fetcher.clone();
+            async move {
+                let (schema, batches) = read_file(&fetcher, Arc::clone(&s), options).await?;
+                Ok::<_, Error>((s, schema, batches))
+            }
+            .boxed()
+        })
+        .collect();
+    let results: Vec<(Source, SchemaRef, Vec<RecordBatch>)> =
+        stream::iter(futs).buffered(width).try_collect().await?;
+    let Some((first_source, schema, _)) = results.first() else {
+        return Err(Error::InvalidArgument("no files to read".into()));
+    };
+    let schema = Arc::clone(schema);
+    let first = first_source.location().to_string();
+    let mut batches = Vec::new();
+    for (source, file_schema, file_batches) in results {
+        if let Some(detail) = same_fields(&schema, &file_schema) {
+            return Err(Error::SchemaMismatch {
+                location: source.location().to_string(),
+                first,
+                detail,
+            });
+        }
+        for b in file_batches {
+            let b = if Arc::ptr_eq(b.schema_ref(), &schema) {
+                b
+            } else {
+                let opts = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+                RecordBatch::try_new_with_options(Arc::clone(&schema), b.columns().to_vec(), &opts)
+                    .map_err(|e| Error::from_arrow(source.location(), e))?
+            };
+            fetcher.stats().add_rows(b.num_rows() as u64);
+            batches.push(b);
+        }
+    }
+    Ok(Table { schema, batches })
+}
+
+/// Reads the footer and plans the fetch of one file.
+pub async fn prepare(fetcher: &Fetcher, source: Source, options: &ReadOptions) -> Result<PreparedFile> {
+    let location = source.location().to_string();
+    fetcher.stats().add_file();
+    let footer = read_footer(fetcher, &source, false).await?;
+    let reader_metadata = ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
+        .map_err(|e| Error::from_parquet(&location, e))?;
+    let file_schema = Arc::clone(reader_metadata.schema());
+    let filter_columns: BTreeSet<String> = options.filter.as_ref().map(Filter::columns).unwrap_or_default();
+    if let Some(f) = &options.filter {
+        f.check_types(&location, &file_schema)?;
+    }
+    let projection = project(
+        &location,
+        &footer.metadata,
+        &file_schema,
+        options.columns.as_deref(),
+        &filter_columns,
+    )?;
+    let n = footer.metadata.num_row_groups();
+    let mut row_groups: Vec<usize> = match &options.row_groups {
+        Some(rgs) => {
+            if let Some(bad) = rgs.iter().find(|&&i| i >= n) {
+                return Err(Error::InvalidArgument(format!(
+                    "{location}: row group {bad} does not exist (the file has {n})"
+                )));
+            }
+            rgs.clone()
+        }
+        None => (0..n).collect(),
+    };
+    if let Some(f) = &options.filter {
+        let keep = f.prune_row_groups(&footer.metadata, &file_schema);
+        row_groups.retain(|&i| keep[i]);
+    }
+    let descr = footer.metadata.file_metadata().schema_descr();
+    let units = row_groups
+        .iter()
+        .map(|&rg| {
+            let meta = footer.metadata.row_group(rg);
+            let ranges = (0..descr.num_columns())
+                .filter(|&leaf| projection.mask.leaf_included(leaf))
+                .map(|leaf| {
+                    let (start, len) = meta.column(leaf).byte_range();
+                    start..start.saturating_add(len)
+                })
+                .collect();
+            PlanUnit { index: rg, ranges }
+        })
+        .collect();
+    let plan = FilePlan::new(
+        location.clone(),
+        footer.file_size,
+        units,
+        options.config.hole_limit,
+        options.config.slice_size,
+    );
+    if let Some(bad) = plan.spans.iter().find(|s| s.range.end > footer.file_size) {
+        return Err(Error::Corrupt {
+            location,
+            range: Some(bad.range.clone()),
+            detail: format!(
+                "a column chunk extends beyond the end of the file ({} bytes)",
+                footer.file_size
+            ),
+        });
+    }
+    Ok(PreparedFile {
+        source,
+        footer,
+        reader_metadata,
+        projection,
+        plan,
+    })
+}
+
+async fn read_file(fetcher: &Fetcher, source: Source, options: &ReadOptions) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    let prepared = prepare(fetcher, source, options).await?;
+    let plan = &prepared.plan;
+    let (spans, _abort_guards) = fetcher.start(&prepared.source, plan);
+    let job = DecodeJob {
+        source: Arc::clone(&prepared.source),
+        fetcher: fetcher.clone(),
+        reader_metadata: prepared.reader_metadata.clone(),
+        projection: prepared.projection.clone(),
+        filter: options.filter.clone().map(Arc::new),
+    };
+    // Each row group decodes as soon as its spans are in, while later spans
+    // are still on the wire; `buffered` keeps row-group order.
+    let units: Vec<_> = plan.units.iter().map(|unit| {
+        let mut needed: Vec<usize> = unit.ranges.iter().filter_map(|r| plan.span_of(r)).collect();
+        needed.sort_unstable();
+        needed.dedup();
+        let futs: Vec<_> = needed.iter().map(|&i| (plan.spans[i].range.clone(), spans[i].clone())).collect();
+        let job = job.clone();
+        let rg = unit.index;
+        async move {
+            let mut fetched = Vec::with_capacity(futs.len());
+            for (range, fut) in futs {
+                fetched.push((range, fut.await?));
+            }
+            job.decode_row_group(rg, FetchedSpans::new(fetched)).await
+        }
+        .boxed()
+    }).collect();
+    let per_unit: Vec<Vec<RecordBatch>> = stream::iter(units)
+        .buffered(plan.units.len().max(1))
+        .try_collect()
+        .await?;
+    Ok((
+        Arc::clone(&prepared.projection.output_schema),
+        per_unit.into_iter().flatten().collect(),
+    ))
+}

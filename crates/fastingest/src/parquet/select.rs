@@ -1,0 +1,207 @@
+//! Projection: which leaf columns to decode for the requested columns (top-level
+//! names or dotted paths into structs) plus the filter's columns, and how to
+//! build each output column from the decoded batch.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
+use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
+use parquet::arrow::{parquet_to_arrow_schema_by_columns, ProjectionMask};
+use parquet::file::metadata::ParquetMetaData;
+
+use crate::error::{Error, Result};
+
+/// One output column: a path from a top-level decoded column into its structs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputColumn {
+    /// `["a"]` for a top-level column, `["s", "x", "y"]` for the dotted `s.x.y`.
+    pub path: Vec<String>,
+}
+
+/// What to decode and what to return.
+#[derive(Debug, Clone)]
+pub struct Projection {
+    /// Leaves to decode.
+    pub mask: ProjectionMask,
+    /// Columns to return, in the caller's order (`None`: every decoded column).
+    pub outputs: Option<Vec<OutputColumn>>,
+    /// The schema of the returned batches.
+    pub output_schema: SchemaRef,
+}
+
+fn available(schema: &Schema) -> Vec<String> {
+    schema.fields().iter().map(|f| f.name().clone()).collect()
+}
+
+/// Plans the projection of `columns` (plus `filter_columns`, which are decoded
+/// but not returned unless asked for).
+pub fn project(
+    location: &str,
+    metadata: &ParquetMetaData,
+    file_schema: &SchemaRef,
+    columns: Option<&[String]>,
+    filter_columns: &BTreeSet<String>,
+) -> Result<Projection> {
+    let descr = metadata.file_metadata().schema_descr();
+    let not_found = |column: &str| Error::ColumnNotFound {
+        location: location.to_string(),
+        column: column.to_string(),
+        available: available(file_schema),
+    };
+    // Resolve each requested name to a path of struct field names.
+    let outputs: Option<Vec<OutputColumn>> = match columns {
+        None => None,
+        Some(cols) => Some(
+            cols.iter()
+                .map(|c| resolve_path(file_schema, c).ok_or_else(|| not_found(c)))
+                .collect::<Result<_>>()?,
+        ),
+    };
+    for f in filter_columns {
+        if file_schema.field_with_name(f).is_err() {
+            return Err(not_found(f));
+        }
+    }
+    let mask = match &outputs {
+        None => ProjectionMask::all(),
+        Some(outs) => {
+            let mut leaves = BTreeSet::new();
+            for (i, col) in descr.columns().iter().enumerate() {
+                let parts = col.path().parts();
+                let root = descr.get_column_root(i).name();
+                let wanted = outs.iter().any(|o| leaf_under(parts, root, &o.path))
+                    || filter_columns.contains(root);
+                if wanted {
+                    leaves.insert(i);
+                }
+            }
+            ProjectionMask::leaves(descr, leaves)
+        }
+    };
+    let decoded = parquet_to_arrow_schema_by_columns(
+        descr,
+        mask.clone(),
+        metadata.file_metadata().key_value_metadata(),
+    )
+    .map_err(|e| Error::from_parquet(location, e))?;
+    let mut md = file_schema.metadata().clone();
+    md.remove("ARROW:schema");
+    let fields: Vec<FieldRef> = match &outputs {
+        None => decoded.fields().iter().cloned().collect(),
+        Some(outs) => outs
+            .iter()
+            .map(|o| output_field(&decoded, &o.path).ok_or_else(|| not_found(&o.path.join("."))))
+            .collect::<Result<_>>()?,
+    };
+    Ok(Projection {
+        mask,
+        outputs,
+        output_schema: Arc::new(Schema::new_with_metadata(fields, md)),
+    })
+}
+
+/// Whether the leaf with Parquet path `parts` (root named `root`) lies under
+/// the Arrow field path `path`. Parquet paths of lists and maps carry extra
+/// levels (`list`, `element`, `key_value`), so only the root and struct levels
+/// are compared.
+fn leaf_under(parts: &[String], root: &str, path: &[String]) -> bool {
+    if path.first().map(String::as_str) != Some(root) {
+        return false;
+    }
+    path.len() <= parts.len() && parts[..path.len()] == path[..]
+}
+
+/// Turns `"a"` or `"s.x"` into a path of struct field names, preferring an
+/// exact top-level match (a name may itself contain dots).
+fn resolve_path(schema: &Schema, name: &str) -> Option<OutputColumn> {
+    if schema.field_with_name(name).is_ok() {
+        return Some(OutputColumn {
+            path: vec![name.to_string()],
+        });
+    }
+    let parts: Vec<String> = name.split('.').map(str::to_string).collect();
+    let mut field = schema.field_with_name(&parts[0]).ok()?;
+    for p in &parts[1..] {
+        match field.data_type() {
+            DataType::Struct(children) => {
+                field = children.iter().find(|c| c.name() == p)?;
+            }
+            _ => return None,
+        }
+    }
+    Some(OutputColumn { path: parts })
+}
+
+fn output_field(decoded: &Schema, path: &[String]) -> Option<FieldRef> {
+    let mut field: FieldRef = decoded.field_with_name(&path[0]).ok().map(|f| Arc::new(f.clone()))?;
+    for p in &path[1..] {
+        field = match field.data_type() {
+            DataType::Struct(children) => children.iter().find(|c| c.name() == p)?.clone(),
+            _ => return None,
+        };
+    }
+    Some(field)
+}
+
+/// Builds the output batch from a decoded one.
+pub fn extract(projection: &Projection, batch: &RecordBatch) -> Result<RecordBatch, arrow_schema::ArrowError> {
+    let columns: Vec<ArrayRef> = match &projection.outputs {
+        None => batch.columns().to_vec(),
+        Some(outs) => outs
+            .iter()
+            .map(|o| extract_column(batch, &o.path))
+            .collect::<Result<_, _>>()?,
+    };
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    RecordBatch::try_new_with_options(Arc::clone(&projection.output_schema), columns, &options)
+}
+
+fn extract_column(batch: &RecordBatch, path: &[String]) -> Result<ArrayRef, arrow_schema::ArrowError> {
+    let missing = || arrow_schema::ArrowError::SchemaError(format!("column {} missing from decoded batch", path.join(".")));
+    let mut array = batch.column_by_name(&path[0]).cloned().ok_or_else(missing)?;
+    for p in &path[1..] {
+        let s = array
+            .as_any()
+            .downcast_ref::<StructArray>()
+            .ok_or_else(missing)?;
+        let child = s.column_by_name(p).cloned().ok_or_else(missing)?;
+        // A null struct makes its children null too, as pyarrow does.
+        array = match s.nulls() {
+            Some(parent) if parent.null_count() > 0 => {
+                let merged = arrow_buffer::NullBuffer::union(Some(parent), child.nulls());
+                let data = child.to_data().into_builder().nulls(merged).build()?;
+                arrow_array::make_array(data)
+            }
+            _ => child,
+        };
+    }
+    Ok(array)
+}
+
+/// Field lookup that ignores metadata, for comparing the schemas of two files.
+pub fn same_fields(a: &Schema, b: &Schema) -> Option<String> {
+    if a.fields().len() != b.fields().len() {
+        return Some(format!(
+            "{} columns vs {}",
+            a.fields().len(),
+            b.fields().len()
+        ));
+    }
+    for (fa, fb) in a.fields().iter().zip(b.fields().iter()) {
+        if fa.name() != fb.name() || !equal_types(fa, fb) {
+            return Some(format!(
+                "column {:?} is {} vs {:?} {}",
+                fa.name(),
+                fa.data_type(),
+                fb.name(),
+                fb.data_type()
+            ));
+        }
+    }
+    None
+}
+
+fn equal_types(a: &Field, b: &Field) -> bool {
+    a.data_type().equals_datatype(b.data_type())
+}

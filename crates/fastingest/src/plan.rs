@@ -1,0 +1,206 @@
+//! Format-agnostic read plans: which byte ranges a read needs, grouped into
+//! units (Parquet row groups, ORC stripes), and the requests that fetch them.
+//!
+//! Small ranges close together are merged into one request while the merged
+//! request stays within the slice size; a range longer than the slice size is
+//! fetched as several slices in parallel into one contiguous buffer.
+
+use std::ops::Range;
+
+/// The bytes of one unit of decoding (a row group or stripe).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanUnit {
+    /// The unit's index in the file (row group or stripe number).
+    pub index: usize,
+    /// The byte ranges the unit needs (column chunks), in file order.
+    pub ranges: Vec<Range<u64>>,
+}
+
+/// A contiguous range fetched into one buffer, as one or more slices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    /// The bytes of the span.
+    pub range: Range<u64>,
+    /// The requests that bring it: consecutive, covering `range` exactly, each
+    /// at most the slice size.
+    pub slices: Vec<Range<u64>>,
+}
+
+/// The plan for one file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilePlan {
+    /// The file, as the user named it.
+    pub location: String,
+    /// The file's size in bytes.
+    pub file_size: u64,
+    /// Units to decode, in output order.
+    pub units: Vec<PlanUnit>,
+    /// Spans to fetch, in file order.
+    pub spans: Vec<Span>,
+}
+
+impl FilePlan {
+    /// Plans the fetch of `units` with the given hole limit and slice size.
+    pub fn new(
+        location: String,
+        file_size: u64,
+        units: Vec<PlanUnit>,
+        hole_limit: u64,
+        slice_size: u64,
+    ) -> Self {
+        let all: Vec<Range<u64>> = units.iter().flat_map(|u| u.ranges.iter().cloned()).collect();
+        let spans = coalesce(&all, hole_limit, slice_size)
+            .into_iter()
+            .map(|range| Span {
+                slices: split(range.clone(), slice_size),
+                range,
+            })
+            .collect();
+        FilePlan {
+            location,
+            file_size,
+            units,
+            spans,
+        }
+    }
+
+    /// Bytes the units need (overlaps counted once).
+    pub fn bytes_needed(&self) -> u64 {
+        let all: Vec<Range<u64>> = self
+            .units
+            .iter()
+            .flat_map(|u| u.ranges.iter().cloned())
+            .collect();
+        coalesce(&all, 0, u64::MAX).iter().map(|r| r.end - r.start).sum()
+    }
+
+    /// Bytes the requests will transfer (needed bytes plus merged holes).
+    pub fn bytes_to_fetch(&self) -> u64 {
+        self.spans.iter().map(|s| s.range.end - s.range.start).sum()
+    }
+
+    /// Number of requests (slices) the plan issues.
+    pub fn num_requests(&self) -> usize {
+        self.spans.iter().map(|s| s.slices.len()).sum()
+    }
+
+    /// Index of the span holding `range` entirely, if any.
+    pub fn span_of(&self, range: &Range<u64>) -> Option<usize> {
+        let i = self.spans.partition_point(|s| s.range.start <= range.start);
+        let i = i.checked_sub(1)?;
+        (self.spans[i].range.end >= range.end).then_some(i)
+    }
+}
+
+/// Sorts and merges ranges: overlapping or touching ranges always merge;
+/// ranges separated by at most `hole_limit` bytes merge while the result is
+/// no longer than `max_merged` (a single range longer than that stays alone).
+pub fn coalesce(ranges: &[Range<u64>], hole_limit: u64, max_merged: u64) -> Vec<Range<u64>> {
+    let mut sorted: Vec<Range<u64>> = ranges.iter().filter(|r| r.end > r.start).cloned().collect();
+    sorted.sort_by_key(|r| (r.start, r.end));
+    let mut out: Vec<Range<u64>> = Vec::with_capacity(sorted.len());
+    for r in sorted {
+        if let Some(last) = out.last_mut() {
+            let overlaps = r.start <= last.end;
+            let gap_ok = r.start - last.end.min(r.start) <= hole_limit;
+            let merged_len = r.end.max(last.end) - last.start;
+            if overlaps || (gap_ok && merged_len <= max_merged) {
+                last.end = last.end.max(r.end);
+                continue;
+            }
+        }
+        out.push(r);
+    }
+    out
+}
+
+/// Splits `range` into consecutive slices of at most `slice_size` bytes, of
+/// near-equal length (no tiny last slice).
+pub fn split(range: Range<u64>, slice_size: u64) -> Vec<Range<u64>> {
+    let len = range.end - range.start;
+    if len == 0 {
+        return vec![];
+    }
+    let n = len.div_ceil(slice_size.max(1));
+    let base = len / n;
+    let extra = len % n;
+    let mut out = Vec::with_capacity(n as usize);
+    let mut start = range.start;
+    for i in 0..n {
+        let l = base + u64::from(i < extra);
+        out.push(start..start + l);
+        start += l;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn close_ranges_merge_far_ones_do_not() {
+        let r = coalesce(&[0..10, 15..20, 100..110], 5, 1000);
+        assert_eq!(r, vec![0..20, 100..110]);
+    }
+
+    #[test]
+    fn merging_stops_at_max_merged() {
+        let r = coalesce(&[0..6, 6..12, 12..18], 100, 12);
+        assert_eq!(r, vec![0..12, 12..18]);
+    }
+
+    #[test]
+    fn overlapping_ranges_always_merge() {
+        assert_eq!(coalesce(&[0..10, 5..30], 0, 8), vec![0..30]);
+    }
+
+    #[test]
+    fn split_balances_slices() {
+        assert_eq!(split(0..10, 4), vec![0..4, 4..7, 7..10]);
+        assert_eq!(split(5..5, 4), Vec::<Range<u64>>::new());
+    }
+
+    fn ranges() -> impl Strategy<Value = Vec<Range<u64>>> {
+        prop::collection::vec((0u64..10_000, 1u64..3_000), 0..40)
+            .prop_map(|v| v.into_iter().map(|(s, l)| s..s + l).collect())
+    }
+
+    proptest! {
+        #[test]
+        fn plan_covers_exactly_and_respects_limits(
+            rs in ranges(), hole in 0u64..500, slice in 64u64..4000
+        ) {
+            let unit = PlanUnit { index: 0, ranges: rs.clone() };
+            let plan = FilePlan::new("f".into(), 20_000, vec![unit], hole, slice);
+            for span in &plan.spans {
+                // Slices tile their span exactly and none exceeds the slice size.
+                let mut at = span.range.start;
+                for s in &span.slices {
+                    prop_assert_eq!(s.start, at);
+                    prop_assert!(s.end - s.start <= slice);
+                    at = s.end;
+                }
+                prop_assert_eq!(at, span.range.end);
+            }
+            // Every needed byte is inside exactly one span.
+            for r in &rs {
+                prop_assert!(plan.span_of(r).is_some());
+            }
+            // Spans are sorted, disjoint, and separated by more than the hole
+            // limit unless merging would have exceeded the slice size.
+            for w in plan.spans.windows(2) {
+                let (a, b) = (&w[0].range, &w[1].range);
+                prop_assert!(a.end < b.start || (a.end == b.start && false) || a.end <= b.start);
+                let gap = b.start - a.end;
+                prop_assert!(gap > hole || b.end - a.start > slice.max(a.end - a.start));
+            }
+            // No byte is fetched that is not needed, except hole bytes.
+            let needed = plan.bytes_needed();
+            prop_assert!(plan.bytes_to_fetch() >= needed);
+            let holes = plan.bytes_to_fetch() - needed;
+            prop_assert!(holes <= hole * rs.len() as u64);
+        }
+    }
+}

@@ -1,0 +1,79 @@
+"""Exceptions raised by fastingest.
+
+Every exception derives from :class:`FastIngestError` and, where one fits, from
+the matching builtin, so ``except FileNotFoundError`` works as it does for
+local files. Messages name the file or object, and the byte range where it
+matters.
+
+Hierarchy::
+
+    FastIngestError
+    ├── NotFoundError (FileNotFoundError)
+    ├── PermissionDeniedError (PermissionError)
+    ├── CorruptFileError (ValueError)          not the format, truncated, corrupt footer or page
+    ├── UnsupportedError (NotImplementedError) e.g. encrypted files
+    ├── ColumnNotFoundError (KeyError)         lists the available columns
+    ├── SchemaMismatchError (ValueError)       files of one read differ
+    ├── RemoteIOError (OSError)                a request failed after its retries
+    │   └── RequestTimeoutError (TimeoutError)
+    └── InvalidArgumentError (ValueError)      bad arguments, options or config
+"""
+
+from __future__ import annotations
+
+
+class FastIngestError(Exception):
+    """Base class of every fastingest error."""
+
+
+class NotFoundError(FastIngestError, FileNotFoundError):
+    """The file or object does not exist (or a glob matched nothing)."""
+
+
+class PermissionDeniedError(FastIngestError, PermissionError):
+    """Access was denied or the credentials were rejected."""
+
+
+class CorruptFileError(FastIngestError, ValueError):
+    """The file is not a valid file of its format."""
+
+
+class UnsupportedError(FastIngestError, NotImplementedError):
+    """The file uses a feature fastingest does not support."""
+
+
+class ColumnNotFoundError(FastIngestError, KeyError):
+    """A requested column does not exist; the message lists those that do."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class SchemaMismatchError(FastIngestError, ValueError):
+    """Files read together do not share a schema."""
+
+
+class RemoteIOError(FastIngestError, OSError):
+    """A read failed after all its retries; the message names the byte range."""
+
+
+class RequestTimeoutError(RemoteIOError, TimeoutError):
+    """The last attempt of a request timed out."""
+
+
+class InvalidArgumentError(FastIngestError, ValueError):
+    """An argument, storage option or config value is invalid."""
+
+
+__all__ = [
+    "ColumnNotFoundError",
+    "CorruptFileError",
+    "FastIngestError",
+    "InvalidArgumentError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "RemoteIOError",
+    "RequestTimeoutError",
+    "SchemaMismatchError",
+    "UnsupportedError",
+]

@@ -1,0 +1,15 @@
+# Shared locations for the build and test scripts. Sourced, not run.
+# Everything heavy lives in a cache outside the checkout so that a fresh clone
+# (CI) reuses it when present and rebuilds it from nothing when absent.
+FASTINGEST_CACHE_ROOT="${FASTINGEST_CACHE_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/fastingest-dev}"
+export FASTINGEST_CACHE_ROOT
+export TOOLS_DIR="$FASTINGEST_CACHE_ROOT/tools"
+export TOOLS_BIN="$TOOLS_DIR/bin"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$FASTINGEST_CACHE_ROOT/target}"
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export REPO_ROOT
+# The venv is keyed by the pinned requirements so a version bump makes a new one.
+_req_hash="$(cat "$REPO_ROOT/requirements-dev.txt" "$(command -v python3)" 2>/dev/null | sha256sum | cut -c1-12)"
+export VENV_DIR="${FASTINGEST_VENV:-$FASTINGEST_CACHE_ROOT/venv-$_req_hash}"
+export PATH="$VENV_DIR/bin:$TOOLS_BIN:$PATH"
+export VIRTUAL_ENV="$VENV_DIR"
