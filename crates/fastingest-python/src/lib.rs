@@ -148,19 +148,23 @@ fn read_metadata<'py>(
     Ok(out)
 }
 
-/// Puts bytes into the process's `memory://` store (for tests).
+/// Writes `data` to `url` through object_store: test set-up for `memory://`
+/// and the emulators (not part of the public API).
 #[pyfunction]
-fn _memory_put(py: Python<'_>, url: &str, data: Vec<u8>) -> PyResult<()> {
+#[pyo3(signature = (url, data, storage_options=None))]
+fn _put(py: Python<'_>, url: &str, data: Vec<u8>, storage_options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
     use object_store::ObjectStoreExt;
-    let parsed = url::Url::parse(url).map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
-    let (store, path) = fastingest::store::store_for(&parsed, &Default::default(), &Config::builtin())
-        .map_err(errors::to_py)?;
+    let parsed = url::Url::parse(url).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("{url}: {e}")))?;
+    let options = convert::storage_options(storage_options)?;
+    let (store, path) =
+        fastingest::store::store_for(&parsed, &options, &Config::builtin()).map_err(errors::to_py)?;
+    let location = url.to_string();
     run::block_on(py, async move {
         store
             .put(&path, Bytes::from(data).into())
             .await
             .map(|_| ())
-            .map_err(|e| fastingest::Error::InvalidArgument(e.to_string()))
+            .map_err(|e| fastingest::Error::InvalidArgument(format!("{location}: put failed: {e}")))
     })
 }
 
@@ -173,6 +177,6 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start_read_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(plan_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(read_metadata, m)?)?;
-    m.add_function(wrap_pyfunction!(_memory_put, m)?)?;
+    m.add_function(wrap_pyfunction!(_put, m)?)?;
     Ok(())
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use arrow_arith::boolean::{and_kleene, not, or_kleene};
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, Scalar};
-use arrow_cast::cast;
+use arrow_cast::{cast, cast_with_options, CastOptions};
 use arrow_schema::{ArrowError, DataType, Schema};
 use arrow_ord::cmp;
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
@@ -118,7 +118,7 @@ impl Filter {
                     p.column, target
                 )));
             }
-            cast(&p.value, &target).map_err(|e| {
+            cast_literal(&p.value, &target).map_err(|e| {
                 Error::InvalidArgument(format!(
                     "{location}: cannot compare column {:?} ({}) with a value of type {}: {e}",
                     p.column,
@@ -174,6 +174,16 @@ impl Filter {
     }
 }
 
+/// Casts a literal strictly: a value that does not fit the column's type is
+/// an error, not a silent null.
+fn cast_literal(value: &ArrayRef, target: &DataType) -> Result<ArrayRef, ArrowError> {
+    let options = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    cast_with_options(value, target, &options)
+}
+
 /// Dictionary columns compare as their values.
 fn value_type(dt: &DataType) -> DataType {
     match dt {
@@ -192,7 +202,7 @@ fn eval_predicate(batch: &RecordBatch, p: &Predicate) -> Result<BooleanArray, Ar
     } else {
         col.clone()
     };
-    let lit = cast(&p.value, &target)?;
+    let lit = cast_literal(&p.value, &target)?;
     compare(&col, p.op, &lit)
 }
 
@@ -244,7 +254,7 @@ fn predicate_may_match(metadata: &ParquetMetaData, schema: &Schema, p: &Predicat
     let mins = conv.row_group_mins(rgs.iter()).ok()?;
     let maxes = conv.row_group_maxes(rgs.iter()).ok()?;
     let stat_type = mins.data_type().clone();
-    let lit = cast(&p.value, &stat_type).ok()?;
+    let lit = cast_literal(&p.value, &stat_type).ok()?;
     let is_float = matches!(stat_type, DataType::Float16 | DataType::Float32 | DataType::Float64);
     let may: BooleanArray = match p.op {
         CmpOp::Eq => and_kleene(&compare(&mins, CmpOp::LtEq, &lit).ok()?, &compare(&maxes, CmpOp::GtEq, &lit).ok()?).ok()?,

@@ -1,0 +1,328 @@
+"""Local files: every type and codec, projection, row groups, filters, errors,
+and the Python-level behaviour (GIL, async, fork)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import fastingest
+
+from .conftest import assert_tables_equal
+from .datagen import all_types_table, numeric_table
+
+CODECS = ["none", "snappy", "gzip", "brotli", "lz4", "zstd"]
+
+
+@pytest.fixture(scope="module")
+def typed_table() -> pa.Table:
+    return all_types_table()
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("page_version", ["1.0", "2.0"])
+def test_every_type_and_codec_matches_pyarrow(tmp_path, typed_table, codec, page_version):
+    path = tmp_path / "t.parquet"
+    pq.write_table(typed_table, path, compression=codec, data_page_version=page_version,
+                   row_group_size=128)
+    assert_tables_equal(fastingest.read_parquet(str(path)), pq.read_table(path))
+
+
+def test_page_index_tiny_pages_and_dictionary_off(tmp_path, typed_table):
+    path = tmp_path / "t.parquet"
+    pq.write_table(typed_table, path, write_page_index=True, data_page_size=64,
+                   use_dictionary=False, row_group_size=100, write_statistics=True)
+    assert_tables_equal(fastingest.read_parquet(path), pq.read_table(path))
+
+
+def test_zero_rows_keep_schema(tmp_path, typed_table):
+    path = tmp_path / "empty.parquet"
+    pq.write_table(typed_table.slice(0, 0), path)
+    got = fastingest.read_parquet(str(path))
+    assert got.num_rows == 0
+    assert_tables_equal(got, pq.read_table(path))
+
+
+def test_pandas_and_field_metadata_survive(tmp_path):
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]}, index=pd.Index([7, 8, 9], name="k"))
+    table = pa.Table.from_pandas(df)
+    table = table.replace_schema_metadata({**table.schema.metadata, b"custom": b"v"})
+    field = table.schema.field("a").with_metadata({b"unit": b"m"})
+    table = table.cast(table.schema.set(0, field))
+    path = tmp_path / "pd.parquet"
+    pq.write_table(table, path)
+    got = fastingest.read_parquet(path)
+    assert_tables_equal(got, pq.read_table(path))
+    assert b"pandas" in got.schema.metadata
+    assert got.schema.field("a").metadata == {b"unit": b"m"}
+    assert got.to_pandas().index.name == "k"
+
+
+@pytest.fixture
+def numeric_file(tmp_path) -> Path:
+    path = tmp_path / "n.parquet"
+    pq.write_table(numeric_table(), path, row_group_size=1000)
+    return path
+
+
+@pytest.mark.parametrize("columns", [["x"], ["name", "id"], ["g", "g"], []])
+def test_columns_match_pyarrow(numeric_file, columns):
+    assert_tables_equal(fastingest.read_parquet(numeric_file, columns=columns),
+                        pq.read_table(numeric_file, columns=columns))
+
+
+def test_nested_columns_by_name_and_dotted_path(tmp_path, typed_table):
+    path = tmp_path / "t.parquet"
+    pq.write_table(typed_table, path)
+    for cols in (["struct"], ["struct.x"], ["nested_struct.a.b", "i8"], ["map", "list_list"]):
+        assert_tables_equal(fastingest.read_parquet(path, columns=cols),
+                            pq.read_table(path, columns=cols))
+
+
+def test_row_groups_match_pyarrow(numeric_file):
+    want = pq.ParquetFile(numeric_file).read_row_groups([3, 1], columns=["id", "x"])
+    got = fastingest.read_parquet(numeric_file, row_groups=[3, 1], columns=["id", "x"])
+    assert_tables_equal(got, want)
+
+
+FILTERS = [
+    [("g", "==", 3)],
+    [("g", "=", 3), ("x", ">", 0.5)],
+    [("id", "<", 1500)],
+    [("id", ">=", 9_500)],
+    [("id", "<=", 10)],
+    [("g", "!=", 0)],
+    [("name", "in", ["n001", "n050"])],
+    [("g", "not in", [1, 2, 3])],
+    [[("id", "<", 100)], [("id", ">", 9_900), ("flag", "==", True)]],
+    [("x", ">", 100.0)],
+]
+
+
+@pytest.mark.parametrize("filters", FILTERS)
+def test_filters_match_pyarrow(numeric_file, filters):
+    got = fastingest.read_parquet(numeric_file, columns=["id", "x"], filters=filters)
+    assert_tables_equal(got, pq.read_table(numeric_file, columns=["id", "x"], filters=filters))
+
+
+def test_filters_with_nulls_timestamps_and_dictionaries(tmp_path, typed_table):
+    path = tmp_path / "t.parquet"
+    pq.write_table(typed_table, path, row_group_size=100)
+    import datetime as dt
+    import decimal
+
+    for filters in ([("i32", ">", 0)], [("f64", "!=", 0.5)], [("str", "==", "s3")],
+                    [("dict", "in", ["k1", "k3"])],
+                    [("ts_ms", ">", dt.datetime(2000, 1, 1))],
+                    [("dec", "<", decimal.Decimal("1.00"))], [("bool", "==", False)], [("date", ">=", dt.date(2020, 6, 1))]):
+        cols = ["i16", filters[0][0]]
+        assert_tables_equal(fastingest.read_parquet(path, columns=cols, filters=filters),
+                            pq.read_table(path, columns=cols, filters=filters))
+
+
+def test_filters_prune_row_groups_by_statistics(numeric_file):
+    plan = fastingest.plan_parquet(numeric_file, filters=[("id", "<", 1500)])[0]
+    assert plan["row_groups"] == [0, 1]
+    everything = fastingest.plan_parquet(numeric_file)[0]
+    assert plan["bytes_needed"] < everything["bytes_needed"] / 3
+
+
+def test_several_files_and_globs_in_order(tmp_path):
+    t = numeric_table(3000)
+    for i in range(3):
+        pq.write_table(t.slice(i * 1000, 1000), tmp_path / f"part-{i}.parquet")
+    (tmp_path / "sub").mkdir()
+    pq.write_table(t.slice(0, 10), tmp_path / "sub" / "part-9.parquet")
+    got = fastingest.read_parquet(str(tmp_path / "*.parquet"))
+    assert_tables_equal(got, t)
+    deep = fastingest.read_parquet(str(tmp_path / "**" / "*.parquet"))
+    assert deep.num_rows == 3010
+    listed = fastingest.read_parquet([tmp_path / "part-2.parquet", str(tmp_path / "part-0.parquet")])
+    assert listed.column("id").to_pylist()[:2] == [2000, 2001]
+    assert fastingest.read_parquet(f"file://{tmp_path}/part-1.parquet").num_rows == 1000
+
+
+def test_schema_mismatch_names_the_file(tmp_path):
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"a": ["x"]}), tmp_path / "b.parquet")
+    with pytest.raises(fastingest.SchemaMismatchError, match="b.parquet"):
+        fastingest.read_parquet(str(tmp_path / "*.parquet"))
+
+
+def test_errors_are_clear_python_exceptions(tmp_path, numeric_file):
+    with pytest.raises(FileNotFoundError, match="nope.parquet"):
+        fastingest.read_parquet(str(tmp_path / "nope.parquet"))
+    with pytest.raises(fastingest.NotFoundError, match="no files match"):
+        fastingest.read_parquet(str(tmp_path / "*.nothing"))
+    junk = tmp_path / "junk.parquet"
+    junk.write_bytes(b"hello world, not parquet at all")
+    with pytest.raises(fastingest.CorruptFileError, match="junk.parquet.*PAR1"):
+        fastingest.read_parquet(junk)
+    tiny = tmp_path / "tiny.parquet"
+    tiny.write_bytes(b"PAR1")
+    with pytest.raises(fastingest.CorruptFileError, match="too small"):
+        fastingest.read_parquet(tiny)
+    data = numeric_file.read_bytes()
+    truncated = tmp_path / "truncated.parquet"
+    truncated.write_bytes(data[: len(data) // 2])
+    with pytest.raises(fastingest.CorruptFileError, match="truncated.parquet"):
+        fastingest.read_parquet(truncated)
+    huge_footer = tmp_path / "huge_footer.parquet"
+    huge_footer.write_bytes(b"PAR1" + b"\0" * 100 + (10**9).to_bytes(4, "little") + b"PAR1")
+    with pytest.raises(fastingest.CorruptFileError, match="beyond the file"):
+        fastingest.read_parquet(huge_footer)
+    with pytest.raises(fastingest.ColumnNotFoundError, match='"zz".*available columns: id, g, x'):
+        fastingest.read_parquet(numeric_file, columns=["zz"])
+    with pytest.raises(KeyError):
+        fastingest.read_parquet(numeric_file, filters=[("zz", "==", 1)])
+    with pytest.raises(fastingest.InvalidArgumentError, match="row group 99"):
+        fastingest.read_parquet(numeric_file, row_groups=[99])
+    with pytest.raises(ValueError, match="operator"):
+        fastingest.read_parquet(numeric_file, filters=[("g", "~", 1)])
+    with pytest.raises(ValueError, match="cannot compare"):
+        fastingest.read_parquet(numeric_file, filters=[("g", "==", "not a number")])
+    with pytest.raises(fastingest.InvalidArgumentError, match="is a directory"):
+        fastingest.read_parquet(tmp_path)
+
+
+def test_corrupt_page_gives_error_not_crash(tmp_path, numeric_file):
+    data = bytearray(numeric_file.read_bytes())
+    meta = pq.ParquetFile(numeric_file).metadata
+    chunk = meta.row_group(2).column(2)
+    start = chunk.data_page_offset
+    for i in range(start + 20, start + chunk.total_compressed_size - 20):
+        data[i] ^= 0x5A
+    bad = tmp_path / "bad_page.parquet"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(fastingest.FastIngestError, match="bad_page.parquet"):
+        fastingest.read_parquet(bad)
+
+
+def test_config_from_kwargs_env_and_errors(numeric_file, monkeypatch):
+    c = fastingest.Config(slice_size="1M", max_in_flight=4)
+    assert c.slice_size == 1 << 20 and c.max_in_flight == 4
+    monkeypatch.setenv("FASTINGEST_SLICE_SIZE", "2M")
+    assert fastingest.Config().slice_size == 2 << 20
+    with pytest.raises(fastingest.InvalidArgumentError, match="unknown config key"):
+        fastingest.Config(no_such_knob=1)
+    with pytest.raises(ValueError):
+        fastingest.Config(max_in_flight=0)
+    tiny = fastingest.Config(slice_size="4K", hole_limit=0)
+    stats = fastingest.ReadStats()
+    got = fastingest.read_parquet(numeric_file, config=tiny, stats=stats)
+    assert_tables_equal(got, pq.read_table(numeric_file))
+    plan = fastingest.plan_parquet(numeric_file, config=tiny)[0]
+    assert max(e - s for s, e in plan["requests"]) <= 4096
+    assert stats.requests >= plan["num_requests"]
+
+
+def test_stats_and_plan_agree(numeric_file):
+    stats = fastingest.ReadStats()
+    fastingest.read_parquet(numeric_file, columns=["x"], stats=stats)
+    plan = fastingest.plan_parquet(numeric_file, columns=["x"])[0]
+    assert stats.files == 1
+    assert stats.rows == 10_000
+    assert stats.unplanned_requests == 0
+    # One tail request for the footer, then exactly the planned requests.
+    assert stats.requests == 1 + plan["num_requests"]
+    assert stats.bytes_needed >= plan["bytes_needed"]
+    meta = pq.ParquetFile(numeric_file).metadata
+    x_bytes = sum(meta.row_group(i).column(2).total_compressed_size
+                  for i in range(meta.num_row_groups))
+    assert plan["bytes_needed"] == x_bytes
+
+
+def test_metadata_describes_the_file(numeric_file):
+    md = fastingest.metadata(str(numeric_file))
+    ref = pq.ParquetFile(numeric_file).metadata
+    assert md["num_rows"] == ref.num_rows == 10_000
+    assert md["num_row_groups"] == ref.num_row_groups
+    assert md["schema"].names == ["id", "g", "x", "name", "flag"]
+    col = md["row_groups"][1]["columns"][0]
+    assert col["path"] == "id" and col["codec"] == "SNAPPY"
+    assert col["statistics"]["min"] == 1000 and col["statistics"]["max"] == 1999
+    assert md["row_groups"][0]["columns"][3]["statistics"]["min"] == "n000"
+
+
+def test_gil_is_released_during_a_read(tmp_path):
+    path = tmp_path / "big.parquet"
+    pq.write_table(numeric_table(600_000), path, row_group_size=50_000, compression="zstd")
+    ticks = 0
+    stop = threading.Event()
+
+    def spin():
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            time.sleep(0.001)
+
+    t = threading.Thread(target=spin)
+    t.start()
+    started = time.perf_counter()
+    for _ in range(3):
+        fastingest.read_parquet(path)
+    elapsed = time.perf_counter() - started
+    stop.set()
+    t.join()
+    # With the GIL held the whole time, the other thread could not tick at all.
+    assert ticks > 0.2 * elapsed / 0.001 * 0.1, (ticks, elapsed)
+
+
+def test_async_read_runs_concurrently(numeric_file):
+    async def main():
+        return await asyncio.gather(
+            fastingest.read_parquet_async(numeric_file, columns=["id"]),
+            fastingest.read_parquet_async(numeric_file, filters=[("g", "==", 1)]),
+        )
+
+    a, b = asyncio.run(main())
+    assert_tables_equal(a, pq.read_table(numeric_file, columns=["id"]))
+    assert_tables_equal(b, pq.read_table(numeric_file, filters=[("g", "==", 1)]))
+
+    async def failing():
+        await fastingest.read_parquet_async(str(numeric_file) + ".missing")
+
+    with pytest.raises(FileNotFoundError):
+        asyncio.run(failing())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_read_after_fork_in_child(numeric_file):
+    fastingest.read_parquet(numeric_file)  # the parent's runtime now exists
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: must not deadlock on the parent's runtime
+        try:
+            t = fastingest.read_parquet(numeric_file, columns=["id"])
+            os.write(w, str(t.num_rows).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, 9)
+        pytest.fail("read in a forked child hung")
+    assert os.read(r, 100) == b"10000"
+    assert fastingest.read_parquet(numeric_file).num_rows == 10_000
+
+
+def test_memory_store_for_unit_use():
+    table = numeric_table(100)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    fastingest._fastingest._put("memory:///unit/x.parquet", sink.getvalue().to_pybytes())
+    assert_tables_equal(fastingest.read_parquet("memory:///unit/x.parquet"), table)
+    assert fastingest.read_parquet("memory:///unit/*.parquet").num_rows == 100
