@@ -8,7 +8,9 @@ use bytes::{Bytes, BytesMut};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use parquet::arrow::async_reader::MetadataFetch;
-use parquet::file::metadata::{PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::{
+    FileMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataBuilder, ParquetMetaDataReader,
+};
 
 use crate::error::{Error, Result};
 use crate::fetch::Fetcher;
@@ -94,6 +96,7 @@ pub async fn read_footer(fetcher: &Fetcher, source: &Source, with_page_index: bo
         }
         Err(_) => return Err(corrupt(Some(footer_range), "corrupt footer (the decoder gave up)".into())),
     };
+    let metadata = fix_row_count(metadata);
     let metadata = if with_page_index {
         load_page_index(fetcher, source, metadata, tail).await?
     } else {
@@ -103,6 +106,26 @@ pub async fn read_footer(fetcher: &Fetcher, source: &Source, with_page_index: bo
         metadata: Arc::new(metadata),
         file_size: size,
     })
+}
+
+/// Some writers leave the file's row count at 0 while the row groups hold
+/// rows; readers that trust it return nothing. The row groups are the truth.
+fn fix_row_count(metadata: ParquetMetaData) -> ParquetMetaData {
+    let fm = metadata.file_metadata();
+    let sum: i64 = metadata.row_groups().iter().map(|rg| rg.num_rows()).sum();
+    if fm.num_rows() == sum {
+        return metadata;
+    }
+    let fixed = FileMetaData::new(
+        fm.version(),
+        sum,
+        fm.created_by().map(str::to_string),
+        fm.key_value_metadata().cloned(),
+        fm.schema_descr_ptr(),
+        fm.column_orders().cloned(),
+    );
+    let row_groups = metadata.row_groups().to_vec();
+    ParquetMetaDataBuilder::new(fixed).set_row_groups(row_groups).build()
 }
 
 /// Adds the column and offset indexes, served from the tail when it holds them.

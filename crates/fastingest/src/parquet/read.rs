@@ -12,7 +12,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
 use super::decode::{DecodeJob, FetchedSpans};
 use super::filter::Filter;
 use super::footer::{read_footer, Footer};
-use super::select::{project, same_fields, Projection};
+use super::select::{project, same_fields, validate_schema, Projection};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::fetch::Fetcher;
@@ -195,6 +195,7 @@ pub async fn prepare(fetcher: &Fetcher, source: Source, options: &ReadOptions) -
     let footer = read_footer(fetcher, &source, false).await?;
     let reader_metadata = ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
         .map_err(|e| Error::from_parquet(&location, e))?;
+    validate_schema(&location, &footer.metadata)?;
     let file_schema = Arc::clone(reader_metadata.schema());
     let filter_columns: BTreeSet<String> = options.filter.as_ref().map(Filter::columns).unwrap_or_default();
     if let Some(f) = &options.filter {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 use parquet::arrow::{parquet_to_arrow_schema_by_columns, ProjectionMask};
-use parquet::file::metadata::ParquetMetaData;
+use parquet::file::metadata::{KeyValue, ParquetMetaData};
 
 use crate::error::{Error, Result};
 
@@ -79,13 +79,17 @@ pub fn project(
             ProjectionMask::leaves(descr, leaves)
         }
     };
-    let decoded = parquet_to_arrow_schema_by_columns(
-        descr,
-        mask.clone(),
-        metadata.file_metadata().key_value_metadata(),
-    )
-    .map_err(|e| Error::from_parquet(location, e))?;
-    let mut md = file_schema.metadata().clone();
+    // Like pyarrow's read_table: when the file embeds its Arrow schema, the
+    // schema's metadata is that schema's own (e.g. pandas'), not every
+    // key-value pair of the file; otherwise it is the file's key-value pairs.
+    let kv = metadata.file_metadata().key_value_metadata();
+    let embedded: Option<Vec<KeyValue>> = kv.and_then(|kv| {
+        let only: Vec<KeyValue> = kv.iter().filter(|e| e.key == "ARROW:schema").cloned().collect();
+        (!only.is_empty()).then_some(only)
+    });
+    let decoded = parquet_to_arrow_schema_by_columns(descr, mask.clone(), embedded.as_ref().or(kv))
+        .map_err(|e| Error::from_parquet(location, e))?;
+    let mut md = decoded.metadata().clone();
     md.remove("ARROW:schema");
     let fields: Vec<FieldRef> = match &outputs {
         None => decoded.fields().iter().cloned().collect(),
@@ -204,4 +208,45 @@ pub fn same_fields(a: &Schema, b: &Schema) -> Option<String> {
 
 fn equal_types(a: &Field, b: &Field) -> bool {
     a.data_type().equals_datatype(b.data_type())
+}
+
+/// Rejects schemas that pyarrow rejects too, instead of guessing a meaning:
+/// a map whose keys are not `required`.
+pub fn validate_schema(location: &str, metadata: &ParquetMetaData) -> Result<()> {
+    use parquet::basic::{ConvertedType, LogicalType, Repetition};
+    use parquet::schema::types::Type;
+    fn walk(location: &str, t: &Type, path: &str) -> Result<()> {
+        if !t.is_group() {
+            return Ok(());
+        }
+        let info = t.get_basic_info();
+        let is_map = matches!(info.logical_type_ref(), Some(LogicalType::Map))
+            || info.converted_type() == ConvertedType::MAP;
+        if is_map {
+            let key = t
+                .get_fields()
+                .first()
+                .filter(|kv| kv.is_group())
+                .and_then(|kv| kv.get_fields().first());
+            if let Some(key) = key {
+                if key.get_basic_info().repetition() != Repetition::REQUIRED {
+                    return Err(Error::Corrupt {
+                        location: location.to_string(),
+                        range: None,
+                        detail: format!("map column {path:?}: map keys must be annotated as required"),
+                    });
+                }
+            }
+        }
+        for f in t.get_fields() {
+            let child = if path.is_empty() {
+                f.name().to_string()
+            } else {
+                format!("{path}.{}", f.name())
+            };
+            walk(location, f, &child)?;
+        }
+        Ok(())
+    }
+    walk(location, metadata.file_metadata().schema_descr().root_schema(), "")
 }
