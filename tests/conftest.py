@@ -7,10 +7,9 @@ import os
 import uuid
 from pathlib import Path
 
+import fastingest
 import pyarrow as pa
 import pytest
-
-import fastingest
 
 from .servers import MINIO_PASSWORD, MINIO_USER, Servers
 
@@ -22,11 +21,15 @@ def _plain_maps(t: pa.DataType) -> pa.DataType:
     but any map imported through the Arrow C interface gets the standard name
     "entries"; this is the one schema difference fastingest cannot avoid."""
     if pa.types.is_map(t):
-        return pa.map_(t.key_field.with_type(_plain_maps(t.key_type)),
-                       t.item_field.with_type(_plain_maps(t.item_type)), t.keys_sorted)
+        return pa.map_(
+            t.key_field.with_type(_plain_maps(t.key_type)),
+            t.item_field.with_type(_plain_maps(t.item_type)),
+            t.keys_sorted,
+        )
     if pa.types.is_struct(t):
-        return pa.struct([t.field(i).with_type(_plain_maps(t.field(i).type))
-                          for i in range(t.num_fields)])
+        return pa.struct(
+            [t.field(i).with_type(_plain_maps(t.field(i).type)) for i in range(t.num_fields)]
+        )
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         item = t.value_field.with_type(_plain_maps(t.value_type))
         return pa.list_(item) if pa.types.is_list(t) else pa.large_list(item)
@@ -108,8 +111,11 @@ class S3:
         self.servers = servers
         self.bucket = f"t-{uuid.uuid4().hex[:12]}"
         self.client = boto3.client(
-            "s3", endpoint_url=servers.s3_endpoint, aws_access_key_id=MINIO_USER,
-            aws_secret_access_key=MINIO_PASSWORD, region_name="us-east-1",
+            "s3",
+            endpoint_url=servers.s3_endpoint,
+            aws_access_key_id=MINIO_USER,
+            aws_secret_access_key=MINIO_PASSWORD,
+            region_name="us-east-1",
             config=BotoConfig(signature_version="s3v4", s3={"addressing_style": "path"}),
         )
         self.client.create_bucket(Bucket=self.bucket)
@@ -117,8 +123,11 @@ class S3:
     def options(self, *, proxied: bool = False) -> dict[str, str]:
         endpoint = self.servers.s3_proxy_endpoint if proxied else self.servers.s3_endpoint
         return {
-            "endpoint_url": endpoint, "access_key_id": MINIO_USER,
-            "secret_access_key": MINIO_PASSWORD, "region": "us-east-1", "allow_http": "true",
+            "endpoint_url": endpoint,
+            "access_key_id": MINIO_USER,
+            "secret_access_key": MINIO_PASSWORD,
+            "region": "us-east-1",
+            "allow_http": "true",
         }
 
     def put(self, key: str, data: bytes) -> str:
@@ -166,5 +175,10 @@ def azure(servers) -> Servers:
 
 @pytest.fixture
 def fast_retry_config() -> fastingest.Config:
-    return fastingest.Config(max_retries=6, retry_backoff=0.05, retry_backoff_max=0.3,
-                             request_timeout=5, connect_timeout=2)
+    return fastingest.Config(
+        max_retries=6,
+        retry_backoff=0.05,
+        retry_backoff_max=0.3,
+        request_timeout=5,
+        connect_timeout=2,
+    )

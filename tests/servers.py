@@ -112,13 +112,28 @@ class Toxiproxy:
         self.proxies[name] = listen
         return listen
 
-    def add_toxic(self, proxy: str, kind: str, attributes: dict, *, stream="downstream",
-                  toxicity: float = 1.0, name: str | None = None) -> str:
+    def add_toxic(
+        self,
+        proxy: str,
+        kind: str,
+        attributes: dict,
+        *,
+        stream="downstream",
+        toxicity: float = 1.0,
+        name: str | None = None,
+    ) -> str:
         name = name or f"{kind}_{stream}"
-        self._call("POST", f"/proxies/{proxy}/toxics", {
-            "name": name, "type": kind, "stream": stream, "toxicity": toxicity,
-            "attributes": attributes,
-        })
+        self._call(
+            "POST",
+            f"/proxies/{proxy}/toxics",
+            {
+                "name": name,
+                "type": kind,
+                "stream": stream,
+                "toxicity": toxicity,
+                "attributes": attributes,
+            },
+        )
         return name
 
     def remove_toxic(self, proxy: str, name: str) -> None:
@@ -155,13 +170,28 @@ class Servers:
         port, console = free_port(), free_port()
         data = self.workdir / "minio-data"
         data.mkdir()
-        self.running.append(start("minio", [
-            str(exe), "server", str(data), "--address", f"127.0.0.1:{port}",
-            "--console-address", f"127.0.0.1:{console}", "--quiet",
-        ], self.workdir, env={
-            "MINIO_ROOT_USER": MINIO_USER, "MINIO_ROOT_PASSWORD": MINIO_PASSWORD,
-            "MINIO_BROWSER": "off", "MINIO_UPDATE": "off",
-        }))
+        self.running.append(
+            start(
+                "minio",
+                [
+                    str(exe),
+                    "server",
+                    str(data),
+                    "--address",
+                    f"127.0.0.1:{port}",
+                    "--console-address",
+                    f"127.0.0.1:{console}",
+                    "--quiet",
+                ],
+                self.workdir,
+                env={
+                    "MINIO_ROOT_USER": MINIO_USER,
+                    "MINIO_ROOT_PASSWORD": MINIO_PASSWORD,
+                    "MINIO_BROWSER": "off",
+                    "MINIO_UPDATE": "off",
+                },
+            )
+        )
         self.s3_endpoint = f"http://127.0.0.1:{port}"
         wait_http(self.s3_endpoint + "/minio/health/live")
 
@@ -171,9 +201,19 @@ class Servers:
             self.missing["toxiproxy"] = f"{exe} not installed or MinIO not running"
             return
         port = free_port()
-        self.running.append(start("toxiproxy", [
-            str(exe), "-host", "127.0.0.1", "-port", str(port),
-        ], self.workdir))
+        self.running.append(
+            start(
+                "toxiproxy",
+                [
+                    str(exe),
+                    "-host",
+                    "127.0.0.1",
+                    "-port",
+                    str(port),
+                ],
+                self.workdir,
+            )
+        )
         self.toxi = Toxiproxy(f"http://127.0.0.1:{port}")
         wait_http(self.toxi.api + "/version")
         listen = self.toxi.create("s3", self.s3_endpoint.removeprefix("http://"))
@@ -188,25 +228,52 @@ class Servers:
         port = free_port()
         self.gcs_data = self.workdir / "gcs-data"
         (self.gcs_data / "test-bucket").mkdir(parents=True)
-        self.running.append(start("fake-gcs", [
-            str(exe), "-scheme", "http", "-host", "127.0.0.1", "-port", str(port),
-            "-backend", "memory", "-data", str(self.gcs_data),
-            "-public-host", f"127.0.0.1:{port}", "-log-level", "error",
-        ], self.workdir))
+        self.running.append(
+            start(
+                "fake-gcs",
+                [
+                    str(exe),
+                    "-scheme",
+                    "http",
+                    "-host",
+                    "127.0.0.1",
+                    "-port",
+                    str(port),
+                    "-backend",
+                    "memory",
+                    "-data",
+                    str(self.gcs_data),
+                    "-public-host",
+                    f"127.0.0.1:{port}",
+                    "-log-level",
+                    "error",
+                ],
+                self.workdir,
+            )
+        )
         self.gcs_endpoint = f"http://127.0.0.1:{port}"
         wait_http(self.gcs_endpoint + "/storage/v1/b", ok=(200,))
 
     def gcs_service_account(self) -> Path:
         path = self.workdir / "gcs-sa.json"
-        path.write_text(json.dumps({
-            "gcs_base_url": self.gcs_endpoint, "disable_oauth": True,
-            "client_email": "", "private_key": "", "private_key_id": "",
-        }))
+        path.write_text(
+            json.dumps(
+                {
+                    "gcs_base_url": self.gcs_endpoint,
+                    "disable_oauth": True,
+                    "client_email": "",
+                    "private_key": "",
+                    "private_key_id": "",
+                }
+            )
+        )
         return path
 
     def gcs_upload(self, bucket: str, name: str, data: bytes) -> None:
-        url = (f"{self.gcs_endpoint}/upload/storage/v1/b/{bucket}/o"
-               f"?uploadType=media&name={urllib.request.quote(name, safe='')}")
+        url = (
+            f"{self.gcs_endpoint}/upload/storage/v1/b/{bucket}/o"
+            f"?uploadType=media&name={urllib.request.quote(name, safe='')}"
+        )
         req = urllib.request.Request(url, data=data, method="POST")
         req.add_header("Content-Type", "application/octet-stream")
         with urllib.request.urlopen(req, timeout=30) as r:
@@ -223,10 +290,24 @@ class Servers:
         port = free_port()
         data = self.workdir / "azurite-data"
         data.mkdir()
-        self.running.append(start("azurite", [
-            str(AZURITE_BIN), "--blobHost", "127.0.0.1", "--blobPort", str(port),
-            "--location", str(data), "--skipApiVersionCheck", "--loose", "--silent",
-        ], self.workdir))
+        self.running.append(
+            start(
+                "azurite",
+                [
+                    str(AZURITE_BIN),
+                    "--blobHost",
+                    "127.0.0.1",
+                    "--blobPort",
+                    str(port),
+                    "--location",
+                    str(data),
+                    "--skipApiVersionCheck",
+                    "--loose",
+                    "--silent",
+                ],
+                self.workdir,
+            )
+        )
         self.azure_endpoint = f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}"
         wait_http(f"http://127.0.0.1:{port}/{AZURITE_ACCOUNT}?comp=list", ok=(200, 400, 403))
 
@@ -237,10 +318,12 @@ class Servers:
         canon_headers = f"x-ms-date:{date}\nx-ms-version:{version}\n"
         canon_resource = f"/{AZURITE_ACCOUNT}/{AZURITE_ACCOUNT}/{container}\nrestype:container"
         to_sign = "PUT\n\n\n\n\n\n\n\n\n\n\n\n" + canon_headers + canon_resource
-        sig = base64.b64encode(hmac.new(base64.b64decode(AZURITE_KEY), to_sign.encode(),
-                                        hashlib.sha256).digest()).decode()
-        req = urllib.request.Request(f"{self.azure_endpoint}/{container}?restype=container",
-                                     data=b"", method="PUT")
+        sig = base64.b64encode(
+            hmac.new(base64.b64decode(AZURITE_KEY), to_sign.encode(), hashlib.sha256).digest()
+        ).decode()
+        req = urllib.request.Request(
+            f"{self.azure_endpoint}/{container}?restype=container", data=b"", method="PUT"
+        )
         req.add_header("x-ms-date", date)
         req.add_header("x-ms-version", version)
         req.add_header("Authorization", f"SharedKey {AZURITE_ACCOUNT}:{sig}")
@@ -252,8 +335,10 @@ class Servers:
 
     def azure_options(self) -> dict[str, str]:
         return {
-            "account_name": AZURITE_ACCOUNT, "access_key": AZURITE_KEY,
-            "endpoint": self.azure_endpoint, "allow_http": "true",
+            "account_name": AZURITE_ACCOUNT,
+            "access_key": AZURITE_KEY,
+            "endpoint": self.azure_endpoint,
+            "allow_http": "true",
         }
 
     def stop(self) -> None:

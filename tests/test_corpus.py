@@ -7,25 +7,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import fastingest
 import pyarrow.parquet as pq
 import pytest
-
-import fastingest
 
 from .conftest import assert_tables_equal
 
 # Files fastingest knowingly reads differently from pyarrow, with the reason.
 # This list only shrinks.
 KNOWN_UNSUPPORTED = {
-    "data/dict-page-offset-zero.parquet":
-        "its footer stores a list<i16> where the Thrift spec says list<i64>; arrow-rs 59's "
-        "footer decoder rejects it (CorruptFileError), pyarrow tolerates it",
-    "data/nation.dict-malformed.parquet":
-        "a malformed dictionary page header; arrow-rs raises CorruptFileError, pyarrow "
-        "tolerates it",
-    "data/int96_from_spark.parquet":
-        "INT96 timestamps outside the nanosecond range (years < 1677) overflow differently "
-        "in arrow-rs and pyarrow; the in-range rows are compared",
+    "data/dict-page-offset-zero.parquet": (
+        "its footer stores a list<i16> where the Thrift spec says list<i64>; "
+        "arrow-rs 59's footer decoder rejects it (CorruptFileError), pyarrow tolerates it"
+    ),
+    "data/nation.dict-malformed.parquet": (
+        "a malformed dictionary page header; arrow-rs raises CorruptFileError, pyarrow tolerates it"
+    ),
+    "data/int96_from_spark.parquet": (
+        "INT96 timestamps outside the nanosecond range (years < 1677) overflow "
+        "differently in arrow-rs and pyarrow; the in-range rows are compared"
+    ),
 }
 
 
@@ -106,7 +107,10 @@ def test_corpus_metadata_and_plans_for_readable_files(corpora):
             md = fastingest.metadata(str(path))
         except fastingest.FastIngestError:
             continue
-        assert md["num_rows"] == pq.ParquetFile(path).metadata.num_rows or md["num_rows"] == want.num_rows
+        assert (
+            md["num_rows"] == pq.ParquetFile(path).metadata.num_rows
+            or md["num_rows"] == want.num_rows
+        )
         plan = fastingest.plan_parquet(str(path))[0]
         assert plan["bytes_to_fetch"] >= plan["bytes_needed"]
         assert plan["bytes_to_fetch"] <= path.stat().st_size

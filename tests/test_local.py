@@ -9,11 +9,10 @@ import threading
 import time
 from pathlib import Path
 
+import fastingest
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-import fastingest
 
 from .conftest import assert_tables_equal
 from .datagen import all_types_table, numeric_table
@@ -30,15 +29,23 @@ def typed_table() -> pa.Table:
 @pytest.mark.parametrize("page_version", ["1.0", "2.0"])
 def test_every_type_and_codec_matches_pyarrow(tmp_path, typed_table, codec, page_version):
     path = tmp_path / "t.parquet"
-    pq.write_table(typed_table, path, compression=codec, data_page_version=page_version,
-                   row_group_size=128)
+    pq.write_table(
+        typed_table, path, compression=codec, data_page_version=page_version, row_group_size=128
+    )
     assert_tables_equal(fastingest.read_parquet(str(path)), pq.read_table(path))
 
 
 def test_page_index_tiny_pages_and_dictionary_off(tmp_path, typed_table):
     path = tmp_path / "t.parquet"
-    pq.write_table(typed_table, path, write_page_index=True, data_page_size=64,
-                   use_dictionary=False, row_group_size=100, write_statistics=True)
+    pq.write_table(
+        typed_table,
+        path,
+        write_page_index=True,
+        data_page_size=64,
+        use_dictionary=False,
+        row_group_size=100,
+        write_statistics=True,
+    )
     assert_tables_equal(fastingest.read_parquet(path), pq.read_table(path))
 
 
@@ -75,16 +82,19 @@ def numeric_file(tmp_path) -> Path:
 
 @pytest.mark.parametrize("columns", [["x"], ["name", "id"], ["g", "g"], []])
 def test_columns_match_pyarrow(numeric_file, columns):
-    assert_tables_equal(fastingest.read_parquet(numeric_file, columns=columns),
-                        pq.read_table(numeric_file, columns=columns))
+    assert_tables_equal(
+        fastingest.read_parquet(numeric_file, columns=columns),
+        pq.read_table(numeric_file, columns=columns),
+    )
 
 
 def test_nested_columns_by_name_and_dotted_path(tmp_path, typed_table):
     path = tmp_path / "t.parquet"
     pq.write_table(typed_table, path)
     for cols in (["struct"], ["struct.x"], ["nested_struct.a.b", "i8"], ["map", "list_list"]):
-        assert_tables_equal(fastingest.read_parquet(path, columns=cols),
-                            pq.read_table(path, columns=cols))
+        assert_tables_equal(
+            fastingest.read_parquet(path, columns=cols), pq.read_table(path, columns=cols)
+        )
 
 
 def test_row_groups_match_pyarrow(numeric_file):
@@ -119,13 +129,21 @@ def test_filters_with_nulls_timestamps_and_dictionaries(tmp_path, typed_table):
     import datetime as dt
     import decimal
 
-    for filters in ([("i32", ">", 0)], [("f64", "!=", 0.5)], [("str", "==", "s3")],
-                    [("dict", "in", ["k1", "k3"])],
-                    [("ts_ms", ">", dt.datetime(2000, 1, 1))],
-                    [("dec", "<", decimal.Decimal("1.00"))], [("bool", "==", False)], [("date", ">=", dt.date(2020, 6, 1))]):
+    for filters in (
+        [("i32", ">", 0)],
+        [("f64", "!=", 0.5)],
+        [("str", "==", "s3")],
+        [("dict", "in", ["k1", "k3"])],
+        [("ts_ms", ">", dt.datetime(2000, 1, 1))],
+        [("dec", "<", decimal.Decimal("1.00"))],
+        [("bool", "==", False)],
+        [("date", ">=", dt.date(2020, 6, 1))],
+    ):
         cols = ["i16", filters[0][0]]
-        assert_tables_equal(fastingest.read_parquet(path, columns=cols, filters=filters),
-                            pq.read_table(path, columns=cols, filters=filters))
+        assert_tables_equal(
+            fastingest.read_parquet(path, columns=cols, filters=filters),
+            pq.read_table(path, columns=cols, filters=filters),
+        )
 
 
 def test_filters_prune_row_groups_by_statistics(numeric_file):
@@ -145,7 +163,9 @@ def test_several_files_and_globs_in_order(tmp_path):
     assert_tables_equal(got, t)
     deep = fastingest.read_parquet(str(tmp_path / "**" / "*.parquet"))
     assert deep.num_rows == 3010
-    listed = fastingest.read_parquet([tmp_path / "part-2.parquet", str(tmp_path / "part-0.parquet")])
+    listed = fastingest.read_parquet(
+        [tmp_path / "part-2.parquet", str(tmp_path / "part-0.parquet")]
+    )
     assert listed.column("id").to_pylist()[:2] == [2000, 2001]
     assert fastingest.read_parquet(f"file://{tmp_path}/part-1.parquet").num_rows == 1000
 
@@ -235,8 +255,9 @@ def test_stats_and_plan_agree(numeric_file):
     assert stats.requests == 1 + plan["num_requests"]
     assert stats.bytes_needed >= plan["bytes_needed"]
     meta = pq.ParquetFile(numeric_file).metadata
-    x_bytes = sum(meta.row_group(i).column(2).total_compressed_size
-                  for i in range(meta.num_row_groups))
+    x_bytes = sum(
+        meta.row_group(i).column(2).total_compressed_size for i in range(meta.num_row_groups)
+    )
     assert plan["bytes_needed"] == x_bytes
 
 

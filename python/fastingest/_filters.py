@@ -39,7 +39,9 @@ def normalize(filters: Any) -> list[list[tuple[str, str, pa.Array]]] | None:
     if filters is None:
         return None
     if not isinstance(filters, Sequence) or isinstance(filters, str) or len(filters) == 0:
-        raise InvalidArgumentError("filters must be a non-empty list of tuples or of lists of tuples")
+        raise InvalidArgumentError(
+            "filters must be a non-empty list of tuples or of lists of tuples"
+        )
     if all(isinstance(t, tuple) for t in filters):
         return [[_term(t) for t in filters]]
     if all(isinstance(c, list) for c in filters):

@@ -74,7 +74,10 @@ pub fn filter(obj: Option<Vec<Vec<(String, String, PyArray)>>>) -> PyResult<Opti
     Filter::new(disjuncts).map(Some).map_err(to_py)
 }
 
-fn ranges<'py>(py: Python<'py>, rs: impl Iterator<Item = std::ops::Range<u64>>) -> PyResult<Bound<'py, PyList>> {
+fn ranges<'py>(
+    py: Python<'py>,
+    rs: impl Iterator<Item = std::ops::Range<u64>>,
+) -> PyResult<Bound<'py, PyList>> {
     PyList::new(py, rs.map(|r| (r.start, r.end)))
 }
 
@@ -84,12 +87,18 @@ pub fn plan_dict<'py>(py: Python<'py>, p: &PreparedFile) -> PyResult<Bound<'py, 
     let d = PyDict::new(py);
     d.set_item("location", &plan.location)?;
     d.set_item("file_size", plan.file_size)?;
-    d.set_item("row_groups", plan.units.iter().map(|u| u.index).collect::<Vec<_>>())?;
+    d.set_item(
+        "row_groups",
+        plan.units.iter().map(|u| u.index).collect::<Vec<_>>(),
+    )?;
     d.set_item(
         "ranges",
         ranges(py, plan.units.iter().flat_map(|u| u.ranges.iter().cloned()))?,
     )?;
-    d.set_item("spans", ranges(py, plan.spans.iter().map(|s| s.range.clone()))?)?;
+    d.set_item(
+        "spans",
+        ranges(py, plan.spans.iter().map(|s| s.range.clone()))?,
+    )?;
     d.set_item(
         "requests",
         ranges(py, plan.spans.iter().flat_map(|s| s.slices.iter().cloned()))?,
@@ -100,18 +109,37 @@ pub fn plan_dict<'py>(py: Python<'py>, p: &PreparedFile) -> PyResult<Bound<'py, 
     Ok(d)
 }
 
-fn stat_value<'py>(py: Python<'py>, s: &Statistics, min: bool, text: bool) -> PyResult<Option<Bound<'py, PyAny>>> {
+fn stat_value<'py>(
+    py: Python<'py>,
+    s: &Statistics,
+    min: bool,
+    text: bool,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
     macro_rules! pick {
         ($v:expr) => {
-            if min { $v.min_opt() } else { $v.max_opt() }
+            if min {
+                $v.min_opt()
+            } else {
+                $v.max_opt()
+            }
         };
     }
     let v = match s {
-        Statistics::Boolean(v) => pick!(v).map(|x| x.into_pyobject(py).map(|b| b.to_owned().into_any())).transpose()?,
-        Statistics::Int32(v) => pick!(v).map(|x| x.into_pyobject(py).map(|b| b.into_any())).transpose()?,
-        Statistics::Int64(v) => pick!(v).map(|x| x.into_pyobject(py).map(|b| b.into_any())).transpose()?,
-        Statistics::Float(v) => pick!(v).map(|x| x.into_pyobject(py).map(|b| b.into_any())).transpose()?,
-        Statistics::Double(v) => pick!(v).map(|x| x.into_pyobject(py).map(|b| b.into_any())).transpose()?,
+        Statistics::Boolean(v) => pick!(v)
+            .map(|x| x.into_pyobject(py).map(|b| b.to_owned().into_any()))
+            .transpose()?,
+        Statistics::Int32(v) => pick!(v)
+            .map(|x| x.into_pyobject(py).map(|b| b.into_any()))
+            .transpose()?,
+        Statistics::Int64(v) => pick!(v)
+            .map(|x| x.into_pyobject(py).map(|b| b.into_any()))
+            .transpose()?,
+        Statistics::Float(v) => pick!(v)
+            .map(|x| x.into_pyobject(py).map(|b| b.into_any()))
+            .transpose()?,
+        Statistics::Double(v) => pick!(v)
+            .map(|x| x.into_pyobject(py).map(|b| b.into_any()))
+            .transpose()?,
         Statistics::Int96(_) => None,
         Statistics::ByteArray(v) => pick!(v).map(|x| bytes_value(py, x.data(), text)),
         Statistics::FixedLenByteArray(v) => pick!(v).map(|x| bytes_value(py, x.data(), false)),
@@ -142,7 +170,10 @@ pub fn metadata_dict<'py>(
     d.set_item("num_row_groups", md.num_row_groups())?;
     d.set_item("created_by", fm.created_by())?;
     d.set_item("format_version", fm.version())?;
-    d.set_item("schema", PySchema::new(Arc::clone(schema)).into_pyarrow(py)?)?;
+    d.set_item(
+        "schema",
+        PySchema::new(Arc::clone(schema)).into_pyarrow(py)?,
+    )?;
     let rgs = PyList::empty(py);
     for (i, rg) in md.row_groups().iter().enumerate() {
         let r = PyDict::new(py);
@@ -161,9 +192,15 @@ pub fn metadata_dict<'py>(
             let (start, len) = c.byte_range();
             cd.set_item("path", c.column_path().string())?;
             cd.set_item("physical_type", c.column_type().to_string())?;
-            cd.set_item("logical_type", descr.logical_type_ref().map(|l| format!("{l:?}")))?;
+            cd.set_item(
+                "logical_type",
+                descr.logical_type_ref().map(|l| format!("{l:?}")),
+            )?;
             cd.set_item("codec", c.compression().to_string())?;
-            cd.set_item("encodings", c.encodings().map(|e| e.to_string()).collect::<Vec<_>>())?;
+            cd.set_item(
+                "encodings",
+                c.encodings().map(|e| e.to_string()).collect::<Vec<_>>(),
+            )?;
             cd.set_item("file_offset", start)?;
             cd.set_item("compressed_size", len)?;
             cd.set_item("uncompressed_size", c.uncompressed_size())?;

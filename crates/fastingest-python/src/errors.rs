@@ -14,7 +14,11 @@ fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
     let module = MODULE.get_or_try_init(py, || {
         py.import("fastingest.exceptions").map(|m| m.unbind())
     })?;
-    module.bind(py).getattr(name)?.cast_into::<PyType>().map_err(Into::into)
+    module
+        .bind(py)
+        .getattr(name)?
+        .cast_into::<PyType>()
+        .map_err(Into::into)
 }
 
 /// Converts a core error to the matching `fastingest` exception.
@@ -27,7 +31,9 @@ pub fn to_py(err: Error) -> PyErr {
             Error::Unsupported { .. } => "UnsupportedError",
             Error::ColumnNotFound { .. } => "ColumnNotFoundError",
             Error::SchemaMismatch { .. } => "SchemaMismatchError",
-            Error::Io { timed_out: true, .. } => "RequestTimeoutError",
+            Error::Io {
+                timed_out: true, ..
+            } => "RequestTimeoutError",
             Error::Io { .. } => "RemoteIOError",
             Error::InvalidArgument(_) | Error::InvalidConfig(_) => "InvalidArgumentError",
         };
@@ -37,7 +43,9 @@ pub fn to_py(err: Error) -> PyErr {
             // The package is broken if its exceptions module is missing; still
             // raise something that carries the message.
             Err(_) => match err {
-                Error::InvalidArgument(_) | Error::InvalidConfig(_) => PyValueError::new_err(message),
+                Error::InvalidArgument(_) | Error::InvalidConfig(_) => {
+                    PyValueError::new_err(message)
+                }
                 _ => PyRuntimeError::new_err(message),
             },
         }

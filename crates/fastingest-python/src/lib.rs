@@ -72,7 +72,10 @@ fn read_parquet(
 ) -> PyResult<Py<PyAny>> {
     let sources = convert::sources(source)?;
     let options = read_options(columns, filters, row_groups, storage_options, config, stats)?;
-    let table = run::block_on(py, async move { pq::read_parquet(&sources, &options).await })?;
+    let table = run::block_on(
+        py,
+        async move { pq::read_parquet(&sources, &options).await },
+    )?;
     table_to_pyarrow(py, table)
 }
 
@@ -116,7 +119,10 @@ fn plan_parquet<'py>(
 ) -> PyResult<Bound<'py, PyList>> {
     let sources = convert::sources(source)?;
     let options = read_options(columns, filters, row_groups, storage_options, config, stats)?;
-    let plans = run::block_on(py, async move { pq::plan_parquet(&sources, &options).await })?;
+    let plans = run::block_on(
+        py,
+        async move { pq::plan_parquet(&sources, &options).await },
+    )?;
     let out = PyList::empty(py);
     for p in &plans {
         out.append(convert::plan_dict(py, p)?)?;
@@ -152,12 +158,18 @@ fn read_metadata<'py>(
 /// and the emulators (not part of the public API).
 #[pyfunction]
 #[pyo3(signature = (url, data, storage_options=None))]
-fn _put(py: Python<'_>, url: &str, data: Vec<u8>, storage_options: Option<&Bound<'_, PyDict>>) -> PyResult<()> {
+fn _put(
+    py: Python<'_>,
+    url: &str,
+    data: Vec<u8>,
+    storage_options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<()> {
     use object_store::ObjectStoreExt;
-    let parsed = url::Url::parse(url).map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("{url}: {e}")))?;
+    let parsed = url::Url::parse(url)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("{url}: {e}")))?;
     let options = convert::storage_options(storage_options)?;
-    let (store, path) =
-        fastingest::store::store_for(&parsed, &options, &Config::builtin()).map_err(errors::to_py)?;
+    let (store, path) = fastingest::store::store_for(&parsed, &options, &Config::builtin())
+        .map_err(errors::to_py)?;
     let location = url.to_string();
     run::block_on(py, async move {
         store

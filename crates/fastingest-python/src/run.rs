@@ -21,12 +21,16 @@ where
     let mut handle = rt.spawn(fut);
     loop {
         let waited = py.detach(|| {
-            rt.block_on(async { tokio::time::timeout(Duration::from_millis(100), &mut handle).await })
+            rt.block_on(async {
+                tokio::time::timeout(Duration::from_millis(100), &mut handle).await
+            })
         });
         match waited {
             Ok(Ok(result)) => return result.map_err(to_py),
             Ok(Err(join)) => {
-                return Err(PyRuntimeError::new_err(format!("fastingest read failed: {join}")));
+                return Err(PyRuntimeError::new_err(format!(
+                    "fastingest read failed: {join}"
+                )));
             }
             Err(_elapsed) => {
                 if let Err(e) = py.check_signals() {

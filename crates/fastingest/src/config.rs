@@ -90,13 +90,15 @@ impl Config {
     /// Sets one knob from text: sizes take `K`/`M`/`G` suffixes (binary), and
     /// durations are seconds (fractions allowed).
     pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
-        let bad = |what: &str| {
-            Error::InvalidConfig(format!(
-                "config {name}={value:?}: expected {what}"
-            ))
-        };
+        let bad =
+            |what: &str| Error::InvalidConfig(format!("config {name}={value:?}: expected {what}"));
         let size = || parse_size(value).ok_or_else(|| bad("a byte size such as 65536 or 8M"));
-        let count = || value.trim().parse::<usize>().map_err(|_| bad("a whole number"));
+        let count = || {
+            value
+                .trim()
+                .parse::<usize>()
+                .map_err(|_| bad("a whole number"))
+        };
         let secs = || {
             value
                 .trim()

@@ -52,7 +52,8 @@ impl<T> Drop for AbortOnDrop<T> {
 impl Fetcher {
     /// A fetcher for one read.
     pub fn new(config: Config, stats: ReadStats) -> Self {
-        let budget_units = (config.memory_budget / BUDGET_UNIT).clamp(1, u32::MAX as u64 >> 3) as u32;
+        let budget_units =
+            (config.memory_budget / BUDGET_UNIT).clamp(1, u32::MAX as u64 >> 3) as u32;
         let decode = config.effective_decode_parallelism();
         Fetcher(Arc::new(Inner {
             requests: Semaphore::new(config.max_in_flight),
@@ -77,14 +78,30 @@ impl Fetcher {
     /// Waits for a decode slot (bounds CPU-heavy work to the cores).
     pub(crate) async fn decode_permit(&self) -> SemaphorePermit<'_> {
         // The semaphore is never closed, so acquire cannot fail.
-        self.0.decode.acquire().await.expect("decode semaphore closed")
+        self.0
+            .decode
+            .acquire()
+            .await
+            .expect("decode semaphore closed")
     }
 
     async fn permits(&self, len: u64) -> (SemaphorePermit<'_>, SemaphorePermit<'_>) {
-        let units = len.div_ceil(BUDGET_UNIT).clamp(1, self.0.budget_units as u64) as u32;
+        let units = len
+            .div_ceil(BUDGET_UNIT)
+            .clamp(1, self.0.budget_units as u64) as u32;
         // Neither semaphore is ever closed.
-        let req = self.0.requests.acquire().await.expect("request semaphore closed");
-        let mem = self.0.budget.acquire_many(units).await.expect("budget semaphore closed");
+        let req = self
+            .0
+            .requests
+            .acquire()
+            .await
+            .expect("request semaphore closed");
+        let mem = self
+            .0
+            .budget
+            .acquire_many(units)
+            .await
+            .expect("budget semaphore closed");
         (req, mem)
     }
 
@@ -111,17 +128,21 @@ impl Fetcher {
 
     /// Starts fetching every span of `plan` in the background, in file order.
     /// The returned futures resolve to each span's bytes.
-    pub fn start(&self, source: &Source, plan: &FilePlan) -> (Vec<SpanFuture>, Vec<AbortOnDrop<()>>) {
+    pub fn start(
+        &self,
+        source: &Source,
+        plan: &FilePlan,
+    ) -> (Vec<SpanFuture>, Vec<AbortOnDrop<()>>) {
         self.stats().add_needed(plan.bytes_needed());
         let mut futures = Vec::with_capacity(plan.spans.len());
         let mut guards = Vec::with_capacity(plan.spans.len());
         for span in &plan.spans {
             let (tx, rx) = tokio::sync::oneshot::channel();
-            let task = tokio::spawn(fetch_span(self.clone(), Arc::clone(source), span.clone()).map(
-                move |r| {
+            let task = tokio::spawn(
+                fetch_span(self.clone(), Arc::clone(source), span.clone()).map(move |r| {
                     let _ = tx.send(r);
-                },
-            ));
+                }),
+            );
             guards.push(AbortOnDrop(task));
             let location = source.location().to_string();
             let fut: BoxFuture<'static, Result<Bytes>> = async move {
@@ -179,7 +200,12 @@ async fn fetch_slice(
     mut part: BytesMut,
 ) -> Result<BytesMut> {
     let _permits = fetcher.permits(range.end - range.start).await;
-    let mut retry = Retry::new(fetcher.config(), fetcher.stats(), source.location(), range.clone());
+    let mut retry = Retry::new(
+        fetcher.config(),
+        fetcher.stats(),
+        source.location(),
+        range.clone(),
+    );
     let want = (range.end - range.start) as usize;
     loop {
         if part.len() != want {
@@ -187,7 +213,10 @@ async fn fetch_slice(
             // a buffer of the wrong size. (Rejoining then copies, rarely.)
             part = BytesMut::zeroed(want);
         }
-        match retry.attempt(source.read_into(range.clone(), &mut part)).await {
+        match retry
+            .attempt(source.read_into(range.clone(), &mut part))
+            .await
+        {
             Ok(()) => {
                 fetcher.stats().add_fetched(range.end - range.start);
                 return Ok(part);

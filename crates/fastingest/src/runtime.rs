@@ -25,7 +25,9 @@ pub fn shared() -> std::io::Result<Arc<Runtime>> {
         std::mem::forget(stale);
         crate::store::forget_cached_clients();
     }
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .max(2);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name("fastingest-io")

@@ -80,8 +80,8 @@ fn resolve_local(path: &str, location: String) -> Result<Vec<Source>> {
         let src = LocalSource::open(PathBuf::from(path), location)?;
         return Ok(vec![Arc::new(src)]);
     }
-    let entries = glob::glob(path)
-        .map_err(|e| Error::InvalidArgument(format!("bad glob {path:?}: {e}")))?;
+    let entries =
+        glob::glob(path).map_err(|e| Error::InvalidArgument(format!("bad glob {path:?}: {e}")))?;
     let mut files: Vec<PathBuf> = Vec::new();
     for entry in entries {
         let p = entry.map_err(|e| Error::Io {
@@ -120,7 +120,11 @@ async fn resolve_store(
     let (store, path) = store_for(&url, options, config)?;
     let raw_path = path.as_ref().to_string();
     if !has_glob(&raw_path) {
-        return Ok(vec![Arc::new(StoreSource::new(store, path, spec.to_string()))]);
+        return Ok(vec![Arc::new(StoreSource::new(
+            store,
+            path,
+            spec.to_string(),
+        ))]);
     }
     // List under the longest literal directory prefix, then match the pattern.
     let first_glob = raw_path.find(['*', '?', '[']).unwrap_or(raw_path.len());
@@ -161,7 +165,11 @@ async fn resolve_store(
         .into_iter()
         .map(|k| {
             let loc = format!("{base}/{k}");
-            Arc::new(StoreSource::new(Arc::clone(&store), Path::from(k.as_str()), loc)) as Source
+            Arc::new(StoreSource::new(
+                Arc::clone(&store),
+                Path::from(k.as_str()),
+                loc,
+            )) as Source
         })
         .collect())
 }

@@ -44,9 +44,8 @@ pub fn store_for(
     options: &StorageOptions,
     config: &Config,
 ) -> Result<(Arc<dyn ObjectStore>, Path)> {
-    let (scheme, path) = ObjectStoreScheme::parse(url).map_err(|e| {
-        Error::InvalidConfig(format!("{url}: not a supported storage URL ({e})"))
-    })?;
+    let (scheme, path) = ObjectStoreScheme::parse(url)
+        .map_err(|e| Error::InvalidConfig(format!("{url}: not a supported storage URL ({e})")))?;
     if scheme == ObjectStoreScheme::Memory {
         // memory://bucket/key and memory:///key share one process-wide store.
         let full = format!("{}{}", url.host_str().unwrap_or(""), url.path());

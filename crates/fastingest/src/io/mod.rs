@@ -18,9 +18,10 @@ use futures::future::BoxFuture;
 
 pub use self::http::HttpSource;
 pub use self::local::LocalSource;
-pub(crate) use self::retry::{with_retries, Failure, Retry};
-pub use self::store::StoreSource;
+pub use self::retry::Failure;
+pub(crate) use self::retry::{with_retries, Retry};
 pub(crate) use self::store::classify as classify_store_error;
+pub use self::store::StoreSource;
 
 use crate::error::Result;
 

@@ -215,7 +215,14 @@ mod tests {
         .await
         .unwrap_err();
         assert!(
-            matches!(err, Error::Io { timed_out: true, attempts: 2, .. }),
+            matches!(
+                err,
+                Error::Io {
+                    timed_out: true,
+                    attempts: 2,
+                    ..
+                }
+            ),
             "{err}"
         );
     }

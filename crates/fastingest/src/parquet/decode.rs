@@ -34,9 +34,13 @@ impl FetchedSpans {
 
     /// The bytes of `range` without copying, when one span holds them.
     pub fn get(&self, range: &Range<u64>) -> Option<Bytes> {
-        let i = self.0.partition_point(|(r, _)| r.start <= range.start).checked_sub(1)?;
+        let i = self
+            .0
+            .partition_point(|(r, _)| r.start <= range.start)
+            .checked_sub(1)?;
         let (r, b) = &self.0[i];
-        (range.end <= r.end).then(|| b.slice((range.start - r.start) as usize..(range.end - r.start) as usize))
+        (range.end <= r.end)
+            .then(|| b.slice((range.start - r.start) as usize..(range.end - r.start) as usize))
     }
 }
 
@@ -50,7 +54,12 @@ pub struct PrefetchedReader {
 
 impl PrefetchedReader {
     /// A reader over `spans` of `source`.
-    pub fn new(spans: FetchedSpans, source: Source, fetcher: Fetcher, metadata: Arc<ParquetMetaData>) -> Self {
+    pub fn new(
+        spans: FetchedSpans,
+        source: Source,
+        fetcher: Fetcher,
+        metadata: Arc<ParquetMetaData>,
+    ) -> Self {
         PrefetchedReader {
             spans,
             source,
@@ -96,7 +105,11 @@ pub struct DecodeJob {
 impl DecodeJob {
     /// Decodes row group `rg` from `spans` on the blocking pool, applies the
     /// filter and the output projection.
-    pub async fn decode_row_group(&self, rg: usize, spans: FetchedSpans) -> Result<Vec<RecordBatch>> {
+    pub async fn decode_row_group(
+        &self,
+        rg: usize,
+        spans: FetchedSpans,
+    ) -> Result<Vec<RecordBatch>> {
         let location = self.source.location().to_string();
         let num_rows = self.reader_metadata.metadata().row_group(rg).num_rows();
         let reader = PrefetchedReader::new(
@@ -105,12 +118,15 @@ impl DecodeJob {
             self.fetcher.clone(),
             Arc::clone(self.reader_metadata.metadata()),
         );
-        let stream = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, self.reader_metadata.clone())
-            .with_projection(self.projection.mask.clone())
-            .with_row_groups(vec![rg])
-            .with_batch_size(num_rows.clamp(1, 1 << 20) as usize)
-            .build()
-            .map_err(|e| Error::from_parquet(&location, e))?;
+        let stream = ParquetRecordBatchStreamBuilder::new_with_metadata(
+            reader,
+            self.reader_metadata.clone(),
+        )
+        .with_projection(self.projection.mask.clone())
+        .with_row_groups(vec![rg])
+        .with_batch_size(num_rows.clamp(1, 1 << 20) as usize)
+        .build()
+        .map_err(|e| Error::from_parquet(&location, e))?;
         let job = self.clone();
         let _permit = self.fetcher.decode_permit().await;
         let started = Instant::now();
@@ -121,13 +137,18 @@ impl DecodeJob {
             for batch in decoded {
                 let batch = match &job.filter {
                     Some(f) => {
-                        let mask = f.evaluate(&batch).map_err(|e| Error::from_arrow(&location, e))?;
+                        let mask = f
+                            .evaluate(&batch)
+                            .map_err(|e| Error::from_arrow(&location, e))?;
                         arrow_select::filter::filter_record_batch(&batch, &mask)
                             .map_err(|e| Error::from_arrow(&location, e))?
                     }
                     None => batch,
                 };
-                out.push(extract(&job.projection, &batch).map_err(|e| Error::from_arrow(&location, e))?);
+                out.push(
+                    extract(&job.projection, &batch)
+                        .map_err(|e| Error::from_arrow(&location, e))?,
+                );
             }
             Ok(out)
         });

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use arrow_arith::boolean::{and_kleene, not, or_kleene};
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, Scalar};
 use arrow_cast::{cast, cast_with_options, CastOptions};
-use arrow_schema::{ArrowError, DataType, Schema};
 use arrow_ord::cmp;
+use arrow_schema::{ArrowError, DataType, Schema};
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::file::metadata::ParquetMetaData;
 
@@ -49,8 +49,8 @@ impl CmpOp {
             "not in" => CmpOp::NotIn,
             other => {
                 return Err(Error::InvalidArgument(format!(
-                    "unknown filter operator {other:?}; use one of ==, =, !=, <, <=, >, >=, in, not in"
-                )))
+                "unknown filter operator {other:?}; use one of ==, =, !=, <, <=, >, >=, in, not in"
+            )))
             }
         })
     }
@@ -100,19 +100,31 @@ impl Filter {
 
     /// Columns the filter reads.
     pub fn columns(&self) -> BTreeSet<String> {
-        self.disjuncts.iter().flatten().map(|p| p.column.clone()).collect()
+        self.disjuncts
+            .iter()
+            .flatten()
+            .map(|p| p.column.clone())
+            .collect()
     }
 
     /// Checks that every literal can be compared with its column.
     pub fn check_types(&self, location: &str, schema: &Schema) -> Result<()> {
         for p in self.disjuncts.iter().flatten() {
-            let field = schema.field_with_name(&p.column).map_err(|_| Error::ColumnNotFound {
-                location: location.to_string(),
-                column: p.column.clone(),
-                available: schema.fields().iter().map(|f| f.name().clone()).collect(),
-            })?;
+            let field = schema
+                .field_with_name(&p.column)
+                .map_err(|_| Error::ColumnNotFound {
+                    location: location.to_string(),
+                    column: p.column.clone(),
+                    available: schema.fields().iter().map(|f| f.name().clone()).collect(),
+                })?;
             let target = value_type(field.data_type());
-            if matches!(target, DataType::Struct(_) | DataType::List(_) | DataType::LargeList(_) | DataType::Map(_, _)) {
+            if matches!(
+                target,
+                DataType::Struct(_)
+                    | DataType::List(_)
+                    | DataType::LargeList(_)
+                    | DataType::Map(_, _)
+            ) {
                 return Err(Error::InvalidArgument(format!(
                     "{location}: cannot filter on column {:?} of nested type {}",
                     p.column, target
@@ -193,9 +205,9 @@ fn value_type(dt: &DataType) -> DataType {
 }
 
 fn eval_predicate(batch: &RecordBatch, p: &Predicate) -> Result<BooleanArray, ArrowError> {
-    let col = batch
-        .column_by_name(&p.column)
-        .ok_or_else(|| ArrowError::SchemaError(format!("filter column {:?} was not decoded", p.column)))?;
+    let col = batch.column_by_name(&p.column).ok_or_else(|| {
+        ArrowError::SchemaError(format!("filter column {:?} was not decoded", p.column))
+    })?;
     let target = value_type(col.data_type());
     let col: ArrayRef = if &target != col.data_type() {
         cast(col, &target)?
@@ -247,7 +259,11 @@ fn compare(left: &dyn Array, op: CmpOp, lit: &ArrayRef) -> Result<BooleanArray, 
 
 /// Whether each row group may hold a row matching `p`; `None` when the
 /// statistics cannot tell.
-fn predicate_may_match(metadata: &ParquetMetaData, schema: &Schema, p: &Predicate) -> Option<Vec<bool>> {
+fn predicate_may_match(
+    metadata: &ParquetMetaData,
+    schema: &Schema,
+    p: &Predicate,
+) -> Option<Vec<bool>> {
     let descr = metadata.file_metadata().schema_descr();
     let conv = StatisticsConverter::try_new(&p.column, schema, descr).ok()?;
     let rgs = metadata.row_groups();
@@ -255,16 +271,27 @@ fn predicate_may_match(metadata: &ParquetMetaData, schema: &Schema, p: &Predicat
     let maxes = conv.row_group_maxes(rgs.iter()).ok()?;
     let stat_type = mins.data_type().clone();
     let lit = cast_literal(&p.value, &stat_type).ok()?;
-    let is_float = matches!(stat_type, DataType::Float16 | DataType::Float32 | DataType::Float64);
+    let is_float = matches!(
+        stat_type,
+        DataType::Float16 | DataType::Float32 | DataType::Float64
+    );
     let may: BooleanArray = match p.op {
-        CmpOp::Eq => and_kleene(&compare(&mins, CmpOp::LtEq, &lit).ok()?, &compare(&maxes, CmpOp::GtEq, &lit).ok()?).ok()?,
+        CmpOp::Eq => and_kleene(
+            &compare(&mins, CmpOp::LtEq, &lit).ok()?,
+            &compare(&maxes, CmpOp::GtEq, &lit).ok()?,
+        )
+        .ok()?,
         CmpOp::Lt => compare(&mins, CmpOp::Lt, &lit).ok()?,
         CmpOp::LtEq => compare(&mins, CmpOp::LtEq, &lit).ok()?,
         CmpOp::Gt => compare(&maxes, CmpOp::Gt, &lit).ok()?,
         CmpOp::GtEq => compare(&maxes, CmpOp::GtEq, &lit).ok()?,
         CmpOp::NotEq if !is_float => {
             // Only a row group whose every value equals the literal is ruled out.
-            let all_eq = and_kleene(&compare(&mins, CmpOp::Eq, &lit).ok()?, &compare(&maxes, CmpOp::Eq, &lit).ok()?).ok()?;
+            let all_eq = and_kleene(
+                &compare(&mins, CmpOp::Eq, &lit).ok()?,
+                &compare(&maxes, CmpOp::Eq, &lit).ok()?,
+            )
+            .ok()?;
             not(&all_eq).ok()?
         }
         CmpOp::In => {
@@ -274,7 +301,11 @@ fn predicate_may_match(metadata: &ParquetMetaData, schema: &Schema, p: &Predicat
                     continue;
                 }
                 let one = lit.slice(i, 1);
-                let m = and_kleene(&compare(&mins, CmpOp::LtEq, &one).ok()?, &compare(&maxes, CmpOp::GtEq, &one).ok()?).ok()?;
+                let m = and_kleene(
+                    &compare(&mins, CmpOp::LtEq, &one).ok()?,
+                    &compare(&maxes, CmpOp::GtEq, &one).ok()?,
+                )
+                .ok()?;
                 acc = Some(match acc {
                     None => m,
                     Some(a) => or_kleene(&a, &m).ok()?,
@@ -285,5 +316,9 @@ fn predicate_may_match(metadata: &ParquetMetaData, schema: &Schema, p: &Predicat
         CmpOp::NotEq | CmpOp::NotIn => return None,
     };
     // Unknown (null) means "may match".
-    Some((0..may.len()).map(|i| may.is_null(i) || may.value(i)).collect())
+    Some(
+        (0..may.len())
+            .map(|i| may.is_null(i) || may.value(i))
+            .collect(),
+    )
 }

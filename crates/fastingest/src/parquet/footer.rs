@@ -29,9 +29,15 @@ pub struct Footer {
 }
 
 /// Reads and decodes the footer of `source`.
-pub async fn read_footer(fetcher: &Fetcher, source: &Source, with_page_index: bool) -> Result<Footer> {
+pub async fn read_footer(
+    fetcher: &Fetcher,
+    source: &Source,
+    with_page_index: bool,
+) -> Result<Footer> {
     let location = source.location();
-    let tail = fetcher.fetch_tail(source, fetcher.config().footer_prefetch).await?;
+    let tail = fetcher
+        .fetch_tail(source, fetcher.config().footer_prefetch)
+        .await?;
     let size = tail.size;
     let corrupt = |range: Option<Range<u64>>, detail: String| Error::Corrupt {
         location: location.to_string(),
@@ -46,7 +52,10 @@ pub async fn read_footer(fetcher: &Fetcher, source: &Source, with_page_index: bo
     }
     let n = tail.bytes.len();
     if (n as u64) < FOOTER_TRAILER {
-        return Err(corrupt(Some(0..size), "could not read the file's last 8 bytes".into()));
+        return Err(corrupt(
+            Some(0..size),
+            "could not read the file's last 8 bytes".into(),
+        ));
     }
     let trailer = &tail.bytes[n - 8..];
     match &trailer[4..] {
@@ -75,10 +84,13 @@ pub async fn read_footer(fetcher: &Fetcher, source: &Source, with_page_index: bo
     let footer_start = size - FOOTER_TRAILER - meta_len;
     let tail_start = size - n as u64;
     let footer: Bytes = if footer_start >= tail_start {
-        tail.bytes.slice((footer_start - tail_start) as usize..n - 8)
+        tail.bytes
+            .slice((footer_start - tail_start) as usize..n - 8)
     } else {
         // The footer is longer than the prefetch: fetch the part before the tail.
-        let head = fetcher.fetch_range(source, footer_start..tail_start).await?;
+        let head = fetcher
+            .fetch_range(source, footer_start..tail_start)
+            .await?;
         let mut joined = BytesMut::with_capacity(meta_len as usize);
         joined.extend_from_slice(&head);
         joined.extend_from_slice(&tail.bytes[..n - 8]);
@@ -90,11 +102,18 @@ pub async fn read_footer(fetcher: &Fetcher, source: &Source, with_page_index: bo
         Ok(Ok(m)) => m,
         Ok(Err(e)) => {
             return Err(match Error::from_parquet(location, e) {
-                Error::Corrupt { detail, .. } => corrupt(Some(footer_range), format!("corrupt footer: {detail}")),
+                Error::Corrupt { detail, .. } => {
+                    corrupt(Some(footer_range), format!("corrupt footer: {detail}"))
+                }
                 other => other,
             })
         }
-        Err(_) => return Err(corrupt(Some(footer_range), "corrupt footer (the decoder gave up)".into())),
+        Err(_) => {
+            return Err(corrupt(
+                Some(footer_range),
+                "corrupt footer (the decoder gave up)".into(),
+            ))
+        }
     };
     let metadata = fix_row_count(metadata);
     let metadata = if with_page_index {
@@ -125,7 +144,9 @@ fn fix_row_count(metadata: ParquetMetaData) -> ParquetMetaData {
         fm.column_orders().cloned(),
     );
     let row_groups = metadata.row_groups().to_vec();
-    ParquetMetaDataBuilder::new(fixed).set_row_groups(row_groups).build()
+    ParquetMetaDataBuilder::new(fixed)
+        .set_row_groups(row_groups)
+        .build()
 }
 
 /// Adds the column and offset indexes, served from the tail when it holds them.

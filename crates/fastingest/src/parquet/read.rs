@@ -92,10 +92,7 @@ pub async fn plan_parquet(sources: &[String], options: &ReadOptions) -> Result<V
             async move { prepare(&fetcher, s, options).await }.boxed()
         })
         .collect();
-    stream::iter(futs)
-        .buffered(width)
-        .try_collect()
-        .await
+    stream::iter(futs).buffered(width).try_collect().await
 }
 
 /// Footers of `sources`, for inspection.
@@ -115,8 +112,11 @@ pub async fn read_metadata(
             async move {
                 stats.add_file();
                 let footer = read_footer(&fetcher, &s, false).await?;
-                let meta = ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
-                    .map_err(|e| Error::from_parquet(s.location(), e))?;
+                let meta = ArrowReaderMetadata::try_new(
+                    Arc::clone(&footer.metadata),
+                    ArrowReaderOptions::new(),
+                )
+                .map_err(|e| Error::from_parquet(s.location(), e))?;
                 let mut schema = meta.schema().as_ref().clone();
                 schema.metadata.remove("ARROW:schema");
                 Ok((s, footer, Arc::new(schema)))
@@ -141,7 +141,11 @@ fn check_row_groups_option(files: &[Source], options: &ReadOptions) -> Result<()
 }
 
 /// Reads already-resolved files with a shared fetcher.
-pub async fn read_sources(fetcher: &Fetcher, files: Vec<Source>, options: &ReadOptions) -> Result<Table> {
+pub async fn read_sources(
+    fetcher: &Fetcher,
+    files: Vec<Source>,
+    options: &ReadOptions,
+) -> Result<Table> {
     check_row_groups_option(&files, options)?;
     // Several files are read at once; the fetcher's limits bound the requests
     // of all of them together. `buffered` keeps the source order.
@@ -189,15 +193,24 @@ pub async fn read_sources(fetcher: &Fetcher, files: Vec<Source>, options: &ReadO
 }
 
 /// Reads the footer and plans the fetch of one file.
-pub async fn prepare(fetcher: &Fetcher, source: Source, options: &ReadOptions) -> Result<PreparedFile> {
+pub async fn prepare(
+    fetcher: &Fetcher,
+    source: Source,
+    options: &ReadOptions,
+) -> Result<PreparedFile> {
     let location = source.location().to_string();
     fetcher.stats().add_file();
     let footer = read_footer(fetcher, &source, false).await?;
-    let reader_metadata = ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
-        .map_err(|e| Error::from_parquet(&location, e))?;
+    let reader_metadata =
+        ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
+            .map_err(|e| Error::from_parquet(&location, e))?;
     validate_schema(&location, &footer.metadata)?;
     let file_schema = Arc::clone(reader_metadata.schema());
-    let filter_columns: BTreeSet<String> = options.filter.as_ref().map(Filter::columns).unwrap_or_default();
+    let filter_columns: BTreeSet<String> = options
+        .filter
+        .as_ref()
+        .map(Filter::columns)
+        .unwrap_or_default();
     if let Some(f) = &options.filter {
         f.check_types(&location, &file_schema)?;
     }
@@ -265,7 +278,11 @@ pub async fn prepare(fetcher: &Fetcher, source: Source, options: &ReadOptions) -
     })
 }
 
-async fn read_file(fetcher: &Fetcher, source: Source, options: &ReadOptions) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+async fn read_file(
+    fetcher: &Fetcher,
+    source: Source,
+    options: &ReadOptions,
+) -> Result<(SchemaRef, Vec<RecordBatch>)> {
     let prepared = prepare(fetcher, source, options).await?;
     let plan = &prepared.plan;
     let (spans, _abort_guards) = fetcher.start(&prepared.source, plan);
@@ -278,22 +295,30 @@ async fn read_file(fetcher: &Fetcher, source: Source, options: &ReadOptions) -> 
     };
     // Each row group decodes as soon as its spans are in, while later spans
     // are still on the wire; `buffered` keeps row-group order.
-    let units: Vec<_> = plan.units.iter().map(|unit| {
-        let mut needed: Vec<usize> = unit.ranges.iter().filter_map(|r| plan.span_of(r)).collect();
-        needed.sort_unstable();
-        needed.dedup();
-        let futs: Vec<_> = needed.iter().map(|&i| (plan.spans[i].range.clone(), spans[i].clone())).collect();
-        let job = job.clone();
-        let rg = unit.index;
-        async move {
-            let mut fetched = Vec::with_capacity(futs.len());
-            for (range, fut) in futs {
-                fetched.push((range, fut.await?));
+    let units: Vec<_> = plan
+        .units
+        .iter()
+        .map(|unit| {
+            let mut needed: Vec<usize> =
+                unit.ranges.iter().filter_map(|r| plan.span_of(r)).collect();
+            needed.sort_unstable();
+            needed.dedup();
+            let futs: Vec<_> = needed
+                .iter()
+                .map(|&i| (plan.spans[i].range.clone(), spans[i].clone()))
+                .collect();
+            let job = job.clone();
+            let rg = unit.index;
+            async move {
+                let mut fetched = Vec::with_capacity(futs.len());
+                for (range, fut) in futs {
+                    fetched.push((range, fut.await?));
+                }
+                job.decode_row_group(rg, FetchedSpans::new(fetched)).await
             }
-            job.decode_row_group(rg, FetchedSpans::new(fetched)).await
-        }
-        .boxed()
-    }).collect();
+            .boxed()
+        })
+        .collect();
     let per_unit: Vec<Vec<RecordBatch>> = stream::iter(units)
         .buffered(plan.units.len().max(1))
         .try_collect()

@@ -84,7 +84,11 @@ pub fn project(
     // key-value pair of the file; otherwise it is the file's key-value pairs.
     let kv = metadata.file_metadata().key_value_metadata();
     let embedded: Option<Vec<KeyValue>> = kv.and_then(|kv| {
-        let only: Vec<KeyValue> = kv.iter().filter(|e| e.key == "ARROW:schema").cloned().collect();
+        let only: Vec<KeyValue> = kv
+            .iter()
+            .filter(|e| e.key == "ARROW:schema")
+            .cloned()
+            .collect();
         (!only.is_empty()).then_some(only)
     });
     let decoded = parquet_to_arrow_schema_by_columns(descr, mask.clone(), embedded.as_ref().or(kv))
@@ -138,7 +142,10 @@ fn resolve_path(schema: &Schema, name: &str) -> Option<OutputColumn> {
 }
 
 fn output_field(decoded: &Schema, path: &[String]) -> Option<FieldRef> {
-    let mut field: FieldRef = decoded.field_with_name(&path[0]).ok().map(|f| Arc::new(f.clone()))?;
+    let mut field: FieldRef = decoded
+        .field_with_name(&path[0])
+        .ok()
+        .map(|f| Arc::new(f.clone()))?;
     for p in &path[1..] {
         field = match field.data_type() {
             DataType::Struct(children) => children.iter().find(|c| c.name() == p)?.clone(),
@@ -149,7 +156,10 @@ fn output_field(decoded: &Schema, path: &[String]) -> Option<FieldRef> {
 }
 
 /// Builds the output batch from a decoded one.
-pub fn extract(projection: &Projection, batch: &RecordBatch) -> Result<RecordBatch, arrow_schema::ArrowError> {
+pub fn extract(
+    projection: &Projection,
+    batch: &RecordBatch,
+) -> Result<RecordBatch, arrow_schema::ArrowError> {
     let columns: Vec<ArrayRef> = match &projection.outputs {
         None => batch.columns().to_vec(),
         Some(outs) => outs
@@ -161,9 +171,20 @@ pub fn extract(projection: &Projection, batch: &RecordBatch) -> Result<RecordBat
     RecordBatch::try_new_with_options(Arc::clone(&projection.output_schema), columns, &options)
 }
 
-fn extract_column(batch: &RecordBatch, path: &[String]) -> Result<ArrayRef, arrow_schema::ArrowError> {
-    let missing = || arrow_schema::ArrowError::SchemaError(format!("column {} missing from decoded batch", path.join(".")));
-    let mut array = batch.column_by_name(&path[0]).cloned().ok_or_else(missing)?;
+fn extract_column(
+    batch: &RecordBatch,
+    path: &[String],
+) -> Result<ArrayRef, arrow_schema::ArrowError> {
+    let missing = || {
+        arrow_schema::ArrowError::SchemaError(format!(
+            "column {} missing from decoded batch",
+            path.join(".")
+        ))
+    };
+    let mut array = batch
+        .column_by_name(&path[0])
+        .cloned()
+        .ok_or_else(missing)?;
     for p in &path[1..] {
         let s = array
             .as_any()
@@ -233,7 +254,9 @@ pub fn validate_schema(location: &str, metadata: &ParquetMetaData) -> Result<()>
                     return Err(Error::Corrupt {
                         location: location.to_string(),
                         range: None,
-                        detail: format!("map column {path:?}: map keys must be annotated as required"),
+                        detail: format!(
+                            "map column {path:?}: map keys must be annotated as required"
+                        ),
                     });
                 }
             }
@@ -248,5 +271,9 @@ pub fn validate_schema(location: &str, metadata: &ParquetMetaData) -> Result<()>
         }
         Ok(())
     }
-    walk(location, metadata.file_metadata().schema_descr().root_schema(), "")
+    walk(
+        location,
+        metadata.file_metadata().schema_descr().root_schema(),
+        "",
+    )
 }

@@ -1,0 +1,188 @@
+//! The fetcher against an instrumented source: bytes land in the right
+//! place, the in-flight bound holds, and transient faults are retried.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use fastingest::fetch::Fetcher;
+use fastingest::io::{Failure, RangeSource, Tail};
+use fastingest::plan::{FilePlan, PlanUnit};
+use fastingest::source::Source;
+use fastingest::{Config, ReadStats};
+use futures::future::{join_all, BoxFuture};
+use futures::FutureExt;
+
+/// A fake object whose byte i is `i % 251`, that counts requests in flight
+/// and fails every `fail_every`-th request once.
+#[derive(Debug)]
+struct Instrumented {
+    size: u64,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+    calls: AtomicUsize,
+    largest: AtomicUsize,
+    fail_every: usize,
+}
+
+impl Instrumented {
+    fn new(size: u64, fail_every: usize) -> Self {
+        Instrumented {
+            size,
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+            calls: AtomicUsize::new(0),
+            largest: AtomicUsize::new(0),
+            fail_every,
+        }
+    }
+}
+
+fn byte_at(i: u64) -> u8 {
+    (i % 251) as u8
+}
+
+impl RangeSource for Instrumented {
+    fn location(&self) -> &str {
+        "instrumented://object"
+    }
+
+    fn read_tail(&self, len: u64) -> BoxFuture<'_, Result<Tail, Failure>> {
+        let start = self.size - len.min(self.size);
+        let bytes: Bytes = (start..self.size).map(byte_at).collect::<Vec<_>>().into();
+        futures::future::ready(Ok(Tail {
+            bytes,
+            size: self.size,
+        }))
+        .boxed()
+    }
+
+    fn read_into<'a>(
+        &'a self,
+        range: Range<u64>,
+        dst: &'a mut BytesMut,
+    ) -> BoxFuture<'a, Result<(), Failure>> {
+        async move {
+            let now = self.in_flight.fetch_add(1, SeqCst) + 1;
+            self.max_in_flight.fetch_max(now, SeqCst);
+            self.largest
+                .fetch_max((range.end - range.start) as usize, SeqCst);
+            let call = self.calls.fetch_add(1, SeqCst) + 1;
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            self.in_flight.fetch_sub(1, SeqCst);
+            if self.fail_every > 0 && call % self.fail_every == 0 {
+                // Half-written, then a reset: the retry must overwrite it.
+                dst[0] = dst[0].wrapping_add(1);
+                return Err(Failure::Transient {
+                    detail: "connection reset by peer".into(),
+                    timed_out: false,
+                });
+            }
+            for (k, b) in dst.iter_mut().enumerate() {
+                *b = byte_at(range.start + k as u64);
+            }
+            Ok(())
+        }
+        .boxed()
+    }
+}
+
+fn config(max_in_flight: usize, slice: u64) -> Config {
+    Config {
+        max_in_flight,
+        slice_size: slice,
+        hole_limit: 100,
+        memory_budget: 64 << 20,
+        retry_backoff: Duration::from_millis(1),
+        retry_backoff_max: Duration::from_millis(5),
+        ..Config::builtin()
+    }
+}
+
+async fn run(
+    source: Arc<Instrumented>,
+    cfg: Config,
+    units: Vec<PlanUnit>,
+) -> (FilePlan, Vec<Bytes>, ReadStats) {
+    let stats = ReadStats::new();
+    let fetcher = Fetcher::new(cfg.clone(), stats.clone());
+    let plan = FilePlan::new(
+        "x".into(),
+        source.size,
+        units,
+        cfg.hole_limit,
+        cfg.slice_size,
+    );
+    let src: Source = source;
+    let (futs, _guards) = fetcher.start(&src, &plan);
+    let spans = join_all(futs)
+        .await
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    (plan, spans, stats)
+}
+
+fn units() -> Vec<PlanUnit> {
+    // Three "row groups" of column chunks of mixed sizes with small holes.
+    (0..3u64)
+        .map(|rg| {
+            let base = rg * 3_000_000;
+            PlanUnit {
+                index: rg as usize,
+                ranges: vec![
+                    base..base + 50,
+                    base + 120..base + 900_000,
+                    base + 900_010..base + 2_500_000,
+                ],
+            }
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn spans_hold_the_right_bytes_and_bounds_hold() {
+    let source = Arc::new(Instrumented::new(10_000_000, 0));
+    let (plan, spans, stats) = run(Arc::clone(&source), config(3, 256 * 1024), units()).await;
+    for (span, bytes) in plan.spans.iter().zip(&spans) {
+        assert_eq!(bytes.len() as u64, span.range.end - span.range.start);
+        for (k, b) in bytes.iter().enumerate().step_by(997) {
+            assert_eq!(*b, byte_at(span.range.start + k as u64));
+        }
+    }
+    assert!(
+        source.max_in_flight.load(SeqCst) <= 3,
+        "in-flight bound broken"
+    );
+    assert!(
+        source.max_in_flight.load(SeqCst) >= 2,
+        "requests never overlapped"
+    );
+    assert!(
+        source.largest.load(SeqCst) <= 256 * 1024,
+        "a slice exceeded the slice size"
+    );
+    assert_eq!(stats.snapshot().requests as usize, plan.num_requests());
+    assert_eq!(source.calls.load(SeqCst), plan.num_requests());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn transient_failures_are_retried_without_corrupting_bytes() {
+    let source = Arc::new(Instrumented::new(10_000_000, 4));
+    let (plan, spans, stats) = run(Arc::clone(&source), config(8, 128 * 1024), units()).await;
+    for (span, bytes) in plan.spans.iter().zip(&spans) {
+        for (k, b) in bytes.iter().enumerate() {
+            assert_eq!(
+                *b,
+                byte_at(span.range.start + k as u64),
+                "byte {k} of span {:?}",
+                span.range
+            );
+        }
+    }
+    let s = stats.snapshot();
+    assert!(s.retries > 0);
+    assert_eq!(s.requests, plan.num_requests() as u64 + s.retries);
+}
