@@ -317,13 +317,17 @@ class Servers:
         version = "2021-08-06"
         canon_headers = f"x-ms-date:{date}\nx-ms-version:{version}\n"
         canon_resource = f"/{AZURITE_ACCOUNT}/{AZURITE_ACCOUNT}/{container}\nrestype:container"
-        to_sign = "PUT\n\n\n\n\n\n\n\n\n\n\n\n" + canon_headers + canon_resource
+        # VERB, then Content-Encoding, -Language, -Length, -MD5, -Type, Date,
+        # If-Modified-Since, If-Match, If-None-Match, If-Unmodified-Since, Range.
+        fields = ["", "", "", "", "application/octet-stream", "", "", "", "", "", ""]
+        to_sign = "PUT\n" + "\n".join(fields) + "\n" + canon_headers + canon_resource
         sig = base64.b64encode(
             hmac.new(base64.b64decode(AZURITE_KEY), to_sign.encode(), hashlib.sha256).digest()
         ).decode()
         req = urllib.request.Request(
             f"{self.azure_endpoint}/{container}?restype=container", data=b"", method="PUT"
         )
+        req.add_header("Content-Type", "application/octet-stream")
         req.add_header("x-ms-date", date)
         req.add_header("x-ms-version", version)
         req.add_header("Authorization", f"SharedKey {AZURITE_ACCOUNT}:{sig}")

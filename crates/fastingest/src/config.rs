@@ -43,7 +43,7 @@ impl Config {
     pub fn builtin() -> Self {
         Config {
             footer_prefetch: 64 * KIB,
-            hole_limit: MIB,
+            hole_limit: 64 * KIB,
             slice_size: 8 * MIB,
             max_in_flight: 32,
             memory_budget: 512 * MIB,

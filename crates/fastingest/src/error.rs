@@ -47,7 +47,7 @@ pub enum Error {
     },
 
     /// A remote or local read failed after all retries.
-    #[error("{location}: read of bytes {}..{} failed after {attempts} attempt(s): {detail}", range.start, range.end)]
+    #[error("{location}: {} failed after {attempts} attempt(s): {detail}", describe_read(range))]
     Io {
         location: String,
         range: Range<u64>,
@@ -64,6 +64,14 @@ pub enum Error {
     /// A storage URL or option is malformed or unknown.
     #[error("{0}")]
     InvalidConfig(String),
+}
+
+fn describe_read(range: &Range<u64>) -> String {
+    if range.is_empty() {
+        "read".to_string()
+    } else {
+        format!("read of bytes {}..{}", range.start, range.end)
+    }
 }
 
 fn fmt_range(range: &Option<Range<u64>>) -> String {

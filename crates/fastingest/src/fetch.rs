@@ -112,7 +112,23 @@ impl Fetcher {
         let tail = with_retries(self.config(), self.stats(), source.location(), 0..0, || {
             source.read_tail(len)
         })
-        .await?;
+        .await
+        .map_err(|e| match e {
+            Error::Io {
+                location,
+                range,
+                attempts,
+                detail,
+                timed_out,
+            } => Error::Io {
+                location,
+                range,
+                attempts,
+                detail: format!("reading the last {len} bytes (the footer): {detail}"),
+                timed_out,
+            },
+            other => other,
+        })?;
         self.stats().add_fetch_time(started.elapsed());
         self.stats().add_fetched(tail.bytes.len() as u64);
         Ok(tail)

@@ -7,7 +7,7 @@ use bytes::BytesMut;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore};
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
 use super::{Failure, RangeSource, Tail};
 use crate::error::Error;
@@ -109,11 +109,30 @@ impl RangeSource for StoreSource {
 
     fn read_tail(&self, len: u64) -> BoxFuture<'_, Result<Tail, Failure>> {
         async move {
-            let result = self
+            let result = match self
                 .store
                 .get_opts(&self.path, self.options(GetRange::Suffix(len)))
                 .await
-                .map_err(|e| self.classify(e))?;
+            {
+                Ok(r) => r,
+                // Azure has no suffix ranges: learn the size first (two requests).
+                Err(object_store::Error::NotSupported { .. }) => {
+                    let meta = self.store.head(&self.path).await.map_err(|e| self.classify(e))?;
+                    let _ = self.etag.set(meta.e_tag.clone());
+                    let start = meta.size.saturating_sub(len);
+                    if start == meta.size {
+                        return Ok(Tail {
+                            bytes: bytes::Bytes::new(),
+                            size: meta.size,
+                        });
+                    }
+                    self.store
+                        .get_opts(&self.path, self.options(GetRange::Bounded(start..meta.size)))
+                        .await
+                        .map_err(|e| self.classify(e))?
+                }
+                Err(e) => return Err(self.classify(e)),
+            };
             let size = result.meta.size;
             let _ = self.etag.set(result.meta.e_tag.clone());
             let bytes = result.bytes().await.map_err(|e| self.classify(e))?;

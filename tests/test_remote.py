@@ -1,0 +1,254 @@
+"""Object stores for real: MinIO (S3), fake-gcs-server (GCS), Azurite (Azure),
+a presigned HTTP URL, and faults injected by toxiproxy."""
+
+from __future__ import annotations
+
+import io
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import fastingest
+
+from .conftest import assert_tables_equal
+from .datagen import all_types_table, numeric_table
+
+
+def parquet_bytes(table: pa.Table, **kwargs) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, **kwargs)
+    return sink.getvalue()
+
+
+@pytest.fixture(scope="module")
+def wide() -> pa.Table:
+    n = 40_000
+    return pa.table({f"c{i:02d}": pa.array(range(i, i + n), pa.int64()) for i in range(20)})
+
+
+def test_s3_read_columns_filters_row_groups(s3):
+    table = numeric_table(20_000)
+    url = s3.put("data/n.parquet", parquet_bytes(table, row_group_size=2000))
+    opts = s3.options()
+    assert_tables_equal(fastingest.read_parquet(url, storage_options=opts), table)
+    got = fastingest.read_parquet(
+        url, columns=["x", "id"], filters=[("id", ">=", 15_000)], storage_options=opts
+    )
+    local = pa.BufferReader(parquet_bytes(table, row_group_size=2000))
+    assert_tables_equal(
+        got, pq.read_table(local, columns=["x", "id"], filters=[("id", ">=", 15_000)])
+    )
+    rgs = fastingest.read_parquet(url, row_groups=[9, 0], storage_options=opts)
+    assert rgs.column("id").to_pylist()[:1] == [18_000]
+
+
+def test_s3_every_type(s3):
+    table = all_types_table()
+    url = s3.put("types.parquet", parquet_bytes(table, compression="zstd", row_group_size=64))
+    assert_tables_equal(
+        fastingest.read_parquet(url, storage_options=s3.options()),
+        pq.read_table(pa.BufferReader(parquet_bytes(table, compression="zstd", row_group_size=64))),
+    )
+
+
+def test_s3_glob_and_list_keep_order(s3):
+    table = numeric_table(3000)
+    for i in range(3):
+        s3.put(f"parts/p-{i}.parquet", parquet_bytes(table.slice(i * 1000, 1000)))
+    s3.put("parts/other.csv", b"a,b\n")
+    s3.put("parts/deeper/p-9.parquet", parquet_bytes(table.slice(0, 5)))
+    opts = s3.options()
+    got = fastingest.read_parquet(s3.url("parts/*.parquet"), storage_options=opts)
+    assert_tables_equal(got, table)
+    deep = fastingest.read_parquet(s3.url("parts/**/*.parquet"), storage_options=opts)
+    assert deep.num_rows == 3005
+    listed = fastingest.read_parquet(
+        [s3.url("parts/p-2.parquet"), s3.url("parts/p-0.parquet")], storage_options=opts
+    )
+    assert listed.column("id").to_pylist()[0] == 2000
+
+
+def test_s3_errors(s3):
+    opts = s3.options()
+    with pytest.raises(FileNotFoundError, match="missing.parquet"):
+        fastingest.read_parquet(s3.url("missing.parquet"), storage_options=opts)
+    with pytest.raises(fastingest.NotFoundError, match="no objects match"):
+        fastingest.read_parquet(s3.url("nothing/*.parquet"), storage_options=opts)
+    url = s3.put("junk.parquet", b"definitely not parquet, but long enough")
+    with pytest.raises(fastingest.CorruptFileError, match="junk.parquet"):
+        fastingest.read_parquet(url, storage_options=opts)
+    s3.put("ok.parquet", parquet_bytes(numeric_table(10)))
+    bad_creds = {**opts, "secret_access_key": "wrong"}
+    with pytest.raises(PermissionError, match="ok.parquet"):
+        fastingest.read_parquet(s3.url("ok.parquet"), storage_options=bad_creds)
+    with pytest.raises(fastingest.InvalidArgumentError, match="not_an_option"):
+        fastingest.read_parquet(
+            s3.url("ok.parquet"), storage_options={**opts, "not_an_option": "1"}
+        )
+
+
+def test_s3_fetches_only_the_projected_columns(s3, wide):
+    data = parquet_bytes(wide, row_group_size=10_000, compression="none")
+    url = s3.put("wide.parquet", data)
+    stats = fastingest.ReadStats()
+    got = fastingest.read_parquet(
+        url, columns=["c03", "c17"], storage_options=s3.options(), stats=stats
+    )
+    assert got.column_names == ["c03", "c17"]
+    meta = pq.ParquetFile(pa.BufferReader(data)).metadata
+    needed = sum(
+        meta.row_group(r).column(c).total_compressed_size
+        for r in range(meta.num_row_groups)
+        for c in (3, 17)
+    )
+    tail = min(len(data), 64 * 1024)
+    assert stats.bytes_fetched <= 1.2 * needed + tail
+    assert stats.unplanned_requests == 0
+    plan = fastingest.plan_parquet(url, columns=["c03", "c17"], storage_options=s3.options())[0]
+    assert plan["bytes_needed"] == needed
+    assert stats.requests == 1 + plan["num_requests"]
+
+
+def test_large_footer_takes_a_second_request(s3):
+    table = pa.table({f"column_with_a_long_name_{i:04d}": [i] for i in range(1500)})
+    url = s3.put("widefooter.parquet", parquet_bytes(table))
+    stats = fastingest.ReadStats()
+    cfg = fastingest.Config(footer_prefetch="16K")
+    md = fastingest.metadata(url, storage_options=s3.options(), config=cfg, stats=stats)
+    assert md["num_rows"] == 1
+    assert stats.requests == 2
+    stats2 = fastingest.ReadStats()
+    fastingest.metadata(url, storage_options=s3.options(), stats=stats2)
+    assert stats2.requests == 2  # the footer is > 64 KiB too
+    big = fastingest.Config(footer_prefetch="4M")
+    stats3 = fastingest.ReadStats()
+    fastingest.metadata(url, storage_options=s3.options(), config=big, stats=stats3)
+    assert stats3.requests == 1
+
+
+def test_presigned_https_url(s3):
+    table = numeric_table(5000)
+    s3.put("signed/n.parquet", parquet_bytes(table, row_group_size=1000))
+    url = s3.presign("signed/n.parquet")
+    assert url.startswith("http://") and "X-Amz-Signature" in url
+    assert_tables_equal(fastingest.read_parquet(url), table)
+    got = fastingest.read_parquet(url, columns=["name"], filters=[("g", "==", 2)])
+    assert got.num_rows == table.filter(pa.compute.equal(table["g"], 2)).num_rows
+    with pytest.raises(FileNotFoundError):
+        fastingest.read_parquet(s3.presign("signed/missing.parquet"))
+
+
+def test_gcs_read(gcs):
+    table = numeric_table(4000)
+    gcs.gcs_upload("test-bucket", "dir/n.parquet", parquet_bytes(table, row_group_size=500))
+    opts = {"service_account_path": str(gcs.gcs_service_account()), "allow_http": "true"}
+    assert_tables_equal(
+        fastingest.read_parquet("gs://test-bucket/dir/n.parquet", storage_options=opts), table
+    )
+    assert (
+        fastingest.read_parquet("gs://test-bucket/dir/*.parquet", storage_options=opts).num_rows
+        == 4000
+    )
+    with pytest.raises(FileNotFoundError):
+        fastingest.read_parquet("gs://test-bucket/dir/none.parquet", storage_options=opts)
+
+
+def test_azure_read(azure):
+    azure.azure_create_container("data")
+    table = numeric_table(4000)
+    opts = azure.azure_options()
+    fastingest._fastingest._put(
+        "az://data/x/n.parquet", parquet_bytes(table, row_group_size=700), opts
+    )
+    assert_tables_equal(
+        fastingest.read_parquet("az://data/x/n.parquet", storage_options=opts), table
+    )
+    assert fastingest.read_parquet("az://data/x/*.parquet", storage_options=opts).num_rows == 4000
+    with pytest.raises(FileNotFoundError):
+        fastingest.read_parquet("az://data/x/none.parquet", storage_options=opts)
+
+
+# -- faults ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fault_table() -> pa.Table:
+    return numeric_table(200_000)
+
+
+def _put_fault_file(s3, table) -> tuple[str, bytes]:
+    data = parquet_bytes(table, row_group_size=25_000, compression="none")
+    return s3.put("faults/n.parquet", data), data
+
+
+@pytest.mark.parametrize(
+    "kind,attributes,toxicity",
+    [
+        ("reset_peer", {"timeout": 50}, 0.3),
+        ("slicer", {"average_size": 500, "size_variation": 400, "delay": 100}, 1.0),
+        ("limit_data", {"bytes": 300_000}, 0.5),
+    ],
+)
+def test_faults_give_the_right_table_after_retries(
+    s3, toxi, fault_table, fast_retry_config, kind, attributes, toxicity
+):
+    url, _ = _put_fault_file(s3, fault_table)
+    toxi.add_toxic("s3", kind, attributes, toxicity=toxicity)
+    stats = fastingest.ReadStats()
+    cfg = fastingest.Config(
+        slice_size="256K",
+        max_retries=20,
+        retry_backoff=0.02,
+        retry_backoff_max=0.2,
+        request_timeout=10,
+        connect_timeout=2,
+    )
+    got = fastingest.read_parquet(
+        url, storage_options=s3.options(proxied=True), config=cfg, stats=stats
+    )
+    assert_tables_equal(got, fault_table)
+    if kind != "slicer":
+        assert stats.retries > 0
+
+
+def test_timeouts_end_in_a_clear_error(s3, toxi, fault_table):
+    url, _ = _put_fault_file(s3, fault_table)
+    toxi.add_toxic("s3", "timeout", {"timeout": 0})  # swallow everything, never answer
+    cfg = fastingest.Config(
+        max_retries=2,
+        retry_backoff=0.01,
+        retry_backoff_max=0.05,
+        request_timeout=0.5,
+        connect_timeout=0.5,
+    )
+    with pytest.raises(fastingest.RequestTimeoutError, match=r"faults/n.parquet.*footer"):
+        fastingest.read_parquet(url, storage_options=s3.options(proxied=True), config=cfg)
+
+
+def test_exhausted_retries_name_the_byte_range(s3, toxi, fault_table):
+    url, _ = _put_fault_file(s3, fault_table)
+    # Every connection dies after 100 kB: the 64 KiB footer read succeeds,
+    # every 256 KiB slice fails on every attempt.
+    toxi.add_toxic("s3", "limit_data", {"bytes": 100_000})
+    cfg = fastingest.Config(
+        slice_size="256K", max_retries=2, retry_backoff=0.01, retry_backoff_max=0.05
+    )
+    with pytest.raises(
+        fastingest.RemoteIOError, match=r"faults/n.parquet: read of bytes \d+\.\.\d+ failed after 3"
+    ):
+        fastingest.read_parquet(url, storage_options=s3.options(proxied=True), config=cfg)
+
+
+def test_proxy_down_ends_in_a_clear_error(s3, toxi, fault_table, fast_retry_config):
+    url, _ = _put_fault_file(s3, fault_table)
+    toxi.set_enabled("s3", False)
+    cfg = fastingest.Config(
+        max_retries=2,
+        retry_backoff=0.01,
+        retry_backoff_max=0.05,
+        request_timeout=2,
+        connect_timeout=1,
+    )
+    with pytest.raises(fastingest.RemoteIOError, match="attempt"):
+        fastingest.read_parquet(url, storage_options=s3.options(proxied=True), config=cfg)
