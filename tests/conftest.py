@@ -7,9 +7,10 @@ import os
 import uuid
 from pathlib import Path
 
-import fastingest
 import pyarrow as pa
 import pytest
+
+import fastingest
 
 from .servers import MINIO_PASSWORD, MINIO_USER, Servers
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import fastingest
 import pyarrow.parquet as pq
 import pytest
+
+import fastingest
 
 from .conftest import assert_tables_equal
 

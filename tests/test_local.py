@@ -9,10 +9,11 @@ import threading
 import time
 from pathlib import Path
 
-import fastingest
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
+import fastingest
 
 from .conftest import assert_tables_equal
 from .datagen import all_types_table, numeric_table
