@@ -22,8 +22,8 @@ step "cargo test"
 cargo test --workspace
 
 step "ruff (lint and format check)"
-ruff check python tests benches
-ruff format --check python tests benches
+ruff check python tests benches scripts
+ruff format --check python tests benches scripts
 
 step "building the extension (maturin develop)"
 maturin develop --quiet

@@ -348,3 +348,35 @@ def test_memory_store_for_unit_use():
     fastingest._fastingest._put("memory:///unit/x.parquet", sink.getvalue().to_pybytes())
     assert_tables_equal(fastingest.read_parquet("memory:///unit/x.parquet"), table)
     assert fastingest.read_parquet("memory:///unit/*.parquet").num_rows == 100
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        [("id", ">=", 40_000), ("id", "<", 41_000)],
+        [[("id", "<", 500)], [("id", ">", 99_500)]],
+        [("id", "in", [5, 77_777])],
+        [("g", "==", 3)],
+    ],
+)
+def test_page_index_prunes_pages_within_row_groups(tmp_path, filters):
+    table = numeric_table(100_000)
+    path = tmp_path / "paged.parquet"
+    pq.write_table(
+        table,
+        path,
+        row_group_size=50_000,
+        write_page_index=True,
+        data_page_size=8 * 1024,
+        compression="none",
+        use_dictionary=False,
+    )
+    stats = fastingest.ReadStats()
+    got = fastingest.read_parquet(path, columns=["id", "x", "name"], filters=filters, stats=stats)
+    assert_tables_equal(got, pq.read_table(path, columns=["id", "x", "name"], filters=filters))
+    assert stats.unplanned_requests == 0
+    full = fastingest.plan_parquet(path, columns=["id", "x", "name"])[0]["bytes_needed"]
+    pruned = fastingest.plan_parquet(path, columns=["id", "x", "name"], filters=filters)[0]
+    if filters[0][0] == "id" or isinstance(filters[0], list):
+        # The id column is sorted: only a few pages of each column are needed.
+        assert pruned["bytes_needed"] < full / 5, (pruned["bytes_needed"], full)

@@ -47,7 +47,10 @@ pub enum Error {
     },
 
     /// A remote or local read failed after all retries.
-    #[error("{location}: {} failed after {attempts} attempt(s): {detail}", describe_read(range))]
+    #[error(
+        "{location}: {} failed after {attempts} attempt(s): {detail}",
+        describe_read(range)
+    )]
     Io {
         location: String,
         range: Range<u64>,

@@ -117,7 +117,11 @@ impl RangeSource for StoreSource {
                 Ok(r) => r,
                 // Azure has no suffix ranges: learn the size first (two requests).
                 Err(object_store::Error::NotSupported { .. }) => {
-                    let meta = self.store.head(&self.path).await.map_err(|e| self.classify(e))?;
+                    let meta = self
+                        .store
+                        .head(&self.path)
+                        .await
+                        .map_err(|e| self.classify(e))?;
                     let _ = self.etag.set(meta.e_tag.clone());
                     let start = meta.size.saturating_sub(len);
                     if start == meta.size {
@@ -127,7 +131,10 @@ impl RangeSource for StoreSource {
                         });
                     }
                     self.store
-                        .get_opts(&self.path, self.options(GetRange::Bounded(start..meta.size)))
+                        .get_opts(
+                            &self.path,
+                            self.options(GetRange::Bounded(start..meta.size)),
+                        )
                         .await
                         .map_err(|e| self.classify(e))?
                 }

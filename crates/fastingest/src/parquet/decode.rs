@@ -10,7 +10,7 @@ use arrow_array::RecordBatch;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, TryStreamExt};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::ParquetRecordBatchStreamBuilder;
 use parquet::file::metadata::ParquetMetaData;
@@ -108,6 +108,7 @@ impl DecodeJob {
     pub async fn decode_row_group(
         &self,
         rg: usize,
+        selection: Option<RowSelection>,
         spans: FetchedSpans,
     ) -> Result<Vec<RecordBatch>> {
         let location = self.source.location().to_string();
@@ -118,15 +119,19 @@ impl DecodeJob {
             self.fetcher.clone(),
             Arc::clone(self.reader_metadata.metadata()),
         );
-        let stream = ParquetRecordBatchStreamBuilder::new_with_metadata(
+        let mut builder = ParquetRecordBatchStreamBuilder::new_with_metadata(
             reader,
             self.reader_metadata.clone(),
         )
         .with_projection(self.projection.mask.clone())
         .with_row_groups(vec![rg])
-        .with_batch_size(num_rows.clamp(1, 1 << 20) as usize)
-        .build()
-        .map_err(|e| Error::from_parquet(&location, e))?;
+        .with_batch_size(num_rows.clamp(1, 1 << 20) as usize);
+        if let Some(selection) = selection {
+            builder = builder.with_row_selection(selection);
+        }
+        let stream = builder
+            .build()
+            .map_err(|e| Error::from_parquet(&location, e))?;
         let job = self.clone();
         let _permit = self.fetcher.decode_permit().await;
         let started = Instant::now();

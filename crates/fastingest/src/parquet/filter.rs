@@ -3,6 +3,7 @@
 //! the rows of the remaining ones that do not match.
 
 use std::collections::BTreeSet;
+use std::ops::Range;
 
 use arrow_arith::boolean::{and_kleene, not, or_kleene};
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, Scalar};
@@ -269,27 +270,36 @@ fn predicate_may_match(
     let rgs = metadata.row_groups();
     let mins = conv.row_group_mins(rgs.iter()).ok()?;
     let maxes = conv.row_group_maxes(rgs.iter()).ok()?;
+    may_match(&mins, &maxes, p)
+}
+
+/// For each (row group or page) with these min/max statistics, whether it may
+/// hold a matching row; `None` when the statistics cannot tell.
+fn may_match(mins: &ArrayRef, maxes: &ArrayRef, p: &Predicate) -> Option<Vec<bool>> {
     let stat_type = mins.data_type().clone();
     let lit = cast_literal(&p.value, &stat_type).ok()?;
     let is_float = matches!(
         stat_type,
         DataType::Float16 | DataType::Float32 | DataType::Float64
     );
-    let may: BooleanArray = match p.op {
-        CmpOp::Eq => and_kleene(
-            &compare(&mins, CmpOp::LtEq, &lit).ok()?,
-            &compare(&maxes, CmpOp::GtEq, &lit).ok()?,
+    let within = |one: &ArrayRef| -> Option<BooleanArray> {
+        and_kleene(
+            &compare(mins, CmpOp::LtEq, one).ok()?,
+            &compare(maxes, CmpOp::GtEq, one).ok()?,
         )
-        .ok()?,
-        CmpOp::Lt => compare(&mins, CmpOp::Lt, &lit).ok()?,
-        CmpOp::LtEq => compare(&mins, CmpOp::LtEq, &lit).ok()?,
-        CmpOp::Gt => compare(&maxes, CmpOp::Gt, &lit).ok()?,
-        CmpOp::GtEq => compare(&maxes, CmpOp::GtEq, &lit).ok()?,
+        .ok()
+    };
+    let may: BooleanArray = match p.op {
+        CmpOp::Eq => within(&lit)?,
+        CmpOp::Lt => compare(mins, CmpOp::Lt, &lit).ok()?,
+        CmpOp::LtEq => compare(mins, CmpOp::LtEq, &lit).ok()?,
+        CmpOp::Gt => compare(maxes, CmpOp::Gt, &lit).ok()?,
+        CmpOp::GtEq => compare(maxes, CmpOp::GtEq, &lit).ok()?,
         CmpOp::NotEq if !is_float => {
-            // Only a row group whose every value equals the literal is ruled out.
+            // Only a unit whose every value equals the literal is ruled out.
             let all_eq = and_kleene(
-                &compare(&mins, CmpOp::Eq, &lit).ok()?,
-                &compare(&maxes, CmpOp::Eq, &lit).ok()?,
+                &compare(mins, CmpOp::Eq, &lit).ok()?,
+                &compare(maxes, CmpOp::Eq, &lit).ok()?,
             )
             .ok()?;
             not(&all_eq).ok()?
@@ -300,12 +310,7 @@ fn predicate_may_match(
                 if lit.is_null(i) {
                     continue;
                 }
-                let one = lit.slice(i, 1);
-                let m = and_kleene(
-                    &compare(&mins, CmpOp::LtEq, &one).ok()?,
-                    &compare(&maxes, CmpOp::GtEq, &one).ok()?,
-                )
-                .ok()?;
+                let m = within(&lit.slice(i, 1))?;
                 acc = Some(match acc {
                     None => m,
                     Some(a) => or_kleene(&a, &m).ok()?,
@@ -321,4 +326,109 @@ fn predicate_may_match(
             .map(|i| may.is_null(i) || may.value(i))
             .collect(),
     )
+}
+
+impl Filter {
+    /// The rows of row group `rg` that the page index allows, as sorted,
+    /// disjoint row ranges; `None` when there is no page index or it cannot
+    /// tell (then every row is read).
+    pub fn page_row_ranges(
+        &self,
+        metadata: &ParquetMetaData,
+        schema: &Schema,
+        rg: usize,
+    ) -> Option<Vec<Range<usize>>> {
+        let n = metadata.row_group(rg).num_rows() as usize;
+        let mut any: Vec<Range<usize>> = Vec::new();
+        let mut told = false;
+        for conj in &self.disjuncts {
+            let mut all: Vec<Range<usize>> = vec![0..n];
+            for p in conj {
+                if let Some(ranges) = predicate_page_ranges(metadata, schema, rg, p) {
+                    told = true;
+                    all = intersect(&all, &ranges);
+                }
+            }
+            any = union(&any, &all);
+        }
+        told.then_some(any)
+    }
+}
+
+fn predicate_page_ranges(
+    metadata: &ParquetMetaData,
+    schema: &Schema,
+    rg: usize,
+    p: &Predicate,
+) -> Option<Vec<Range<usize>>> {
+    let descr = metadata.file_metadata().schema_descr();
+    let conv = StatisticsConverter::try_new(&p.column, schema, descr).ok()?;
+    conv.parquet_column_index()?;
+    let (ci, oi) = (metadata.column_index()?, metadata.offset_index()?);
+    let mins = conv.data_page_mins(ci, oi, [&rg]).ok()?;
+    let maxes = conv.data_page_maxes(ci, oi, [&rg]).ok()?;
+    let counts = conv
+        .data_page_row_counts(oi, metadata.row_groups(), [&rg])
+        .ok()??;
+    let may = may_match(&mins, &maxes, p)?;
+    if may.len() != counts.len() {
+        return None;
+    }
+    let mut out: Vec<Range<usize>> = Vec::new();
+    let mut row = 0usize;
+    for (i, keep) in may.into_iter().enumerate() {
+        let len = counts.value(i) as usize;
+        if keep {
+            match out.last_mut() {
+                Some(last) if last.end == row => last.end = row + len,
+                _ => out.push(row..row + len),
+            }
+        }
+        row += len;
+    }
+    Some(out)
+}
+
+/// Rows in both sorted, disjoint range lists.
+fn intersect(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        let start = a[i].start.max(b[j].start);
+        let end = a[i].end.min(b[j].end);
+        if start < end {
+            out.push(start..end);
+        }
+        if a[i].end < b[j].end {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
+/// Rows in either sorted, disjoint range list.
+fn union(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
+    let mut all: Vec<Range<usize>> = a.iter().chain(b).cloned().collect();
+    all.sort_by_key(|r| r.start);
+    let mut out: Vec<Range<usize>> = Vec::new();
+    for r in all {
+        match out.last_mut() {
+            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
+            _ => out.push(r),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn range_algebra() {
+        assert_eq!(intersect(&[0..10, 20..30], &[5..25]), vec![5..10, 20..25]);
+        assert_eq!(union(&[0..10, 20..30], &[5..25]), vec![0..30]);
+        assert_eq!(intersect(&[0..10], &[]), Vec::<Range<usize>>::new());
+    }
 }

@@ -2,12 +2,14 @@
 //! plan, parallel fetch, and decoding that overlaps the fetch.
 
 use std::collections::BTreeSet;
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 use futures::{stream, FutureExt, StreamExt, TryStreamExt};
-use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions};
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
+use parquet::file::metadata::ParquetMetaData;
 
 use super::decode::{DecodeJob, FetchedSpans};
 use super::filter::Filter;
@@ -68,6 +70,8 @@ pub struct PreparedFile {
     pub projection: Projection,
     /// The byte ranges to fetch, one unit per selected row group.
     pub plan: FilePlan,
+    /// Per unit of the plan: the rows the page index leaves, if it was used.
+    pub selections: Vec<Option<RowSelection>>,
 }
 
 /// Reads `sources` (paths, URLs or globs) into one table.
@@ -200,7 +204,8 @@ pub async fn prepare(
 ) -> Result<PreparedFile> {
     let location = source.location().to_string();
     fetcher.stats().add_file();
-    let footer = read_footer(fetcher, &source, false).await?;
+    // The page index is only worth its bytes when a filter can use it.
+    let footer = read_footer(fetcher, &source, options.filter.is_some()).await?;
     let reader_metadata =
         ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
             .map_err(|e| Error::from_parquet(&location, e))?;
@@ -237,19 +242,33 @@ pub async fn prepare(
         let keep = f.prune_row_groups(&footer.metadata, &file_schema);
         row_groups.retain(|&i| keep[i]);
     }
-    let descr = footer.metadata.file_metadata().schema_descr();
-    let units = row_groups
+    // Within the row groups left, the page index may rule out whole pages.
+    let mut selections: Vec<Option<RowSelection>> = Vec::with_capacity(row_groups.len());
+    let mut kept = Vec::with_capacity(row_groups.len());
+    for &rg in &row_groups {
+        let rows = options
+            .filter
+            .as_ref()
+            .and_then(|f| f.page_row_ranges(&footer.metadata, &file_schema, rg));
+        match rows {
+            Some(r) if r.is_empty() => continue,
+            Some(r) => {
+                let n = footer.metadata.row_group(rg).num_rows() as usize;
+                selections.push(Some(RowSelection::from_consecutive_ranges(
+                    r.into_iter(),
+                    n,
+                )));
+            }
+            None => selections.push(None),
+        }
+        kept.push(rg);
+    }
+    let units = kept
         .iter()
-        .map(|&rg| {
-            let meta = footer.metadata.row_group(rg);
-            let ranges = (0..descr.num_columns())
-                .filter(|&leaf| projection.mask.leaf_included(leaf))
-                .map(|leaf| {
-                    let (start, len) = meta.column(leaf).byte_range();
-                    start..start.saturating_add(len)
-                })
-                .collect();
-            PlanUnit { index: rg, ranges }
+        .zip(&selections)
+        .map(|(&rg, selection)| PlanUnit {
+            index: rg,
+            ranges: chunk_ranges(&footer.metadata, &projection, rg, selection.as_ref()),
         })
         .collect();
     let plan = FilePlan::new(
@@ -275,7 +294,62 @@ pub async fn prepare(
         reader_metadata,
         projection,
         plan,
+        selections,
     })
+}
+
+/// The byte ranges row group `rg` needs: whole column chunks, or, when a row
+/// selection and the offset index exist, the dictionary page and only the data
+/// pages holding selected rows (the pages the decoder will ask for).
+fn chunk_ranges(
+    metadata: &ParquetMetaData,
+    projection: &Projection,
+    rg: usize,
+    selection: Option<&RowSelection>,
+) -> Vec<Range<u64>> {
+    let descr = metadata.file_metadata().schema_descr();
+    let meta = metadata.row_group(rg);
+    let num_rows = meta.num_rows() as usize;
+    let selected: Option<Vec<Range<usize>>> = selection.map(|s| {
+        let mut out = Vec::new();
+        let mut row = 0usize;
+        for sel in s.iter() {
+            if !sel.skip {
+                out.push(row..row + sel.row_count);
+            }
+            row += sel.row_count;
+        }
+        out
+    });
+    let mut ranges = Vec::new();
+    for leaf in (0..descr.num_columns()).filter(|&l| projection.mask.leaf_included(l)) {
+        let (start, len) = meta.column(leaf).byte_range();
+        let pages = metadata
+            .offset_index()
+            .and_then(|oi| oi.get(rg))
+            .and_then(|cols| cols.get(leaf))
+            .map(|o| o.page_locations());
+        match (&selected, pages) {
+            (Some(rows), Some(pages)) if !pages.is_empty() => {
+                let first = pages[0].offset as u64;
+                if first > start {
+                    ranges.push(start..first); // dictionary page
+                }
+                for (i, page) in pages.iter().enumerate() {
+                    let from = page.first_row_index as usize;
+                    let to = pages
+                        .get(i + 1)
+                        .map_or(num_rows, |p| p.first_row_index as usize);
+                    if rows.iter().any(|r| r.start < to && from < r.end) {
+                        let off = page.offset as u64;
+                        ranges.push(off..off + page.compressed_page_size as u64);
+                    }
+                }
+            }
+            _ => ranges.push(start..start.saturating_add(len)),
+        }
+    }
+    ranges
 }
 
 async fn read_file(
@@ -298,7 +372,8 @@ async fn read_file(
     let units: Vec<_> = plan
         .units
         .iter()
-        .map(|unit| {
+        .zip(prepared.selections.iter().cloned())
+        .map(|(unit, selection)| {
             let mut needed: Vec<usize> =
                 unit.ranges.iter().filter_map(|r| plan.span_of(r)).collect();
             needed.sort_unstable();
@@ -314,7 +389,8 @@ async fn read_file(
                 for (range, fut) in futs {
                     fetched.push((range, fut.await?));
                 }
-                job.decode_row_group(rg, FetchedSpans::new(fetched)).await
+                job.decode_row_group(rg, selection, FetchedSpans::new(fetched))
+                    .await
             }
             .boxed()
         })
