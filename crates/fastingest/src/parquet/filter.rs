@@ -342,7 +342,7 @@ impl Filter {
         let mut any: Vec<Range<usize>> = Vec::new();
         let mut told = false;
         for conj in &self.disjuncts {
-            let mut all: Vec<Range<usize>> = vec![0..n];
+            let mut all: Vec<Range<usize>> = std::iter::once(0..n).collect();
             for p in conj {
                 if let Some(ranges) = predicate_page_ranges(metadata, schema, rg, p) {
                     told = true;
@@ -423,6 +423,7 @@ fn union(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::single_range_in_vec_init)]
     use super::*;
 
     #[test]
