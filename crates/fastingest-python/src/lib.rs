@@ -51,9 +51,16 @@ fn read_options(
     })
 }
 
+/// Hands the batches to pyarrow zero-copy through the Arrow C stream.
+/// (`pyarrow.table(obj)` would also work but imports pandas on first use,
+/// which costs a quarter of a second.)
 fn table_to_pyarrow(py: Python<'_>, table: Table) -> PyResult<Py<PyAny>> {
-    let t = PyTable::try_new(table.batches, table.schema)?;
-    Ok(t.into_pyarrow(py)?.unbind())
+    let stream = PyTable::try_new(table.batches, table.schema)?.into_pyobject(py)?;
+    let reader = py
+        .import("pyarrow")?
+        .getattr("RecordBatchReader")?
+        .call_method1("from_stream", (stream,))?;
+    Ok(reader.call_method0("read_all")?.unbind())
 }
 
 /// Reads Parquet into a `pyarrow.Table` (see `fastingest.read_parquet`).

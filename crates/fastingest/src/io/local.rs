@@ -99,16 +99,27 @@ impl RangeSource for LocalSource {
             .map_err(|e| Failure::transient(format!("read task failed: {e}")))?;
             *dst = buf;
             res.map_err(|e| {
-                let mut err = io_error(&self.location, e);
-                if let Error::Io { range: r, .. } = &mut err {
-                    *r = range.clone();
-                }
-                if let Error::Io { detail, .. } = &mut err {
-                    if detail.contains("fill whole buffer") {
-                        *detail = format!("file is shorter than {} bytes", range.end);
-                    }
-                }
-                Failure::Permanent(err)
+                let short = e.kind() == std::io::ErrorKind::UnexpectedEof;
+                Failure::Permanent(match io_error(&self.location, e) {
+                    Error::Io {
+                        location,
+                        attempts,
+                        detail,
+                        timed_out,
+                        ..
+                    } => Error::Io {
+                        location,
+                        range: range.clone(),
+                        attempts,
+                        detail: if short {
+                            format!("file is shorter than {} bytes", range.end)
+                        } else {
+                            detail
+                        },
+                        timed_out,
+                    },
+                    other => other,
+                })
             })
         }
         .boxed()
