@@ -4,6 +4,7 @@ a presigned HTTP URL, and faults injected by toxiproxy."""
 from __future__ import annotations
 
 import io
+import threading
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -183,24 +184,29 @@ def _put_fault_file(s3, table) -> tuple[str, bytes]:
 
 
 @pytest.mark.parametrize(
-    "kind,attributes,toxicity",
+    "kind,attributes",
     [
-        ("reset_peer", {"timeout": 50}, 0.3),
-        ("slicer", {"average_size": 500, "size_variation": 400, "delay": 100}, 1.0),
-        ("limit_data", {"bytes": 300_000}, 0.5),
+        # For the first 0.7 s every connection is reset after 100 ms: those
+        # requests fail and are retried until the fault clears.
+        ("reset_peer", {"timeout": 100}),
+        # Responses arrive in small pieces with delays: slow, but no failure.
+        ("slicer", {"average_size": 500, "size_variation": 400, "delay": 100}),
+        # Every connection dies after 150 kB: the second request on a kept-alive
+        # connection is cut short and must be retried on a new one.
+        ("limit_data", {"bytes": 150_000}),
     ],
 )
-def test_faults_give_the_right_table_after_retries(
-    s3, toxi, fault_table, fast_retry_config, kind, attributes, toxicity
-):
+def test_faults_give_the_right_table_after_retries(s3, toxi, fault_table, kind, attributes):
     url, _ = _put_fault_file(s3, fault_table)
-    toxi.add_toxic("s3", kind, attributes, toxicity=toxicity)
+    name = toxi.add_toxic("s3", kind, attributes)
+    if kind == "reset_peer":
+        threading.Timer(0.7, toxi.remove_toxic, ("s3", name)).start()
     stats = fastingest.ReadStats()
     cfg = fastingest.Config(
-        slice_size="256K",
-        max_retries=20,
-        retry_backoff=0.02,
-        retry_backoff_max=0.2,
+        slice_size="128K",
+        max_retries=30,
+        retry_backoff=0.01,
+        retry_backoff_max=0.1,
         request_timeout=10,
         connect_timeout=2,
     )
