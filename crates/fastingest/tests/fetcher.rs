@@ -1,9 +1,10 @@
 //! The fetcher against an instrumented source: bytes land in the right
 //! place, the in-flight bound holds, and transient faults are retried.
 
+use std::collections::HashSet;
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
@@ -16,7 +17,8 @@ use futures::future::{join_all, BoxFuture};
 use futures::FutureExt;
 
 /// A fake object whose byte i is `i % 251`, that counts requests in flight
-/// and fails every `fail_every`-th request once.
+/// and, when `fail_every` > 0, fails the first attempt at every
+/// `fail_every`-th distinct range once (the retry of that range succeeds).
 #[derive(Debug)]
 struct Instrumented {
     size: u64,
@@ -25,6 +27,7 @@ struct Instrumented {
     calls: AtomicUsize,
     largest: AtomicUsize,
     fail_every: usize,
+    failed_once: Mutex<HashSet<u64>>,
 }
 
 impl Instrumented {
@@ -36,6 +39,7 @@ impl Instrumented {
             calls: AtomicUsize::new(0),
             largest: AtomicUsize::new(0),
             fail_every,
+            failed_once: Mutex::new(HashSet::new()),
         }
     }
 }
@@ -69,10 +73,11 @@ impl RangeSource for Instrumented {
             self.max_in_flight.fetch_max(now, SeqCst);
             self.largest
                 .fetch_max((range.end - range.start) as usize, SeqCst);
-            let call = self.calls.fetch_add(1, SeqCst) + 1;
+            self.calls.fetch_add(1, SeqCst);
             tokio::time::sleep(Duration::from_millis(5)).await;
             self.in_flight.fetch_sub(1, SeqCst);
-            if self.fail_every > 0 && call % self.fail_every == 0 {
+            let pick = self.fail_every > 0 && (range.start / 1000) % self.fail_every as u64 == 0;
+            if pick && self.failed_once.lock().unwrap().insert(range.start) {
                 // Half-written, then a reset: the retry must overwrite it.
                 dst[0] = dst[0].wrapping_add(1);
                 return Err(Failure::Transient {
@@ -170,7 +175,7 @@ async fn spans_hold_the_right_bytes_and_bounds_hold() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn transient_failures_are_retried_without_corrupting_bytes() {
-    let source = Arc::new(Instrumented::new(10_000_000, 4));
+    let source = Arc::new(Instrumented::new(10_000_000, 3));
     let (plan, spans, stats) = run(Arc::clone(&source), config(8, 128 * 1024), units()).await;
     for (span, bytes) in plan.spans.iter().zip(&spans) {
         for (k, b) in bytes.iter().enumerate() {
