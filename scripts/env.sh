@@ -8,8 +8,12 @@ export TOOLS_BIN="$TOOLS_DIR/bin"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$FASTINGEST_CACHE_ROOT/target}"
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export REPO_ROOT
-# The venv is keyed by the pinned requirements so a version bump makes a new one.
-_req_hash="$(cat "$REPO_ROOT/requirements-dev.txt" "$(command -v python3)" 2>/dev/null | sha256sum | cut -c1-12)"
-export VENV_DIR="${FASTINGEST_VENV:-$FASTINGEST_CACHE_ROOT/venv-$_req_hash}"
+# The venv is keyed by the pinned requirements and the interpreter version, so
+# a version bump makes a new one. Computed once: nested scripts inherit it.
+if [[ -z "${VENV_DIR:-}" ]]; then
+  _req_hash="$({ cat "$REPO_ROOT/requirements-dev.txt"; python3 --version; } 2>&1 | sha256sum | cut -c1-12)"
+  VENV_DIR="${FASTINGEST_VENV:-$FASTINGEST_CACHE_ROOT/venv-$_req_hash}"
+fi
+export VENV_DIR
 export PATH="$VENV_DIR/bin:$TOOLS_BIN:$PATH"
 export VIRTUAL_ENV="$VENV_DIR"

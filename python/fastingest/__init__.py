@@ -36,12 +36,25 @@ from .exceptions import (
 )
 
 
-def _columns(columns: Any) -> list[str] | None:
-    if columns is None:
-        return None
+def _read_args(
+    columns: Any,
+    filters: Any,
+    row_groups: Any,
+    storage_options: dict[str, Any] | None,
+    config: Config | None,
+    stats: ReadStats | None,
+) -> dict[str, Any]:
+    """Checks and normalises the keyword arguments shared by the read calls."""
     if isinstance(columns, str):
         raise InvalidArgumentError("columns must be a list of names, not a single str")
-    return list(columns)
+    return {
+        "columns": None if columns is None else list(columns),
+        "filters": _normalize_filters(filters),
+        "row_groups": None if row_groups is None else list(row_groups),
+        "storage_options": storage_options,
+        "config": config,
+        "stats": stats,
+    }
 
 
 def read_parquet(
@@ -59,13 +72,7 @@ def read_parquet(
     See ``fastingest.pyi`` for the full description of every argument.
     """
     return _read_parquet(
-        source,
-        columns=_columns(columns),
-        filters=_normalize_filters(filters),
-        row_groups=None if row_groups is None else list(row_groups),
-        storage_options=storage_options,
-        config=config,
-        stats=stats,
+        source, **_read_args(columns, filters, row_groups, storage_options, config, stats)
     )
 
 
@@ -96,14 +103,7 @@ async def read_parquet_async(
         loop.call_soon_threadsafe(settle, ok, value)
 
     _start_read_parquet(
-        done,
-        source,
-        columns=_columns(columns),
-        filters=_normalize_filters(filters),
-        row_groups=None if row_groups is None else list(row_groups),
-        storage_options=storage_options,
-        config=config,
-        stats=stats,
+        done, source, **_read_args(columns, filters, row_groups, storage_options, config, stats)
     )
     return await future
 
@@ -120,13 +120,7 @@ def plan_parquet(
 ) -> list[dict[str, Any]]:
     """The read plan of each file (footers are fetched, column data is not)."""
     return _plan_parquet(
-        source,
-        columns=_columns(columns),
-        filters=_normalize_filters(filters),
-        row_groups=None if row_groups is None else list(row_groups),
-        storage_options=storage_options,
-        config=config,
-        stats=stats,
+        source, **_read_args(columns, filters, row_groups, storage_options, config, stats)
     )
 
 

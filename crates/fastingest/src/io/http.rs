@@ -9,7 +9,7 @@ use futures::{FutureExt, StreamExt};
 use reqwest::header::{CONTENT_RANGE, RANGE};
 use reqwest::StatusCode;
 
-use super::{Failure, RangeSource, Tail};
+use super::{copy_body, Failure, RangeSource, Tail};
 use crate::error::Error;
 
 /// One URL read with ranged GETs.
@@ -120,38 +120,21 @@ impl RangeSource for HttpSource {
         dst: &'a mut BytesMut,
     ) -> BoxFuture<'a, Result<(), Failure>> {
         async move {
-            let want = (range.end - range.start) as usize;
             let resp = self
                 .get(format!("bytes={}-{}", range.start, range.end - 1))
                 .await?;
             // A server that ignores Range sends the whole object: skip to our part.
-            let mut skip = if resp.status() == StatusCode::PARTIAL_CONTENT {
-                0usize
+            let skip = if resp.status() == StatusCode::PARTIAL_CONTENT {
+                0
             } else {
                 range.start as usize
             };
-            let mut stream = resp.bytes_stream();
-            let mut filled = 0usize;
-            while let Some(chunk) = stream.next().await {
-                let mut chunk = chunk.map_err(body_error)?;
-                if skip > 0 {
-                    let n = skip.min(chunk.len());
-                    chunk = chunk.slice(n..);
-                    skip -= n;
-                }
-                let n = chunk.len().min(want - filled);
-                dst[filled..filled + n].copy_from_slice(&chunk[..n]);
-                filled += n;
-                if filled == want {
-                    break;
-                }
-            }
-            if filled != want {
-                return Err(Failure::transient(format!(
-                    "response body ended after {filled} of {want} bytes"
-                )));
-            }
-            Ok(())
+            copy_body(
+                resp.bytes_stream().map(|c| c.map_err(body_error)),
+                dst,
+                skip,
+            )
+            .await
         }
         .boxed()
     }

@@ -15,6 +15,7 @@ use std::ops::Range;
 
 use bytes::{Bytes, BytesMut};
 use futures::future::BoxFuture;
+use futures::{Stream, StreamExt};
 
 pub use self::http::HttpSource;
 pub use self::local::LocalSource;
@@ -57,4 +58,36 @@ pub trait RangeSource: Send + Sync + Debug {
     fn is_local(&self) -> bool {
         false
     }
+}
+
+/// Copies a response body into `dst`, skipping its first `skip` bytes (a
+/// server that ignored the Range header sends the whole object). A body that
+/// ends early is a transient failure: the caller retries the whole range.
+pub(crate) async fn copy_body<S>(
+    mut body: S,
+    dst: &mut BytesMut,
+    mut skip: usize,
+) -> Result<(), Failure>
+where
+    S: Stream<Item = Result<Bytes, Failure>> + Unpin,
+{
+    let want = dst.len();
+    let mut filled = 0usize;
+    while let Some(chunk) = body.next().await {
+        let mut chunk = chunk?;
+        if skip > 0 {
+            let n = skip.min(chunk.len());
+            chunk = chunk.slice(n..);
+            skip -= n;
+        }
+        let n = chunk.len().min(want - filled);
+        dst[filled..filled + n].copy_from_slice(&chunk[..n]);
+        filled += n;
+        if filled == want {
+            return Ok(());
+        }
+    }
+    Err(Failure::transient(format!(
+        "response body ended after {filled} of {want} bytes"
+    )))
 }

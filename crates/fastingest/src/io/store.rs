@@ -9,7 +9,7 @@ use futures::{FutureExt, StreamExt};
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
-use super::{Failure, RangeSource, Tail};
+use super::{copy_body, Failure, RangeSource, Tail};
 use crate::error::Error;
 
 /// One object in a store. After the first read it pins the object's ETag, so
@@ -154,37 +154,16 @@ impl RangeSource for StoreSource {
         dst: &'a mut BytesMut,
     ) -> BoxFuture<'a, Result<(), Failure>> {
         async move {
-            let want = (range.end - range.start) as usize;
             let result = self
                 .store
                 .get_opts(&self.path, self.options(GetRange::Bounded(range.clone())))
                 .await
                 .map_err(|e| self.classify(e))?;
             // Stream the body straight into its place in the destination buffer.
-            let mut stream = result.into_stream();
-            let mut filled = 0usize;
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| self.classify(e))?;
-                let end = filled + chunk.len();
-                if end > want {
-                    return Err(Failure::Permanent(Error::Io {
-                        location: self.location.clone(),
-                        range,
-                        attempts: 1,
-                        detail: format!("store returned more than the {want} bytes asked for"),
-                        timed_out: false,
-                    }));
-                }
-                dst[filled..end].copy_from_slice(&chunk);
-                filled = end;
-            }
-            if filled != want {
-                // A body cut short is a network fault: try again.
-                return Err(Failure::transient(format!(
-                    "response body ended after {filled} of {want} bytes"
-                )));
-            }
-            Ok(())
+            let body = result
+                .into_stream()
+                .map(|c| c.map_err(|e| self.classify(e)));
+            copy_body(body, dst, 0).await
         }
         .boxed()
     }
