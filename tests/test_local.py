@@ -380,3 +380,15 @@ def test_page_index_prunes_pages_within_row_groups(tmp_path, filters):
     if filters[0][0] == "id" or isinstance(filters[0], list):
         # The id column is sorted: only a few pages of each column are needed.
         assert pruned["bytes_needed"] < full / 5, (pruned["bytes_needed"], full)
+
+
+def test_allocator_keeps_freed_buffers_unless_told_otherwise():
+    import subprocess
+    import sys
+
+    code = "import fastingest; print(fastingest._fastingest._allocator_purge_delay())"
+    default = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert default.stdout.strip() == "-1", default.stderr
+    env = {**os.environ, "MIMALLOC_PURGE_DELAY": "250"}
+    told = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert told.stdout.strip() == "250", told.stderr

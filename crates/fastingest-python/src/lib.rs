@@ -19,6 +19,34 @@ use pyo3_arrow::PyTable;
 use crate::config::PyConfig;
 use crate::stats::PyReadStats;
 
+/// Reads allocate and free hundreds of MB of buffers; glibc hands large blocks
+/// back to the kernel on free, so every read pays to fault in and zero fresh
+/// pages (half the CPU time of a local read, measured with perf). mimalloc
+/// keeps and reuses them.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// mimalloc's `mi_option_purge_delay` (enum value 15 in mimalloc 2.x).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// With mimalloc's default 10 ms purge delay, buffers freed while a read is
+/// still going are returned to the kernel and faulted in again (a cold read
+/// measured 3x slower). Keep freed memory for reuse unless the user set
+/// `MIMALLOC_PURGE_DELAY` (milliseconds; -1 never returns memory).
+fn configure_allocator() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets a process-wide allocator option; no memory is touched.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
+    }
+}
+
+/// The allocator's purge delay, for tests.
+#[pyfunction]
+fn _allocator_purge_delay() -> i64 {
+    // SAFETY: reads a process-wide allocator option.
+    unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) as i64 }
+}
+
 type Dnf = Vec<Vec<(String, String, PyArray)>>;
 
 fn config_of(config: Option<&PyConfig>) -> PyResult<Config> {
@@ -189,6 +217,8 @@ fn _put(
 
 #[pymodule]
 fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    configure_allocator();
+    m.add_function(wrap_pyfunction!(_allocator_purge_delay, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyConfig>()?;
     m.add_class::<PyReadStats>()?;

@@ -395,6 +395,9 @@ async fn read_file(
             .boxed()
         })
         .collect();
+    // Each unit now holds the spans it needs; a span's bytes are freed as soon
+    // as the last row group using it is decoded.
+    drop(spans);
     let per_unit: Vec<Vec<RecordBatch>> = stream::iter(units)
         .buffered(plan.units.len().max(1))
         .try_collect()
