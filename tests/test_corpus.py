@@ -115,3 +115,12 @@ def test_corpus_metadata_and_plans_for_readable_files(corpora):
         plan = fastingest.plan_parquet(str(path))[0]
         assert plan["bytes_to_fetch"] >= plan["bytes_needed"]
         assert plan["bytes_to_fetch"] <= path.stat().st_size
+
+
+def test_encrypted_files_are_not_implemented_errors(corpora):
+    files = sorted((corpora / "parquet-testing" / "data").rglob("*.parquet.encrypted"))
+    assert len(files) >= 10
+    for path in files:
+        with pytest.raises(NotImplementedError, match="encrypted") as info:
+            fastingest.read_parquet(str(path))
+        assert path.name in str(info.value)

@@ -115,6 +115,7 @@ pub async fn read_footer(
             ))
         }
     };
+    reject_encrypted_columns(location, &metadata)?;
     let metadata = fix_row_count(metadata);
     let metadata = if with_page_index {
         load_page_index(fetcher, source, metadata, tail).await?
@@ -125,6 +126,26 @@ pub async fn read_footer(
         metadata: Arc::new(metadata),
         file_size: size,
     })
+}
+
+/// A plaintext footer can still describe encrypted column chunks; without
+/// keys their pages are noise, so say so instead of failing to decode them.
+fn reject_encrypted_columns(location: &str, metadata: &ParquetMetaData) -> Result<()> {
+    let encrypted = metadata
+        .row_groups()
+        .iter()
+        .flat_map(|rg| rg.columns())
+        .find(|c| c.crypto_metadata().is_some());
+    match encrypted {
+        Some(c) => Err(Error::Unsupported {
+            location: location.to_string(),
+            detail: format!(
+                "column {} is encrypted (plaintext footer); encrypted Parquet files are not supported",
+                c.column_path()
+            ),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// Some writers leave the file's row count at 0 while the row groups hold
