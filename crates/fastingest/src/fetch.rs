@@ -76,38 +76,22 @@ impl Fetcher {
     }
 
     /// Waits for a decode slot (bounds CPU-heavy work to the cores).
-    pub(crate) async fn decode_permit(&self) -> SemaphorePermit<'_> {
-        // The semaphore is never closed, so acquire cannot fail.
-        self.0
-            .decode
-            .acquire()
-            .await
-            .expect("decode semaphore closed")
+    pub(crate) async fn decode_permit(&self) -> Result<SemaphorePermit<'_>> {
+        self.0.decode.acquire().await.map_err(closed)
     }
 
-    async fn permits(&self, len: u64) -> (SemaphorePermit<'_>, SemaphorePermit<'_>) {
+    async fn permits(&self, len: u64) -> Result<(SemaphorePermit<'_>, SemaphorePermit<'_>)> {
         let units = len
             .div_ceil(BUDGET_UNIT)
             .clamp(1, self.0.budget_units as u64) as u32;
-        // Neither semaphore is ever closed.
-        let req = self
-            .0
-            .requests
-            .acquire()
-            .await
-            .expect("request semaphore closed");
-        let mem = self
-            .0
-            .budget
-            .acquire_many(units)
-            .await
-            .expect("budget semaphore closed");
-        (req, mem)
+        let req = self.0.requests.acquire().await.map_err(closed)?;
+        let mem = self.0.budget.acquire_many(units).await.map_err(closed)?;
+        Ok((req, mem))
     }
 
     /// The end of the file (footer and size) in one speculative request.
     pub async fn fetch_tail(&self, source: &Source, len: u64) -> Result<Tail> {
-        let _p = self.permits(len).await;
+        let _p = self.permits(len).await?;
         let started = Instant::now();
         let tail = with_retries(self.config(), self.stats(), source.location(), 0..0, || {
             source.read_tail(len)
@@ -179,6 +163,12 @@ impl Fetcher {
     }
 }
 
+/// The fetcher's semaphores are never closed; should that change, a read
+/// fails cleanly rather than panicking.
+fn closed(_: tokio::sync::AcquireError) -> Error {
+    Error::InvalidArgument("the read was shut down".into())
+}
+
 /// Fetches all slices of `span` concurrently into one buffer.
 async fn fetch_span(fetcher: Fetcher, source: Source, span: Span) -> Result<Bytes> {
     let len = (span.range.end - span.range.start) as usize;
@@ -215,7 +205,7 @@ async fn fetch_slice(
     range: Range<u64>,
     mut part: BytesMut,
 ) -> Result<BytesMut> {
-    let _permits = fetcher.permits(range.end - range.start).await;
+    let _permits = fetcher.permits(range.end - range.start).await?;
     let mut retry = Retry::new(
         fetcher.config(),
         fetcher.stats(),

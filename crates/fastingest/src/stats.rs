@@ -33,7 +33,7 @@ pub struct StatsSnapshot {
     pub retries: u64,
     /// Bytes transferred from storage (footers included).
     pub bytes_fetched: u64,
-    /// Bytes the plans needed (column chunks and footers).
+    /// Bytes of column data the plans needed (footers not included).
     pub bytes_needed: u64,
     /// Requests the decoder made for bytes the plan did not foresee.
     pub unplanned_requests: u64,

@@ -133,7 +133,7 @@ impl DecodeJob {
             .build()
             .map_err(|e| Error::from_parquet(&location, e))?;
         let job = self.clone();
-        let _permit = self.fetcher.decode_permit().await;
+        let _permit = self.fetcher.decode_permit().await?;
         let started = Instant::now();
         let handle = tokio::task::spawn_blocking(move || -> Result<Vec<RecordBatch>> {
             let decoded: Vec<RecordBatch> = futures::executor::block_on(stream.try_collect())
