@@ -11,7 +11,9 @@ use url::Url;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::io::{HttpSource, LocalSource, RangeSource, StoreSource};
+use crate::io::{
+    classify_store_error, with_retries, HttpSource, LocalSource, RangeSource, StoreSource,
+};
 use crate::store::{http_client, store_for, StorageOptions};
 
 /// Where the bytes of one file come from, shared by every task of a read.
@@ -134,19 +136,32 @@ async fn resolve_store(
     };
     let m = matcher(&raw_path)?;
     let prefix_path = (!prefix.is_empty()).then(|| Path::from(prefix));
-    let listed: Vec<_> = store
-        .list(prefix_path.as_ref())
-        .try_collect()
+    // A listing is retried as a whole, like any other request.
+    let stats = crate::stats::ReadStats::new();
+    let listed: Vec<object_store::ObjectMeta> =
+        with_retries(config, &stats, spec, 0..0, || async {
+            store
+                .list(prefix_path.as_ref())
+                .try_collect()
+                .await
+                .map_err(|e| classify_store_error(spec, e))
+        })
         .await
-        .map_err(|e| match crate::io::classify_store_error(spec, e) {
-            crate::io::Failure::Permanent(err) => err,
-            crate::io::Failure::Transient { detail, timed_out } => Error::Io {
-                location: spec.to_string(),
-                range: 0..0,
-                attempts: 1,
+        .map_err(|e| match e {
+            Error::Io {
+                location,
+                range,
+                attempts,
+                detail,
+                timed_out,
+            } => Error::Io {
+                location,
+                range,
+                attempts,
                 detail: format!("listing failed: {detail}"),
                 timed_out,
             },
+            other => other,
         })?;
     let mut keys: Vec<String> = listed
         .into_iter()
