@@ -51,6 +51,7 @@ def main() -> None:
 
     for label, kwargs in [
         ("all columns", {}),
+        ("all columns, again", {}),
         ("2 columns + filter", {"columns": ["id", "value"], "filters": [("category", "<", 5)]}),
     ]:
         stats = fastingest.ReadStats()
