@@ -288,3 +288,38 @@ def test_s3_read_in_forked_child_after_parent_read(s3):
         pytest.fail("S3 read in a forked child hung")
     assert os.read(r, 100) == b"2000"
     assert fastingest.read_parquet(url, storage_options=opts).num_rows == 2000
+
+
+def test_ctrl_c_interrupts_a_slow_read(s3, toxi, fault_table):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    url, _ = _put_fault_file(s3, fault_table)
+    # Requests get no answer: without Ctrl-C the read would wait out its timeouts.
+    toxi.add_toxic("s3", "timeout", {"timeout": 0})
+    code = (
+        "import json, sys, fastingest\n"
+        "print('start', flush=True)\n"
+        "try:\n"
+        "    fastingest.read_parquet(sys.argv[1], storage_options=json.loads(sys.argv[2]))\n"
+        "except KeyboardInterrupt:\n"
+        "    print('interrupted', flush=True)\n"
+    )
+    import json
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, url, json.dumps(s3.options(proxied=True))],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout.readline().strip() == "start"
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("the read did not stop on SIGINT")
+    assert "interrupted" in out
