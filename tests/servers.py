@@ -101,7 +101,7 @@ class Toxiproxy:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.api + path, data=data, method=method)
         req.add_header("Content-Type", "application/json")
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=60) as r:
             raw = r.read()
         return json.loads(raw) if raw else {}
 

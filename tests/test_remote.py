@@ -323,3 +323,48 @@ def test_ctrl_c_interrupts_a_slow_read(s3, toxi, fault_table):
         proc.kill()
         pytest.fail("the read did not stop on SIGINT")
     assert "interrupted" in out
+
+
+def test_object_replaced_mid_read_is_an_error_not_a_mixed_table(s3, toxi):
+    """The first request pins the object's ETag; after the object is replaced
+    the remaining requests fail with a clear error instead of mixing versions.
+    The read runs in a child process so that its abandoned connections close
+    with it (toxiproxy cannot remove a toxic from a connection left unread)."""
+    import json
+    import subprocess
+    import sys
+    import threading as th
+
+    big = numeric_table(400_000)
+    small = numeric_table(400_000, seed=9)
+    key = "changing/n.parquet"
+    s3.put(key, parquet_bytes(big, row_group_size=50_000, compression="none"))
+    # Slow responses so the replacement lands between the footer and the data.
+    toxi.add_toxic("s3", "slicer", {"average_size": 2000, "size_variation": 0, "delay": 1000})
+    replaced = th.Event()
+
+    def replace():
+        s3.put(key, parquet_bytes(small, row_group_size=50_000, compression="none"))
+        replaced.set()
+
+    th.Timer(0.3, replace).start()
+    code = (
+        "import json, sys, fastingest\n"
+        "cfg = fastingest.Config(slice_size='256K', max_in_flight=4, request_timeout=30)\n"
+        "try:\n"
+        "    fastingest.read_parquet(sys.argv[1], storage_options=json.loads(sys.argv[2]),\n"
+        "                            config=cfg)\n"
+        "    print('read')\n"
+        "except fastingest.RemoteIOError as e:\n"
+        "    print('RemoteIOError', e)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, s3.url(key), json.dumps(s3.options(proxied=True))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert replaced.wait(10)
+    assert out.stdout.startswith("RemoteIOError"), out.stdout + out.stderr
+    assert "changed while it was being read" in out.stdout
+    assert key in out.stdout

@@ -6,7 +6,7 @@ use std::ops::Range;
 use bytes::BytesMut;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use reqwest::header::{CONTENT_RANGE, RANGE};
+use reqwest::header::{CONTENT_RANGE, ETAG, IF_MATCH, RANGE};
 use reqwest::StatusCode;
 
 use super::{copy_body, Failure, RangeSource, Tail};
@@ -17,28 +17,50 @@ use crate::error::Error;
 pub struct HttpSource {
     url: String,
     client: reqwest::Client,
+    /// The strong ETag seen by the first response; later requests send it as
+    /// `If-Match` so a file replaced mid-read fails instead of mixing versions.
+    etag: std::sync::OnceLock<Option<String>>,
 }
 
 impl HttpSource {
     /// `client` carries the connect timeout; request timeouts are applied by the retry layer.
     pub fn new(url: String, client: reqwest::Client) -> Self {
-        HttpSource { url, client }
+        HttpSource {
+            url,
+            client,
+            etag: std::sync::OnceLock::new(),
+        }
     }
 
     async fn get(&self, range_header: String) -> Result<reqwest::Response, Failure> {
-        let resp = self
-            .client
-            .get(&self.url)
-            .header(RANGE, range_header)
-            .send()
-            .await
-            .map_err(|e| Failure::Transient {
-                timed_out: e.is_timeout(),
-                detail: e.to_string(),
-            })?;
+        let mut request = self.client.get(&self.url).header(RANGE, range_header);
+        if let Some(Some(etag)) = self.etag.get() {
+            request = request.header(IF_MATCH, etag);
+        }
+        let resp = request.send().await.map_err(|e| Failure::Transient {
+            timed_out: e.is_timeout(),
+            detail: e.to_string(),
+        })?;
         let status = resp.status();
         if status.is_success() {
+            // Weak ETags ("W/...") never match If-Match, so only strong ones are pinned.
+            let etag = resp
+                .headers()
+                .get(ETAG)
+                .and_then(|v| v.to_str().ok())
+                .filter(|v| !v.starts_with("W/"))
+                .map(str::to_string);
+            let _ = self.etag.set(etag);
             return Ok(resp);
+        }
+        if status == StatusCode::PRECONDITION_FAILED {
+            return Err(Failure::Permanent(Error::Io {
+                location: self.url.clone(),
+                range: 0..0,
+                attempts: 1,
+                detail: "the file changed while it was being read (ETag no longer matches)".into(),
+                timed_out: false,
+            }));
         }
         let location = self.url.clone();
         let detail = format!("HTTP {status}");
