@@ -67,6 +67,30 @@ def _nan_equal(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+def read_in_forked_child(read, timeout: float = 60.0) -> bytes:
+    """Forks; the child runs `read()` (returning bytes) and reports it through
+    a pipe. Fails the test if the child hangs, which is what a runtime or
+    connection pool inherited from the parent would do."""
+    import time
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(w, read())
+        finally:
+            os._exit(0)
+    os.close(w)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.read(r, 1000)
+        time.sleep(0.05)
+    os.kill(pid, 9)
+    pytest.fail("a read in a forked child hung")
+
+
 @pytest.fixture(scope="session")
 def corpora() -> Path:
     """The shared conformance corpora. FASTINGEST_CORPORA names them; when it

@@ -15,7 +15,7 @@ import pytest
 
 import fastingest
 
-from .conftest import assert_tables_equal
+from .conftest import assert_tables_equal, read_in_forked_child
 from .datagen import all_types_table, numeric_table
 
 CODECS = ["none", "snappy", "gzip", "brotli", "lz4", "zstd"]
@@ -319,25 +319,10 @@ def test_async_read_runs_concurrently(numeric_file):
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_read_after_fork_in_child(numeric_file):
     fastingest.read_parquet(numeric_file)  # the parent's runtime now exists
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: must not deadlock on the parent's runtime
-        try:
-            t = fastingest.read_parquet(numeric_file, columns=["id"])
-            os.write(w, str(t.num_rows).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(pid, 9)
-        pytest.fail("read in a forked child hung")
-    assert os.read(r, 100) == b"10000"
+    got = read_in_forked_child(
+        lambda: str(fastingest.read_parquet(numeric_file, columns=["id"]).num_rows).encode()
+    )
+    assert got == b"10000"
     assert fastingest.read_parquet(numeric_file).num_rows == 10_000
 
 

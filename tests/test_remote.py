@@ -12,7 +12,7 @@ import pytest
 
 import fastingest
 
-from .conftest import assert_tables_equal
+from .conftest import assert_tables_equal, read_in_forked_child
 from .datagen import all_types_table, numeric_table
 
 
@@ -261,32 +261,17 @@ def test_proxy_down_ends_in_a_clear_error(s3, toxi, fault_table, fast_retry_conf
 
 
 def test_s3_read_in_forked_child_after_parent_read(s3):
-    import os
-    import time
-
     table = numeric_table(2000)
     url = s3.put("fork/n.parquet", parquet_bytes(table))
     opts = s3.options()
     assert fastingest.read_parquet(url, storage_options=opts).num_rows == 2000
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child must build its own runtime and connections
-        try:
-            got = fastingest.read_parquet(url, storage_options=opts, columns=["id"])
-            os.write(w, str(got.num_rows).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        time.sleep(0.05)
-    else:
-        os.kill(pid, 9)
-        pytest.fail("S3 read in a forked child hung")
-    assert os.read(r, 100) == b"2000"
+    # The child must build its own runtime and connections.
+    got = read_in_forked_child(
+        lambda: str(
+            fastingest.read_parquet(url, storage_options=opts, columns=["id"]).num_rows
+        ).encode()
+    )
+    assert got == b"2000"
     assert fastingest.read_parquet(url, storage_options=opts).num_rows == 2000
 
 

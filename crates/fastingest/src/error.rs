@@ -99,6 +99,27 @@ impl Error {
         }
     }
 
+    /// Says what was being read when an I/O error happened (other errors
+    /// already say it).
+    pub(crate) fn reading(self, what: &str) -> Error {
+        match self {
+            Error::Io {
+                location,
+                range,
+                attempts,
+                detail,
+                timed_out,
+            } => Error::Io {
+                location,
+                range,
+                attempts,
+                detail: format!("{what}: {detail}"),
+                timed_out,
+            },
+            other => other,
+        }
+    }
+
     /// Classifies an error raised by the `parquet` crate while reading `location`.
     pub(crate) fn from_parquet(location: &str, err: parquet::errors::ParquetError) -> Error {
         use parquet::errors::ParquetError as P;

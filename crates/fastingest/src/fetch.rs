@@ -97,22 +97,7 @@ impl Fetcher {
             source.read_tail(len)
         })
         .await
-        .map_err(|e| match e {
-            Error::Io {
-                location,
-                range,
-                attempts,
-                detail,
-                timed_out,
-            } => Error::Io {
-                location,
-                range,
-                attempts,
-                detail: format!("reading the last {len} bytes (the footer): {detail}"),
-                timed_out,
-            },
-            other => other,
-        })?;
+        .map_err(|e| e.reading(&format!("reading the last {len} bytes (the footer)")))?;
         self.stats().add_fetch_time(started.elapsed());
         self.stats().add_fetched(tail.bytes.len() as u64);
         Ok(tail)

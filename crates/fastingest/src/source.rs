@@ -147,22 +147,7 @@ async fn resolve_store(
                 .map_err(|e| classify_store_error(spec, e))
         })
         .await
-        .map_err(|e| match e {
-            Error::Io {
-                location,
-                range,
-                attempts,
-                detail,
-                timed_out,
-            } => Error::Io {
-                location,
-                range,
-                attempts,
-                detail: format!("listing failed: {detail}"),
-                timed_out,
-            },
-            other => other,
-        })?;
+        .map_err(|e| e.reading("listing failed"))?;
     let mut keys: Vec<String> = listed
         .into_iter()
         .map(|meta| meta.location.as_ref().to_string())
