@@ -70,6 +70,7 @@ def test_pandas_and_field_metadata_survive(tmp_path):
     got = fastingest.read_parquet(path)
     assert_tables_equal(got, pq.read_table(path))
     assert b"pandas" in got.schema.metadata
+    assert fastingest.metadata(str(path))["schema"].equals(got.schema, check_metadata=True)
     assert got.schema.field("a").metadata == {b"unit": b"m"}
     assert got.to_pandas().index.name == "k"
 

@@ -121,9 +121,15 @@ pub async fn read_metadata(
                     ArrowReaderOptions::new(),
                 )
                 .map_err(|e| Error::from_parquet(s.location(), e))?;
-                let mut schema = meta.schema().as_ref().clone();
-                schema.metadata.remove("ARROW:schema");
-                Ok((s, footer, Arc::new(schema)))
+                // The schema a full read would return (same metadata rules).
+                let all = project(
+                    s.location(),
+                    &footer.metadata,
+                    meta.schema(),
+                    None,
+                    &BTreeSet::new(),
+                )?;
+                Ok((s, footer, all.output_schema))
             }
             .boxed()
         })
