@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import io
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 
 def all_types_table(n: int = 500, seed: int = 0) -> pa.Table:
@@ -69,3 +71,10 @@ def numeric_table(n: int = 10_000, seed: int = 1) -> pa.Table:
             "flag": pa.array(rng.random(n) < 0.5),
         }
     )
+
+
+def parquet_bytes(table: pa.Table, **kwargs) -> bytes:
+    """`table` written as Parquet with pyarrow (`kwargs` go to write_table)."""
+    sink = io.BytesIO()
+    pq.write_table(table, sink, **kwargs)
+    return sink.getvalue()

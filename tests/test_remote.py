@@ -3,7 +3,6 @@ a presigned HTTP URL, and faults injected by toxiproxy."""
 
 from __future__ import annotations
 
-import io
 import threading
 
 import pyarrow as pa
@@ -13,13 +12,7 @@ import pytest
 import fastingest
 
 from .conftest import assert_tables_equal, read_in_forked_child
-from .datagen import all_types_table, numeric_table
-
-
-def parquet_bytes(table: pa.Table, **kwargs) -> bytes:
-    sink = io.BytesIO()
-    pq.write_table(table, sink, **kwargs)
-    return sink.getvalue()
+from .datagen import all_types_table, numeric_table, parquet_bytes
 
 
 @pytest.fixture(scope="module")

@@ -11,18 +11,23 @@ All I/O and decoding run in Rust with the GIL released.
 from __future__ import annotations
 
 import asyncio
+import os
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
 
 from . import exceptions
-from ._fastingest import Config, ReadStats, __version__
+from ._fastingest import Cache, Config, ReadStats, __version__
 from ._fastingest import plan_parquet as _plan_parquet
 from ._fastingest import read_metadata as _read_metadata
 from ._fastingest import read_parquet as _read_parquet
 from ._fastingest import start_read_parquet as _start_read_parquet
 from ._filters import normalize as _normalize_filters
 from .exceptions import (
+    CacheWarning,
     ColumnNotFoundError,
     CorruptFileError,
     FastIngestError,
@@ -35,6 +40,67 @@ from .exceptions import (
     UnsupportedError,
 )
 
+CacheArg = Cache | str | os.PathLike[str] | bool | None
+
+# One Cache per directory and process, so that "once" validation and the size
+# estimate are shared by every read that names the directory.
+_shared_caches: dict[tuple[int, str], Cache] = {}
+
+
+def _shared_cache(path: str | os.PathLike[str], **options: Any) -> Cache:
+    key = (os.getpid(), os.path.abspath(os.path.expanduser(os.fspath(path))))
+    cache = _shared_caches.get(key)
+    if cache is None:
+        cache = _shared_caches[key] = Cache(key[1], **options)
+    return cache
+
+
+def _env_cache() -> Cache | None:
+    """The cache ``FASTINGEST_CACHE_DIR`` turns on for every read, with
+    ``FASTINGEST_CACHE_MAX_BYTES``, ``..._MIN_FREE_BYTES`` and ``..._VALIDATE``."""
+    path = os.environ.get("FASTINGEST_CACHE_DIR")
+    if not path:
+        return None
+    options: dict[str, Any] = {}
+    for name in ("max_bytes", "min_free_bytes", "validate"):
+        value = os.environ.get(f"FASTINGEST_CACHE_{name.upper()}")
+        if value:
+            options[name] = int(value) if name == "validate" and value.isdigit() else value
+    return _shared_cache(path, **options)
+
+
+def _cache_arg(cache: CacheArg) -> Cache | None:
+    """``cache=``: a Cache, a directory (shorthand with defaults), ``False``
+    (no cache even when the environment names one) or ``None`` (the
+    environment's cache, if any)."""
+    if cache is None or cache is True:
+        return _env_cache()
+    if cache is False:
+        return None
+    if isinstance(cache, Cache):
+        return cache
+    if isinstance(cache, (str, os.PathLike)):
+        return _shared_cache(cache)
+    raise InvalidArgumentError(
+        f"cache must be a fastingest.Cache, a directory or False, not {type(cache).__name__}"
+    )
+
+
+def _warn_cache(cache: Cache | None, stacklevel: int = 3) -> None:
+    """Re-raises what the cache reported (full disk, unwritable directory,
+    damaged entries) as :class:`CacheWarning`; the read itself succeeded."""
+    if cache is not None:
+        for message in cache._take_warnings():
+            warnings.warn(message, CacheWarning, stacklevel=stacklevel)
+
+
+@contextmanager
+def _cache_warnings(args: dict[str, Any]) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        _warn_cache(args["cache"], stacklevel=4)
+
 
 def _read_args(
     columns: Any,
@@ -43,6 +109,7 @@ def _read_args(
     storage_options: dict[str, Any] | None,
     config: Config | None,
     stats: ReadStats | None,
+    cache: CacheArg,
 ) -> dict[str, Any]:
     """Checks and normalises the keyword arguments shared by the read calls."""
     if isinstance(columns, str):
@@ -54,6 +121,7 @@ def _read_args(
         "storage_options": storage_options,
         "config": config,
         "stats": stats,
+        "cache": _cache_arg(cache),
     }
 
 
@@ -66,14 +134,15 @@ def read_parquet(
     storage_options: dict[str, Any] | None = None,
     config: Config | None = None,
     stats: ReadStats | None = None,
+    cache: CacheArg = None,
 ) -> pa.Table:
     """Read Parquet file(s) into a :class:`pyarrow.Table`.
 
     See ``fastingest.pyi`` for the full description of every argument.
     """
-    return _read_parquet(
-        source, **_read_args(columns, filters, row_groups, storage_options, config, stats)
-    )
+    args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
+    with _cache_warnings(args):
+        return _read_parquet(source, **args)
 
 
 async def read_parquet_async(
@@ -85,6 +154,7 @@ async def read_parquet_async(
     storage_options: dict[str, Any] | None = None,
     config: Config | None = None,
     stats: ReadStats | None = None,
+    cache: CacheArg = None,
 ) -> pa.Table:
     """Like :func:`read_parquet`, as a coroutine: the read runs on fastingest's
     own runtime and the event loop stays free meanwhile."""
@@ -102,10 +172,10 @@ async def read_parquet_async(
     def done(ok: bool, value: Any) -> None:
         loop.call_soon_threadsafe(settle, ok, value)
 
-    _start_read_parquet(
-        done, source, **_read_args(columns, filters, row_groups, storage_options, config, stats)
-    )
-    return await future
+    args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
+    _start_read_parquet(done, source, **args)
+    with _cache_warnings(args):
+        return await future
 
 
 def plan_parquet(
@@ -117,11 +187,12 @@ def plan_parquet(
     storage_options: dict[str, Any] | None = None,
     config: Config | None = None,
     stats: ReadStats | None = None,
+    cache: CacheArg = None,
 ) -> list[dict[str, Any]]:
     """The read plan of each file (footers are fetched, column data is not)."""
-    return _plan_parquet(
-        source, **_read_args(columns, filters, row_groups, storage_options, config, stats)
-    )
+    args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
+    with _cache_warnings(args):
+        return _plan_parquet(source, **args)
 
 
 def metadata(
@@ -130,15 +201,21 @@ def metadata(
     storage_options: dict[str, Any] | None = None,
     config: Config | None = None,
     stats: ReadStats | None = None,
+    cache: CacheArg = None,
 ) -> dict[str, Any] | list[dict[str, Any]]:
     """Footer metadata: schema, row count, row groups with their column chunks,
     codecs and statistics. A dict for a single file, a list for several."""
-    files = _read_metadata(source, storage_options=storage_options, config=config, stats=stats)
+    args = {"storage_options": storage_options, "config": config, "stats": stats}
+    args["cache"] = _cache_arg(cache)
+    with _cache_warnings(args):
+        files = _read_metadata(source, **args)
     single = isinstance(source, str) and not any(c in source for c in "*?[")
     return files[0] if single and len(files) == 1 else files
 
 
 __all__ = [
+    "Cache",
+    "CacheWarning",
     "ColumnNotFoundError",
     "Config",
     "CorruptFileError",

@@ -17,6 +17,10 @@ Hierarchy::
     ├── RemoteIOError (OSError)                a request failed after its retries
     │   └── RequestTimeoutError (TimeoutError)
     └── InvalidArgumentError (ValueError)      bad arguments, options or config
+
+Warnings: :class:`CacheWarning` (a ``RuntimeWarning``) when the cache cannot
+be used or written (full disk, unwritable directory) or held a damaged entry;
+the read itself still succeeds, reading uncached what it could not cache.
 """
 
 from __future__ import annotations
@@ -65,7 +69,12 @@ class InvalidArgumentError(FastIngestError, ValueError):
     """An argument, storage option or config value is invalid."""
 
 
+class CacheWarning(RuntimeWarning):
+    """The cache could not be used for part of a read; the read succeeded."""
+
+
 __all__ = [
+    "CacheWarning",
     "ColumnNotFoundError",
     "CorruptFileError",
     "FastIngestError",

@@ -2,6 +2,7 @@
 //! Argument conversion lives in `convert`, error mapping in `errors`, and the
 //! bridge between Python threads and the shared runtime in `run`.
 
+mod cache;
 mod config;
 mod convert;
 mod errors;
@@ -16,6 +17,7 @@ use pyo3::types::{PyDict, PyList};
 use pyo3_arrow::PyArray;
 use pyo3_arrow::PyTable;
 
+use crate::cache::PyCache;
 use crate::config::PyConfig;
 use crate::stats::PyReadStats;
 
@@ -68,6 +70,7 @@ fn read_options(
     storage_options: Option<&Bound<'_, PyDict>>,
     config: Option<&PyConfig>,
     stats: Option<&PyReadStats>,
+    cache: Option<&PyCache>,
 ) -> PyResult<ReadOptions> {
     Ok(ReadOptions {
         columns,
@@ -76,6 +79,7 @@ fn read_options(
         storage_options: convert::storage_options(storage_options)?,
         config: config_of(config)?,
         stats: stats_of(stats),
+        cache: cache.map(|c| c.inner.clone()),
     })
 }
 
@@ -93,7 +97,7 @@ fn table_to_pyarrow(py: Python<'_>, table: Table) -> PyResult<Py<PyAny>> {
 
 /// Reads Parquet into a `pyarrow.Table` (see `fastingest.read_parquet`).
 #[pyfunction]
-#[pyo3(signature = (source, *, columns=None, filters=None, row_groups=None, storage_options=None, config=None, stats=None))]
+#[pyo3(signature = (source, *, columns=None, filters=None, row_groups=None, storage_options=None, config=None, stats=None, cache=None))]
 #[allow(clippy::too_many_arguments)]
 fn read_parquet(
     py: Python<'_>,
@@ -104,9 +108,18 @@ fn read_parquet(
     storage_options: Option<&Bound<'_, PyDict>>,
     config: Option<&PyConfig>,
     stats: Option<&PyReadStats>,
+    cache: Option<&PyCache>,
 ) -> PyResult<Py<PyAny>> {
     let sources = convert::sources(source)?;
-    let options = read_options(columns, filters, row_groups, storage_options, config, stats)?;
+    let options = read_options(
+        columns,
+        filters,
+        row_groups,
+        storage_options,
+        config,
+        stats,
+        cache,
+    )?;
     let table = run::block_on(
         py,
         async move { pq::read_parquet(&sources, &options).await },
@@ -117,7 +130,7 @@ fn read_parquet(
 /// Starts a read and calls `callback(ok, table_or_exception)` when it ends
 /// (used by `fastingest.read_parquet_async`).
 #[pyfunction]
-#[pyo3(signature = (callback, source, *, columns=None, filters=None, row_groups=None, storage_options=None, config=None, stats=None))]
+#[pyo3(signature = (callback, source, *, columns=None, filters=None, row_groups=None, storage_options=None, config=None, stats=None, cache=None))]
 #[allow(clippy::too_many_arguments)]
 fn start_read_parquet(
     callback: Py<PyAny>,
@@ -128,9 +141,18 @@ fn start_read_parquet(
     storage_options: Option<&Bound<'_, PyDict>>,
     config: Option<&PyConfig>,
     stats: Option<&PyReadStats>,
+    cache: Option<&PyCache>,
 ) -> PyResult<()> {
     let sources = convert::sources(source)?;
-    let options = read_options(columns, filters, row_groups, storage_options, config, stats)?;
+    let options = read_options(
+        columns,
+        filters,
+        row_groups,
+        storage_options,
+        config,
+        stats,
+        cache,
+    )?;
     run::spawn_with_callback(
         async move { pq::read_parquet(&sources, &options).await },
         callback,
@@ -140,7 +162,7 @@ fn start_read_parquet(
 
 /// The read plan of each file, as dicts (see `fastingest.plan_parquet`).
 #[pyfunction]
-#[pyo3(signature = (source, *, columns=None, filters=None, row_groups=None, storage_options=None, config=None, stats=None))]
+#[pyo3(signature = (source, *, columns=None, filters=None, row_groups=None, storage_options=None, config=None, stats=None, cache=None))]
 #[allow(clippy::too_many_arguments)]
 fn plan_parquet<'py>(
     py: Python<'py>,
@@ -151,9 +173,18 @@ fn plan_parquet<'py>(
     storage_options: Option<&Bound<'py, PyDict>>,
     config: Option<&PyConfig>,
     stats: Option<&PyReadStats>,
+    cache: Option<&PyCache>,
 ) -> PyResult<Bound<'py, PyList>> {
     let sources = convert::sources(source)?;
-    let options = read_options(columns, filters, row_groups, storage_options, config, stats)?;
+    let options = read_options(
+        columns,
+        filters,
+        row_groups,
+        storage_options,
+        config,
+        stats,
+        cache,
+    )?;
     let plans = run::block_on(
         py,
         async move { pq::plan_parquet(&sources, &options).await },
@@ -167,21 +198,21 @@ fn plan_parquet<'py>(
 
 /// Footer metadata of each file, as dicts (see `fastingest.metadata`).
 #[pyfunction]
-#[pyo3(signature = (source, *, storage_options=None, config=None, stats=None))]
+#[pyo3(signature = (source, *, storage_options=None, config=None, stats=None, cache=None))]
 fn read_metadata<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
     storage_options: Option<&Bound<'py, PyDict>>,
     config: Option<&PyConfig>,
     stats: Option<&PyReadStats>,
+    cache: Option<&PyCache>,
 ) -> PyResult<Bound<'py, PyList>> {
     let sources = convert::sources(source)?;
-    let storage = convert::storage_options(storage_options)?;
-    let config = config_of(config)?;
-    let stats = stats_of(stats);
-    let files = run::block_on(py, async move {
-        pq::read_metadata(&sources, &storage, &config, &stats).await
-    })?;
+    let options = read_options(None, None, None, storage_options, config, stats, cache)?;
+    let files = run::block_on(
+        py,
+        async move { pq::read_metadata(&sources, &options).await },
+    )?;
     let out = PyList::empty(py);
     for (source, footer, schema) in &files {
         out.append(convert::metadata_dict(py, source, footer, schema)?)?;
@@ -222,6 +253,7 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyConfig>()?;
     m.add_class::<PyReadStats>()?;
+    m.add_class::<PyCache>()?;
     m.add_function(wrap_pyfunction!(read_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(start_read_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(plan_parquet, m)?)?;

@@ -31,6 +31,10 @@ impl PyReadStats {
         d.set_item("fetch_seconds", s.fetch_seconds_total.as_secs_f64())?;
         d.set_item("decode_seconds", s.decode_seconds_total.as_secs_f64())?;
         d.set_item("rows", s.rows)?;
+        d.set_item("cache_hits", s.cache_hits)?;
+        d.set_item("cache_misses", s.cache_misses)?;
+        d.set_item("cache_corrupt", s.cache_corrupt)?;
+        d.set_item("bytes_from_cache", s.bytes_from_cache)?;
         Ok(d)
     }
 

@@ -11,6 +11,7 @@ use futures::FutureExt;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::task::JoinHandle;
 
+use crate::cache::Cache;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::io::{with_retries, Retry, Tail};
@@ -34,6 +35,7 @@ struct Inner {
     budget: Semaphore,
     budget_units: u32,
     decode: Semaphore,
+    cache: Option<Cache>,
 }
 
 /// A span being fetched in the background; cloneable so that every unit
@@ -50,8 +52,13 @@ impl<T> Drop for AbortOnDrop<T> {
 }
 
 impl Fetcher {
-    /// A fetcher for one read.
+    /// A fetcher for one read, without a cache.
     pub fn new(config: Config, stats: ReadStats) -> Self {
+        Self::with_cache(config, stats, None)
+    }
+
+    /// A fetcher for one read that reads remote objects through `cache`.
+    pub fn with_cache(config: Config, stats: ReadStats, cache: Option<Cache>) -> Self {
         let budget_units =
             (config.memory_budget / BUDGET_UNIT).clamp(1, u32::MAX as u64 >> 3) as u32;
         let decode = config.effective_decode_parallelism();
@@ -60,6 +67,7 @@ impl Fetcher {
             budget: Semaphore::new(budget_units as usize),
             budget_units,
             decode: Semaphore::new(decode),
+            cache,
             config,
             stats,
         }))
@@ -73,6 +81,14 @@ impl Fetcher {
     /// The read's statistics.
     pub fn stats(&self) -> &ReadStats {
         &self.0.stats
+    }
+
+    /// The cache, when `source` is one it applies to (remote objects).
+    fn cache_for(&self, source: &Source) -> Option<&Cache> {
+        self.0
+            .cache
+            .as_ref()
+            .filter(|_| !source.is_local() && source.cache_identity().is_some())
     }
 
     /// Waits for a decode slot (bounds CPU-heavy work to the cores).
@@ -89,8 +105,17 @@ impl Fetcher {
         Ok((req, mem))
     }
 
-    /// The end of the file (footer and size) in one speculative request.
+    /// The end of the file (footer and size) in one speculative request, or
+    /// from the cache.
     pub async fn fetch_tail(&self, source: &Source, len: u64) -> Result<Tail> {
+        match self.cache_for(source) {
+            Some(cache) => cache.tail(self, source, len).await,
+            None => self.fetch_tail_uncached(source, len).await,
+        }
+    }
+
+    /// The end of the file from the store, in one speculative request.
+    pub(crate) async fn fetch_tail_uncached(&self, source: &Source, len: u64) -> Result<Tail> {
         let _p = self.permits(len).await?;
         let started = Instant::now();
         let tail = with_retries(self.config(), self.stats(), source.location(), 0..0, || {
@@ -185,6 +210,19 @@ async fn fetch_span(fetcher: Fetcher, source: Source, span: Span) -> Result<Byte
 }
 
 async fn fetch_slice(
+    fetcher: &Fetcher,
+    source: &Source,
+    range: Range<u64>,
+    part: BytesMut,
+) -> Result<BytesMut> {
+    match fetcher.cache_for(source) {
+        Some(cache) => cache.read_range(fetcher, source, range, part).await,
+        None => fetch_slice_uncached(fetcher, source, range, part).await,
+    }
+}
+
+/// Fetches one slice from the store: bounded, timed out, retried.
+pub(crate) async fn fetch_slice_uncached(
     fetcher: &Fetcher,
     source: &Source,
     range: Range<u64>,

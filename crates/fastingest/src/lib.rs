@@ -23,6 +23,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod cache;
 pub mod config;
 pub mod error;
 pub mod fetch;
@@ -34,6 +35,7 @@ pub mod source;
 pub mod stats;
 pub mod store;
 
+pub use cache::{Cache, CacheInfo, CacheOptions, Validate};
 pub use config::Config;
 pub use error::{Error, Result};
 pub use stats::{ReadStats, StatsSnapshot};

@@ -9,11 +9,15 @@ use globset::{GlobBuilder, GlobMatcher};
 use object_store::path::Path;
 use url::Url;
 
+use crate::cache::{Cache, Listing};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::io::version_of;
 use crate::io::{
-    classify_store_error, with_retries, HttpSource, LocalSource, RangeSource, StoreSource,
+    classify_store_error, redact_url, with_retries, HttpSource, LocalSource, RangeSource,
+    StoreSource,
 };
+use crate::stats::ReadStats;
 use crate::store::{http_client, store_for, StorageOptions};
 
 /// Where the bytes of one file come from, shared by every task of a read.
@@ -31,24 +35,72 @@ fn matcher(pattern: &str) -> Result<GlobMatcher> {
         .map_err(|e| Error::InvalidArgument(format!("bad glob {pattern:?}: {e}")))
 }
 
+/// What resolving sources needs besides the specs.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    /// Options for the object stores.
+    pub options: &'a StorageOptions,
+    /// Timeouts and retries of listings.
+    pub config: &'a Config,
+    /// Where listings are counted.
+    pub stats: &'a ReadStats,
+    /// The read's cache: glob listings may come from it, and validating many
+    /// cached objects may use one listing.
+    pub cache: Option<&'a Cache>,
+}
+
 /// Expands every entry of `specs` and opens the files, in order: a glob's
 /// matches are sorted by name, and a list keeps the caller's order.
-pub async fn resolve(
-    specs: &[String],
-    options: &StorageOptions,
-    config: &Config,
-) -> Result<Vec<Source>> {
+pub async fn resolve(specs: &[String], cx: Context<'_>) -> Result<Vec<Source>> {
     if specs.is_empty() {
         return Err(Error::InvalidArgument("no source given".into()));
     }
     let mut out = Vec::new();
     for spec in specs {
-        out.extend(resolve_one(spec, options, config).await?);
+        out.extend(resolve_one(spec, cx).await?);
+    }
+    if let Some(cache) = cx.cache {
+        validate_by_listing(&mut out, cache, cx).await;
     }
     Ok(out)
 }
 
-async fn resolve_one(spec: &str, options: &StorageOptions, config: &Config) -> Result<Vec<Source>> {
+/// The cache identity of an object in a store: its URL plus the settings
+/// that say which server it is on (never credentials).
+fn store_identity(url_base: &str, key: &str, options: &StorageOptions) -> String {
+    let locates = |k: &str| {
+        let k = k.to_ascii_lowercase();
+        (k.contains("endpoint") || k.contains("account_name") || k.contains("emulator"))
+            && !["key", "secret", "token", "sas", "password"]
+                .iter()
+                .any(|s| k.contains(s))
+    };
+    let mut parts: Vec<String> = options
+        .iter()
+        .filter(|(k, _)| locates(k))
+        .map(|(k, v)| format!("{k}={}", redact_url(v)))
+        .collect();
+    let mut env: Vec<String> = std::env::vars()
+        .filter(|(k, _)| {
+            ["AWS_", "AZURE_", "GOOGLE_"]
+                .iter()
+                .any(|p| k.starts_with(p))
+                && locates(k)
+        })
+        .map(|(k, v)| format!("{k}={}", redact_url(&v)))
+        .collect();
+    env.sort();
+    parts.extend(env);
+    let mut id = format!("{url_base}/{key}");
+    if !parts.is_empty() {
+        id.push_str(" @ ");
+        id.push_str(&parts.join(" "));
+    }
+    id
+}
+
+async fn resolve_one(spec: &str, cx: Context<'_>) -> Result<Vec<Source>> {
+    let config = cx.config;
     let url = match Url::parse(spec) {
         // A Windows-style drive letter or a bare path is not a URL.
         Ok(u) if u.scheme().len() > 1 => Some(u),
@@ -73,7 +125,7 @@ async fn resolve_one(spec: &str, options: &StorageOptions, config: &Config) -> R
             let client = http_client(config)?;
             Ok(vec![Arc::new(HttpSource::new(spec.to_string(), client))])
         }
-        _ => resolve_store(spec, url, options, config).await,
+        _ => resolve_store(spec, url, cx).await,
     }
 }
 
@@ -113,19 +165,18 @@ fn resolve_local(path: &str, location: String) -> Result<Vec<Source>> {
         .collect()
 }
 
-async fn resolve_store(
-    spec: &str,
-    url: Url,
-    options: &StorageOptions,
-    config: &Config,
-) -> Result<Vec<Source>> {
+async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Source>> {
+    let (options, config) = (cx.options, cx.config);
     let (store, path) = store_for(&url, options, config)?;
     let raw_path = path.as_ref().to_string();
+    let base = format!("{}://{}", url.scheme(), url.authority());
     if !has_glob(&raw_path) {
+        let identity = store_identity(&base, &raw_path, options);
         return Ok(vec![Arc::new(StoreSource::new(
             store,
             path,
             spec.to_string(),
+            identity,
         ))]);
     }
     // List under the longest literal directory prefix, then match the pattern.
@@ -136,40 +187,124 @@ async fn resolve_store(
     };
     let m = matcher(&raw_path)?;
     let prefix_path = (!prefix.is_empty()).then(|| Path::from(prefix));
-    // A listing is retried as a whole, like any other request.
-    let stats = crate::stats::ReadStats::new();
-    let listed: Vec<object_store::ObjectMeta> =
-        with_retries(config, &stats, spec, 0..0, || async {
-            store
-                .list(prefix_path.as_ref())
-                .try_collect()
+    let listing_key = store_identity(&base, &raw_path, options);
+    let listing: Listing = match cx.cache.and_then(|c| c.cached_listing(&listing_key)) {
+        Some(cached) => cached,
+        None => {
+            // A listing is retried as a whole, like any other request.
+            let listed: Vec<object_store::ObjectMeta> =
+                with_retries(config, cx.stats, spec, 0..0, || async {
+                    store
+                        .list(prefix_path.as_ref())
+                        .try_collect()
+                        .await
+                        .map_err(|e| classify_store_error(spec, e))
+                })
                 .await
-                .map_err(|e| classify_store_error(spec, e))
-        })
-        .await
-        .map_err(|e| e.reading("listing failed"))?;
-    let mut keys: Vec<String> = listed
-        .into_iter()
-        .map(|meta| meta.location.as_ref().to_string())
-        .filter(|k| m.is_match(k))
-        .collect();
-    keys.sort();
-    if keys.is_empty() {
+                .map_err(|e| e.reading("listing failed"))?;
+            let mut listing: Listing = listed
+                .iter()
+                .filter(|meta| m.is_match(meta.location.as_ref()))
+                .map(|meta| (meta.location.as_ref().to_string(), version_of(meta)))
+                .collect();
+            listing.sort_by(|a, b| a.0.cmp(&b.0));
+            if let Some(cache) = cx.cache {
+                cache.store_listing(&listing_key, &listing);
+            }
+            listing
+        }
+    };
+    if listing.is_empty() {
         return Err(Error::NotFound {
             location: spec.to_string(),
             detail: "no objects match the pattern".into(),
         });
     }
-    let base = format!("{}://{}", url.scheme(), url.authority());
-    Ok(keys
+    Ok(listing
         .into_iter()
-        .map(|k| {
+        .map(|(k, version)| {
             let loc = format!("{base}/{k}");
-            Arc::new(StoreSource::new(
-                Arc::clone(&store),
-                Path::from(k.as_str()),
-                loc,
-            )) as Source
+            let identity = store_identity(&base, &k, options);
+            Arc::new(
+                StoreSource::new(Arc::clone(&store), Path::from(k.as_str()), loc, identity)
+                    .with_listed(version),
+            ) as Source
         })
         .collect())
+}
+
+/// Validates cached objects named one by one with a listing of their common
+/// prefix where that takes fewer requests than one HEAD per object: the
+/// listing is abandoned as soon as its pages would outnumber the HEADs.
+async fn validate_by_listing(sources: &mut [Source], cache: &Cache, cx: Context<'_>) {
+    const PAGE: usize = 1000;
+    // (store, prefix) -> indices of sources needing validation.
+    let mut groups: std::collections::BTreeMap<(usize, String), Vec<usize>> = Default::default();
+    for (i, s) in sources.iter().enumerate() {
+        let Some(store_source) = s.as_store() else {
+            continue;
+        };
+        if store_source.listed_version().is_some() {
+            continue;
+        }
+        let Some(identity) = s.cache_identity() else {
+            continue;
+        };
+        if !cache.needs_validation(identity) {
+            continue;
+        }
+        let key = store_source.path().as_ref();
+        let prefix = key.rsplit_once('/').map_or("", |(p, _)| p).to_string();
+        let store = Arc::as_ptr(store_source.store()) as *const () as usize;
+        groups.entry((store, prefix)).or_default().push(i);
+    }
+    for ((_, prefix), members) in groups {
+        if members.len() < 2 {
+            continue;
+        }
+        let Some(first) = sources[members[0]].as_store() else {
+            continue;
+        };
+        let store = Arc::clone(first.store());
+        let wanted: std::collections::HashMap<String, usize> = members
+            .iter()
+            .filter_map(|&i| {
+                sources[i]
+                    .as_store()
+                    .map(|s| (s.path().as_ref().to_string(), i))
+            })
+            .collect();
+        let prefix_path = (!prefix.is_empty()).then(|| Path::from(prefix.as_str()));
+        let limit = PAGE * (members.len() - 1);
+        let location = sources[members[0]].location().to_string();
+        let listed = with_retries(cx.config, cx.stats, &location, 0..0, || async {
+            let mut found = Vec::new();
+            let mut stream = store.list(prefix_path.as_ref());
+            let mut seen = 0usize;
+            while let Some(meta) = stream
+                .try_next()
+                .await
+                .map_err(|e| classify_store_error(&location, e))?
+            {
+                seen += 1;
+                if seen > limit {
+                    // More pages than HEADs: not worth it.
+                    return Ok(None);
+                }
+                if let Some(&i) = wanted.get(meta.location.as_ref()) {
+                    found.push((i, version_of(&meta)));
+                }
+            }
+            Ok(Some(found))
+        })
+        .await;
+        // A failed or abandoned listing leaves validation to one HEAD per object.
+        if let Ok(Some(found)) = listed {
+            for (i, version) in found {
+                if let Some(s) = sources[i].as_store() {
+                    sources[i] = Arc::new(s.relisted(version));
+                }
+            }
+        }
+    }
 }

@@ -20,6 +20,10 @@ struct Counters {
     fetch_nanos: AtomicU64,
     decode_nanos: AtomicU64,
     rows: AtomicU64,
+    cache_hits: AtomicU64,
+    cache_misses: AtomicU64,
+    cache_corrupt: AtomicU64,
+    bytes_from_cache: AtomicU64,
 }
 
 /// A point-in-time copy of [`ReadStats`].
@@ -43,6 +47,14 @@ pub struct StatsSnapshot {
     pub decode_seconds_total: Duration,
     /// Rows returned.
     pub rows: u64,
+    /// Ranges (or pieces of ranges) served from the cache.
+    pub cache_hits: u64,
+    /// Ranges the cache did not hold, fetched from the store.
+    pub cache_misses: u64,
+    /// Cache entries found damaged (removed and refetched).
+    pub cache_corrupt: u64,
+    /// Bytes served from the cache.
+    pub bytes_from_cache: u64,
 }
 
 impl ReadStats {
@@ -77,6 +89,16 @@ impl ReadStats {
     pub(crate) fn add_rows(&self, n: u64) {
         self.0.rows.fetch_add(n, Relaxed);
     }
+    pub(crate) fn add_cache_hit(&self, bytes: u64) {
+        self.0.cache_hits.fetch_add(1, Relaxed);
+        self.0.bytes_from_cache.fetch_add(bytes, Relaxed);
+    }
+    pub(crate) fn add_cache_miss(&self) {
+        self.0.cache_misses.fetch_add(1, Relaxed);
+    }
+    pub(crate) fn add_cache_corrupt(&self) {
+        self.0.cache_corrupt.fetch_add(1, Relaxed);
+    }
 
     /// Reads the counters.
     pub fn snapshot(&self) -> StatsSnapshot {
@@ -91,6 +113,10 @@ impl ReadStats {
             fetch_seconds_total: Duration::from_nanos(c.fetch_nanos.load(Relaxed)),
             decode_seconds_total: Duration::from_nanos(c.decode_nanos.load(Relaxed)),
             rows: c.rows.load(Relaxed),
+            cache_hits: c.cache_hits.load(Relaxed),
+            cache_misses: c.cache_misses.load(Relaxed),
+            cache_corrupt: c.cache_corrupt.load(Relaxed),
+            bytes_from_cache: c.bytes_from_cache.load(Relaxed),
         }
     }
 }

@@ -76,7 +76,8 @@ impl RangeSource for Instrumented {
             self.calls.fetch_add(1, SeqCst);
             tokio::time::sleep(Duration::from_millis(5)).await;
             self.in_flight.fetch_sub(1, SeqCst);
-            let pick = self.fail_every > 0 && (range.start / 1000) % self.fail_every as u64 == 0;
+            let pick =
+                self.fail_every > 0 && (range.start / 1000).is_multiple_of(self.fail_every as u64);
             if pick && self.failed_once.lock().unwrap().insert(range.start) {
                 // Half-written, then a reset: the retry must overwrite it.
                 dst[0] = dst[0].wrapping_add(1);

@@ -6,35 +6,42 @@ use std::ops::Range;
 use bytes::BytesMut;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
-use reqwest::header::{CONTENT_RANGE, ETAG, IF_MATCH, RANGE};
+use reqwest::header::{HeaderMap, CONTENT_RANGE, ETAG, IF_MATCH, LAST_MODIFIED, RANGE};
 use reqwest::StatusCode;
 
-use super::{copy_body, Failure, RangeSource, Tail};
+use super::{copy_body, redact_url, Failure, ObjectVersion, RangeSource, Tail};
 use crate::error::Error;
 
 /// One URL read with ranged GETs.
 #[derive(Debug)]
 pub struct HttpSource {
     url: String,
+    identity: String,
     client: reqwest::Client,
-    /// The strong ETag seen by the first response; later requests send it as
-    /// `If-Match` so a file replaced mid-read fails instead of mixing versions.
-    etag: std::sync::OnceLock<Option<String>>,
+    /// The version seen by the first response; later requests send its
+    /// strong ETag as `If-Match` so a file replaced mid-read fails instead of
+    /// mixing versions.
+    seen: std::sync::OnceLock<ObjectVersion>,
 }
 
 impl HttpSource {
     /// `client` carries the connect timeout; request timeouts are applied by the retry layer.
     pub fn new(url: String, client: reqwest::Client) -> Self {
         HttpSource {
+            identity: redact_url(&url),
             url,
             client,
-            etag: std::sync::OnceLock::new(),
+            seen: std::sync::OnceLock::new(),
         }
+    }
+
+    fn note_version(&self, headers: &HeaderMap, size: u64) {
+        let _ = self.seen.set(version_from(headers, size));
     }
 
     async fn get(&self, range_header: String) -> Result<reqwest::Response, Failure> {
         let mut request = self.client.get(&self.url).header(RANGE, range_header);
-        if let Some(Some(etag)) = self.etag.get() {
+        if let Some(etag) = self.seen.get().and_then(|v| v.etag.as_ref()) {
             request = request.header(IF_MATCH, etag);
         }
         let resp = request.send().await.map_err(|e| Failure::Transient {
@@ -43,14 +50,6 @@ impl HttpSource {
         })?;
         let status = resp.status();
         if status.is_success() {
-            // Weak ETags ("W/...") never match If-Match, so only strong ones are pinned.
-            let etag = resp
-                .headers()
-                .get(ETAG)
-                .and_then(|v| v.to_str().ok())
-                .filter(|v| !v.starts_with("W/"))
-                .map(str::to_string);
-            let _ = self.etag.set(etag);
             return Ok(resp);
         }
         if status == StatusCode::PRECONDITION_FAILED {
@@ -95,6 +94,22 @@ fn body_error(e: reqwest::Error) -> Failure {
     }
 }
 
+/// The version a response's headers describe.
+fn version_from(headers: &HeaderMap, size: u64) -> ObjectVersion {
+    let header = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok())
+            .map(str::to_string)
+    };
+    ObjectVersion {
+        size,
+        // Weak ETags ("W/...") never match If-Match, so only strong ones count.
+        etag: header(ETAG).filter(|v| !v.starts_with("W/")),
+        last_modified: header(LAST_MODIFIED),
+    }
+}
+
 /// Total size from `Content-Range: bytes a-b/total`.
 fn total_from_content_range(resp: &reqwest::Response) -> Option<u64> {
     let v = resp.headers().get(CONTENT_RANGE)?.to_str().ok()?;
@@ -111,6 +126,7 @@ impl RangeSource for HttpSource {
             let resp = self.get(format!("bytes=-{len}")).await?;
             let partial = resp.status() == StatusCode::PARTIAL_CONTENT;
             let total = total_from_content_range(&resp);
+            let resp_headers = resp.headers().clone();
             let body = resp.bytes().await.map_err(body_error)?;
             if partial {
                 let size = total.ok_or_else(|| {
@@ -122,16 +138,43 @@ impl RangeSource for HttpSource {
                         timed_out: false,
                     })
                 })?;
+                self.note_version(&resp_headers, size);
                 Ok(Tail { bytes: body, size })
             } else {
                 // The server ignored Range and sent everything.
                 let size = body.len() as u64;
+                self.note_version(&resp_headers, size);
                 let start = size.saturating_sub(len) as usize;
                 Ok(Tail {
                     bytes: body.slice(start..),
                     size,
                 })
             }
+        }
+        .boxed()
+    }
+
+    fn cache_identity(&self) -> Option<&str> {
+        Some(&self.identity)
+    }
+
+    fn version(&self) -> Option<ObjectVersion> {
+        self.seen.get().cloned()
+    }
+
+    fn pin_version(&self, version: &ObjectVersion) {
+        let _ = self.seen.set(version.clone());
+    }
+
+    fn head(&self) -> BoxFuture<'_, Result<ObjectVersion, Failure>> {
+        async move {
+            // A presigned URL is signed for GET only: ask for one byte instead of HEAD.
+            let resp = self.get("bytes=0-0".to_string()).await?;
+            let size = match total_from_content_range(&resp) {
+                Some(n) => n,
+                None => resp.content_length().unwrap_or(0),
+            };
+            Ok(version_from(resp.headers(), size))
         }
         .boxed()
     }

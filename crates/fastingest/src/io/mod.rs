@@ -9,6 +9,7 @@ mod http;
 mod local;
 mod retry;
 mod store;
+mod version;
 
 use std::fmt::Debug;
 use std::ops::Range;
@@ -22,7 +23,10 @@ pub use self::local::LocalSource;
 pub use self::retry::Failure;
 pub(crate) use self::retry::{with_retries, Retry};
 pub(crate) use self::store::classify as classify_store_error;
+pub(crate) use self::store::version_of;
 pub use self::store::StoreSource;
+pub(crate) use self::version::redact_url;
+pub use self::version::ObjectVersion;
 
 use crate::error::Result;
 
@@ -57,6 +61,44 @@ pub trait RangeSource: Send + Sync + Debug {
     /// Whether reads go to local disk (no network, no retries needed, no cache).
     fn is_local(&self) -> bool {
         false
+    }
+
+    /// The object-store object behind this source, if that is what it is.
+    fn as_store(&self) -> Option<&StoreSource> {
+        None
+    }
+
+    /// The object's identity for the cache: its URL without credentials or
+    /// request signatures (plus the endpoint when it is not in the URL).
+    /// `None`: never cached.
+    fn cache_identity(&self) -> Option<&str> {
+        None
+    }
+
+    /// The version the first response reported, or the one pinned.
+    fn version(&self) -> Option<ObjectVersion> {
+        None
+    }
+
+    /// The version a listing reported when the source came from a glob: as
+    /// good as a validation made just now.
+    fn listed_version(&self) -> Option<ObjectVersion> {
+        None
+    }
+
+    /// Makes every later request conditional on `version` (a known version
+    /// from the cache), so a changed object fails instead of mixing versions.
+    fn pin_version(&self, _version: &ObjectVersion) {}
+
+    /// Asks the store for the object's current version (one request).
+    fn head(&self) -> BoxFuture<'_, Result<ObjectVersion, Failure>> {
+        let location = self.location().to_string();
+        Box::pin(async move {
+            Err(Failure::Permanent(crate::error::Error::Unsupported {
+                location,
+                detail: "this source cannot report its version".into(),
+            }))
+        })
     }
 }
 

@@ -9,7 +9,7 @@ use futures::{FutureExt, StreamExt};
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
-use super::{copy_body, Failure, RangeSource, Tail};
+use super::{copy_body, Failure, ObjectVersion, RangeSource, Tail};
 use crate::error::Error;
 
 /// One object in a store. After the first read it pins the object's ETag, so
@@ -18,32 +18,79 @@ use crate::error::Error;
 #[derive(Debug)]
 pub struct StoreSource {
     location: String,
+    identity: String,
     store: Arc<dyn ObjectStore>,
     path: Path,
-    etag: std::sync::OnceLock<Option<String>>,
+    seen: std::sync::OnceLock<ObjectVersion>,
+    listed: Option<ObjectVersion>,
 }
 
 impl StoreSource {
-    /// `location` is the URL as the user wrote it, used in errors.
-    pub fn new(store: Arc<dyn ObjectStore>, path: Path, location: String) -> Self {
+    /// `location` is the URL as the user wrote it, used in errors;
+    /// `identity` names the object for the cache (no credentials in it).
+    pub fn new(
+        store: Arc<dyn ObjectStore>,
+        path: Path,
+        location: String,
+        identity: String,
+    ) -> Self {
         StoreSource {
             location,
+            identity,
             store,
             path,
-            etag: std::sync::OnceLock::new(),
+            seen: std::sync::OnceLock::new(),
+            listed: None,
         }
+    }
+
+    /// Records what a listing said about the object.
+    pub fn with_listed(mut self, version: ObjectVersion) -> Self {
+        self.listed = Some(version);
+        self
+    }
+
+    /// The same object, with what a later listing said about it.
+    pub fn relisted(&self, version: ObjectVersion) -> Self {
+        StoreSource {
+            location: self.location.clone(),
+            identity: self.identity.clone(),
+            store: Arc::clone(&self.store),
+            path: self.path.clone(),
+            seen: std::sync::OnceLock::new(),
+            listed: Some(version),
+        }
+    }
+
+    /// The store holding the object.
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// The object's path in its store.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     fn options(&self, range: GetRange) -> GetOptions {
         GetOptions {
             range: Some(range),
-            if_match: self.etag.get().cloned().flatten(),
+            if_match: self.seen.get().and_then(|v| v.etag.clone()),
             ..Default::default()
         }
     }
 
     fn classify(&self, err: object_store::Error) -> Failure {
         classify(&self.location, err)
+    }
+}
+
+/// The version an object_store response or listing describes.
+pub(crate) fn version_of(meta: &object_store::ObjectMeta) -> ObjectVersion {
+    ObjectVersion {
+        size: meta.size,
+        etag: meta.e_tag.clone(),
+        last_modified: Some(meta.last_modified.timestamp_millis().to_string()),
     }
 }
 
@@ -122,7 +169,7 @@ impl RangeSource for StoreSource {
                         .head(&self.path)
                         .await
                         .map_err(|e| self.classify(e))?;
-                    let _ = self.etag.set(meta.e_tag.clone());
+                    let _ = self.seen.set(version_of(&meta));
                     let start = meta.size.saturating_sub(len);
                     if start == meta.size {
                         return Ok(Tail {
@@ -141,9 +188,42 @@ impl RangeSource for StoreSource {
                 Err(e) => return Err(self.classify(e)),
             };
             let size = result.meta.size;
-            let _ = self.etag.set(result.meta.e_tag.clone());
+            let _ = self.seen.set(version_of(&result.meta));
             let bytes = result.bytes().await.map_err(|e| self.classify(e))?;
             Ok(Tail { bytes, size })
+        }
+        .boxed()
+    }
+
+    fn as_store(&self) -> Option<&StoreSource> {
+        Some(self)
+    }
+
+    fn cache_identity(&self) -> Option<&str> {
+        // The in-memory store lives and dies with the process: nothing to cache.
+        (!self.identity.starts_with("memory:")).then_some(self.identity.as_str())
+    }
+
+    fn version(&self) -> Option<ObjectVersion> {
+        self.seen.get().cloned()
+    }
+
+    fn listed_version(&self) -> Option<ObjectVersion> {
+        self.listed.clone()
+    }
+
+    fn pin_version(&self, version: &ObjectVersion) {
+        let _ = self.seen.set(version.clone());
+    }
+
+    fn head(&self) -> BoxFuture<'_, Result<ObjectVersion, Failure>> {
+        async move {
+            let meta = self
+                .store
+                .head(&self.path)
+                .await
+                .map_err(|e| self.classify(e))?;
+            Ok(version_of(&meta))
         }
         .boxed()
     }

@@ -15,11 +15,12 @@ use super::decode::{DecodeJob, FetchedSpans};
 use super::filter::Filter;
 use super::footer::{read_footer, Footer};
 use super::select::{project, same_fields, validate_schema, Projection};
+use crate::cache::Cache;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::fetch::Fetcher;
 use crate::plan::{FilePlan, PlanUnit};
-use crate::source::{resolve, Source};
+use crate::source::{resolve, Context, Source};
 use crate::stats::ReadStats;
 use crate::store::StorageOptions;
 
@@ -39,6 +40,31 @@ pub struct ReadOptions {
     pub config: Config,
     /// Counters the read adds to.
     pub stats: ReadStats,
+    /// The on-disk cache remote bytes are read through, if any.
+    pub cache: Option<Cache>,
+}
+
+impl ReadOptions {
+    fn context(&self) -> Context<'_> {
+        Context {
+            options: &self.storage_options,
+            config: &self.config,
+            stats: &self.stats,
+            cache: self.cache.as_ref(),
+        }
+    }
+
+    fn fetcher(&self) -> Fetcher {
+        Fetcher::with_cache(self.config.clone(), self.stats.clone(), self.cache.clone())
+    }
+}
+
+/// Adds a finished operation's cache counters to the shared ones.
+fn flush<T>(cache: Option<&Cache>, result: Result<T>) -> Result<T> {
+    if let Some(c) = cache {
+        c.flush_counters();
+    }
+    result
 }
 
 /// A read's result: a schema and the batches, in file and row order.
@@ -77,38 +103,53 @@ pub struct PreparedFile {
 /// Reads `sources` (paths, URLs or globs) into one table.
 pub async fn read_parquet(sources: &[String], options: &ReadOptions) -> Result<Table> {
     options.config.validate()?;
-    let files = resolve(sources, &options.storage_options, &options.config).await?;
-    let fetcher = Fetcher::new(options.config.clone(), options.stats.clone());
-    read_sources(&fetcher, files, options).await
+    let result = async {
+        let files = resolve(sources, options.context()).await?;
+        read_sources(&options.fetcher(), files, options).await
+    }
+    .await;
+    flush(options.cache.as_ref(), result)
 }
 
 /// Plans the read of `sources` without fetching column data (footers only).
 pub async fn plan_parquet(sources: &[String], options: &ReadOptions) -> Result<Vec<PreparedFile>> {
     options.config.validate()?;
-    let files = resolve(sources, &options.storage_options, &options.config).await?;
-    check_row_groups_option(&files, options)?;
-    let fetcher = Fetcher::new(options.config.clone(), options.stats.clone());
-    let width = options.config.max_in_flight.max(1);
-    let futs: Vec<_> = files
-        .into_iter()
-        .map(|s| {
-            let fetcher = fetcher.clone();
-            async move { prepare(&fetcher, s, options).await }.boxed()
-        })
-        .collect();
-    stream::iter(futs).buffered(width).try_collect().await
+    let result = async {
+        let files = resolve(sources, options.context()).await?;
+        check_row_groups_option(&files, options)?;
+        let fetcher = options.fetcher();
+        let width = options.config.max_in_flight.max(1);
+        let futs: Vec<_> = files
+            .into_iter()
+            .map(|s| {
+                let fetcher = fetcher.clone();
+                async move { prepare(&fetcher, s, options).await }.boxed()
+            })
+            .collect();
+        stream::iter(futs).buffered(width).try_collect().await
+    }
+    .await;
+    flush(options.cache.as_ref(), result)
 }
 
-/// Footers of `sources`, for inspection.
+/// Footers of `sources`, for inspection (`options.columns`, `row_groups`
+/// and `filter` are not used).
 pub async fn read_metadata(
     sources: &[String],
-    storage_options: &StorageOptions,
-    config: &Config,
-    stats: &ReadStats,
+    options: &ReadOptions,
 ) -> Result<Vec<(Source, Footer, SchemaRef)>> {
-    config.validate()?;
-    let files = resolve(sources, storage_options, config).await?;
-    let fetcher = Fetcher::new(config.clone(), stats.clone());
+    options.config.validate()?;
+    let result = metadata_of(sources, options).await;
+    flush(options.cache.as_ref(), result)
+}
+
+async fn metadata_of(
+    sources: &[String],
+    options: &ReadOptions,
+) -> Result<Vec<(Source, Footer, SchemaRef)>> {
+    let (config, stats) = (&options.config, &options.stats);
+    let files = resolve(sources, options.context()).await?;
+    let fetcher = options.fetcher();
     let futs: Vec<_> = files
         .into_iter()
         .map(|s| {

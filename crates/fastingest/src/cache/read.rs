@@ -1,0 +1,433 @@
+//! Reading through the cache: the footer tail (with validation of the
+//! object's version) and byte ranges (whole, or assembled from overlapping
+//! entries with only the gaps fetched).
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use bytes::{Bytes, BytesMut};
+
+use super::entry::{self, Lookup};
+use super::layout::{entry_name, lock_path, parse_entry_name};
+use super::record::{now_ms, read_listing, write_listing, Record};
+use super::{lock, Cache, Listing, Validate};
+use crate::error::{Error, Result};
+use crate::fetch::{fetch_slice_uncached, Fetcher};
+use crate::io::{with_retries, ObjectVersion, Tail};
+use crate::source::Source;
+
+/// A piece of a requested range: where it comes from (`None`: the store).
+type Piece = (Range<u64>, Option<Range<u64>>);
+
+fn task_failed(location: &str, e: tokio::task::JoinError) -> Error {
+    Error::Io {
+        location: location.to_string(),
+        range: 0..0,
+        attempts: 1,
+        detail: format!("cache task failed: {e}"),
+        timed_out: false,
+    }
+}
+
+impl Cache {
+    /// The end of `source` (footer and size). Finds the object's version,
+    /// from its record when the policy trusts it, from the store otherwise
+    /// (one HEAD, or the listing the source came from), then serves the tail
+    /// from the cache. Uncached objects are read with the usual single
+    /// speculative request, which also tells their version.
+    pub(crate) async fn tail(&self, fetcher: &Fetcher, source: &Source, len: u64) -> Result<Tail> {
+        let Some(identity) = source.cache_identity().filter(|_| self.usable()) else {
+            return fetcher.fetch_tail_uncached(source, len).await;
+        };
+        let object = self.layout().object_dir(identity);
+        // One process validates an object at a time; the others then trust
+        // the record it wrote (it is newer than their start).
+        let wait = fetcher.config().request_timeout;
+        let guard = match lock::acquire(&object.join("lock"), wait).await {
+            Ok(g) => g,
+            Err(e) => {
+                self.write_failed(&e);
+                return fetcher.fetch_tail_uncached(source, len).await;
+            }
+        };
+        let record = Record::read(&object.join("record"));
+        let version = match (source.listed_version(), record) {
+            (Some(listed), record) => self.validated(identity, &object, record.as_ref(), listed),
+            (None, Some(r)) if self.trusts(r.validated_at) => r.version,
+            (None, Some(r)) => {
+                let current = with_retries(
+                    fetcher.config(),
+                    fetcher.stats(),
+                    source.location(),
+                    0..0,
+                    || source.head(),
+                )
+                .await
+                .map_err(|e| e.reading("checking the object's version"))?;
+                self.validated(identity, &object, Some(&r), current)
+            }
+            (None, None) => {
+                self.count_miss(fetcher);
+                let tail = fetcher.fetch_tail_uncached(source, len).await?;
+                if let Some(v) = source.version().filter(ObjectVersion::is_cacheable) {
+                    self.validated(identity, &object, None, v.clone());
+                    let range = tail.size - tail.bytes.len() as u64..tail.size;
+                    if !range.is_empty() {
+                        let path = self
+                            .layout()
+                            .version_dir(identity, &v)
+                            .join(entry_name(&range));
+                        self.store(source.location(), path, range, tail.bytes.clone())
+                            .await?;
+                    }
+                }
+                drop(guard);
+                return Ok(tail);
+            }
+        };
+        drop(guard);
+        if !version.is_cacheable() {
+            return fetcher.fetch_tail_uncached(source, len).await;
+        }
+        // Requests for anything not cached are now conditional on this version.
+        source.pin_version(&version);
+        let n = len.min(version.size);
+        let bytes = if n == 0 {
+            Bytes::new()
+        } else {
+            fetcher
+                .fetch_range(source, version.size - n..version.size)
+                .await?
+        };
+        Ok(Tail {
+            bytes,
+            size: version.size,
+        })
+    }
+
+    /// Records that the store reported `current` just now; a version other
+    /// than the recorded one drops the old version's bytes.
+    fn validated(
+        &self,
+        identity: &str,
+        object: &Path,
+        old: Option<&Record>,
+        current: ObjectVersion,
+    ) -> ObjectVersion {
+        if let Some(old) = old.filter(|r| !r.version.same_as(&current)) {
+            let stale = self.layout().version_dir(identity, &old.version);
+            let _ = std::fs::remove_dir_all(stale);
+        }
+        let record = Record {
+            identity: identity.to_string(),
+            version: current.clone(),
+            validated_at: now_ms(),
+        };
+        if let Err(e) = record.write(&self.layout().tmp(), &object.join("record")) {
+            self.write_failed(&e);
+        }
+        current
+    }
+
+    /// Whether reading `identity` will ask the store for its version (it has
+    /// a record the policy no longer trusts). Objects with no record learn
+    /// their version from the footer request itself.
+    pub(crate) fn needs_validation(&self, identity: &str) -> bool {
+        if !self.usable() || self.0.options.validate == Validate::Immutable {
+            return false;
+        }
+        let path = self.layout().object_dir(identity).join("record");
+        Record::read(&path).is_some_and(|r| !self.trusts(r.validated_at))
+    }
+
+    /// Fills `part` with the bytes of `range` of `source`: from one entry,
+    /// from several overlapping ones plus the gaps, or from the store (then
+    /// written to the cache). Across processes, one fetches a range and the
+    /// others wait for its entry.
+    pub(crate) async fn read_range(
+        &self,
+        fetcher: &Fetcher,
+        source: &Source,
+        range: Range<u64>,
+        part: BytesMut,
+    ) -> Result<BytesMut> {
+        let (Some(identity), Some(version)) = (source.cache_identity(), source.version()) else {
+            return fetch_slice_uncached(fetcher, source, range, part).await;
+        };
+        if !self.usable() || !version.is_cacheable() {
+            return fetch_slice_uncached(fetcher, source, range, part).await;
+        }
+        let dir = self.layout().version_dir(identity, &version);
+        let path = dir.join(entry_name(&range));
+        let (part, found) = self.lookup(fetcher, source, &path, &range, part).await?;
+        if found {
+            return Ok(part);
+        }
+        let wait = fetcher.config().request_timeout;
+        let guard = lock::acquire(&lock_path(&path), wait).await.ok().flatten();
+        let part = if guard.is_some() {
+            // Someone may have fetched it while we waited.
+            let (part, found) = self.lookup(fetcher, source, &path, &range, part).await?;
+            if found {
+                return Ok(part);
+            }
+            part
+        } else {
+            part
+        };
+        let pieces = coverage(&dir, &range);
+        if pieces.iter().all(|(_, from)| from.is_none()) {
+            self.count_miss(fetcher);
+            let part = fetch_slice_uncached(fetcher, source, range.clone(), part).await?;
+            return self.store(source.location(), path, range, part).await;
+        }
+        self.assemble(fetcher, source, &dir, range, part, pieces)
+            .await
+    }
+
+    /// Fills `part` piece by piece: cached pieces from their entries, gaps
+    /// from the store (each cached as an entry of its own).
+    async fn assemble(
+        &self,
+        fetcher: &Fetcher,
+        source: &Source,
+        dir: &Path,
+        range: Range<u64>,
+        mut part: BytesMut,
+        pieces: Vec<Piece>,
+    ) -> Result<BytesMut> {
+        for (piece, from) in pieces {
+            let at = (piece.start - range.start) as usize;
+            let n = (piece.end - piece.start) as usize;
+            let cached = match from {
+                Some(entry_range) => {
+                    self.read_piece(fetcher, source, dir, entry_range, &piece)
+                        .await?
+                }
+                None => None,
+            };
+            let bytes = match cached {
+                Some(b) => {
+                    self.count_hit(fetcher, n as u64);
+                    b
+                }
+                None => {
+                    self.count_miss(fetcher);
+                    let buf =
+                        fetch_slice_uncached(fetcher, source, piece.clone(), BytesMut::zeroed(n))
+                            .await?;
+                    let path = dir.join(entry_name(&piece));
+                    self.store(source.location(), path, piece.clone(), buf.freeze())
+                        .await?
+                }
+            };
+            part[at..at + n].copy_from_slice(&bytes);
+        }
+        Ok(part)
+    }
+
+    /// Looks up the entry at `path` for exactly `range`, reading it into `part`.
+    async fn lookup(
+        &self,
+        fetcher: &Fetcher,
+        source: &Source,
+        path: &Path,
+        range: &Range<u64>,
+        mut part: BytesMut,
+    ) -> Result<(BytesMut, bool)> {
+        let (p, r) = (path.to_path_buf(), range.clone());
+        let (part, found) = tokio::task::spawn_blocking(move || {
+            let found = entry::read_into(&p, &r, &mut part);
+            (part, found)
+        })
+        .await
+        .map_err(|e| task_failed(source.location(), e))?;
+        Ok(match found {
+            Lookup::Hit => {
+                self.count_hit(fetcher, range.end - range.start);
+                (part, true)
+            }
+            Lookup::Missing => (part, false),
+            Lookup::Corrupt(detail) => {
+                self.count_corrupt(fetcher, path, &detail);
+                (part, false)
+            }
+        })
+    }
+
+    /// The bytes of `piece` from the entry holding `entry_range` (read whole,
+    /// since its checksum covers all of it); `None` if gone or corrupt.
+    async fn read_piece(
+        &self,
+        fetcher: &Fetcher,
+        source: &Source,
+        dir: &Path,
+        entry_range: Range<u64>,
+        piece: &Range<u64>,
+    ) -> Result<Option<Bytes>> {
+        let path = dir.join(entry_name(&entry_range));
+        let len = (entry_range.end - entry_range.start) as usize;
+        let r = entry_range.clone();
+        let (buf, found) = tokio::task::spawn_blocking(move || {
+            let mut buf = vec![0u8; len];
+            let found = entry::read_into(&path, &r, &mut buf);
+            (buf, found)
+        })
+        .await
+        .map_err(|e| task_failed(source.location(), e))?;
+        Ok(match found {
+            Lookup::Hit => {
+                let from = (piece.start - entry_range.start) as usize;
+                let to = (piece.end - entry_range.start) as usize;
+                Some(Bytes::from(buf).slice(from..to))
+            }
+            Lookup::Corrupt(detail) => {
+                self.count_corrupt(fetcher, &dir.join(entry_name(&entry_range)), &detail);
+                None
+            }
+            Lookup::Missing => None,
+        })
+    }
+
+    /// Writes `data` as the entry at `path` when the limits allow, and hands
+    /// the data back. A failed write only costs the caching.
+    async fn store<T>(&self, location: &str, path: PathBuf, range: Range<u64>, data: T) -> Result<T>
+    where
+        T: AsRef<[u8]> + Send + 'static,
+    {
+        let len = range.end - range.start;
+        if !self.room_for(len) {
+            return Ok(data);
+        }
+        let tmp = self.layout().tmp();
+        let (data, written) = tokio::task::spawn_blocking(move || {
+            let written = entry::write(&tmp, &path, &range, data.as_ref());
+            (data, written)
+        })
+        .await
+        .map_err(|e| task_failed(location, e))?;
+        match written {
+            Ok(()) => self.wrote(len),
+            Err(e) => self.write_failed(&e),
+        }
+        Ok(data)
+    }
+
+    fn count_hit(&self, fetcher: &Fetcher, bytes: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.0.pending.hits.fetch_add(1, Relaxed);
+        self.0.pending.bytes_served.fetch_add(bytes, Relaxed);
+        fetcher.stats().add_cache_hit(bytes);
+    }
+
+    fn count_miss(&self, fetcher: &Fetcher) {
+        self.0
+            .pending
+            .misses
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        fetcher.stats().add_cache_miss();
+    }
+
+    fn count_corrupt(&self, fetcher: &Fetcher, path: &Path, detail: &str) {
+        self.0
+            .pending
+            .corrupt
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        fetcher.stats().add_cache_corrupt();
+        self.warn_once(
+            "corrupt",
+            format!(
+                "cache entry {} was damaged ({detail}); it was removed and the bytes fetched again",
+                path.display()
+            ),
+        );
+    }
+
+    /// A glob's cached listing, trusted only under `Validate::Immutable`.
+    pub(crate) fn cached_listing(&self, key: &str) -> Option<Listing> {
+        if !self.usable() || self.0.options.validate != Validate::Immutable {
+            return None;
+        }
+        read_listing(&self.layout().listing(key))
+    }
+
+    /// Keeps a glob's listing for later reads under `Validate::Immutable`.
+    pub(crate) fn store_listing(&self, key: &str, listing: &Listing) {
+        if !self.usable() || self.0.options.validate != Validate::Immutable {
+            return;
+        }
+        if let Err(e) = write_listing(&self.layout().tmp(), &self.layout().listing(key), listing) {
+            self.write_failed(&e);
+        }
+    }
+}
+
+/// Splits `range` into pieces served by the entries in `dir` and gaps.
+fn coverage(dir: &Path, range: &Range<u64>) -> Vec<Piece> {
+    let mut entries: Vec<Range<u64>> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str().and_then(parse_entry_name))
+                .filter(|r| r.start < range.end && range.start < r.end)
+                .collect()
+        })
+        .unwrap_or_default();
+    entries.sort_by_key(|r| r.start);
+    plan_pieces(&entries, range)
+}
+
+/// Covers `range` greedily with the entries that reach furthest; what no
+/// entry covers becomes a gap.
+fn plan_pieces(entries: &[Range<u64>], range: &Range<u64>) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let mut pos = range.start;
+    while pos < range.end {
+        let best = entries
+            .iter()
+            .filter(|e| e.start <= pos && pos < e.end)
+            .max_by_key(|e| e.end);
+        match best {
+            Some(e) => {
+                let end = e.end.min(range.end);
+                pieces.push((pos..end, Some(e.clone())));
+                pos = end;
+            }
+            None => {
+                let next = entries
+                    .iter()
+                    .map(|e| e.start)
+                    .filter(|&s| s > pos)
+                    .min()
+                    .unwrap_or(range.end)
+                    .min(range.end);
+                pieces.push((pos..next, None));
+                pos = next;
+            }
+        }
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pieces_cover_the_range_exactly() {
+        let p = plan_pieces(&[], &(10..20));
+        assert_eq!(p, vec![(10..20, None)]);
+        let p = plan_pieces(&[0..12, 11..15, 18..30], &(10..20));
+        assert_eq!(
+            p,
+            vec![
+                (10..12, Some(0..12)),
+                (12..15, Some(11..15)),
+                (15..18, None),
+                (18..20, Some(18..30)),
+            ]
+        );
+        let whole: Vec<Range<u64>> = std::iter::once(10..20).collect();
+        let p = plan_pieces(&whole, &(10..20));
+        assert_eq!(p, vec![(10..20, Some(10..20))]);
+    }
+}
