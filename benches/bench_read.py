@@ -85,8 +85,14 @@ def upload(servers: Servers, path: Path) -> str:
     return f"s3://bench/{path.name}"
 
 
-def one(reader: str, url: str, s3: dict | None, config: dict | None = None) -> dict:
-    spec = {"reader": reader, "url": url, "s3": s3, "config": config or {}}
+def one(
+    reader: str,
+    url: str,
+    s3: dict | None,
+    config: dict | None = None,
+    cache: dict | None = None,
+) -> dict:
+    spec = {"reader": reader, "url": url, "s3": s3, "config": config or {}, "cache": cache}
     out = subprocess.run(
         [sys.executable, str(HERE / "one_read.py"), json.dumps(spec)],
         capture_output=True,

@@ -20,6 +20,7 @@ def rss_mib() -> float:
 def main() -> None:
     spec = json.loads(sys.argv[1])
     reader, url, s3 = spec["reader"], spec["url"], spec.get("s3")
+    report: dict = {}
     import pyarrow as pa  # noqa: F401 - imported before the baseline by every reader
     import pyarrow.parquet as pq
 
@@ -36,9 +37,17 @@ def main() -> None:
                 "allow_http": "true",
             }
         cfg = fastingest.Config(**spec.get("config", {}))
+        cache = False
+        if spec.get("cache"):
+            c = spec["cache"]
+            cache = fastingest.Cache(c["dir"], validate=c["validate"], min_free_bytes=0)
+        stats = fastingest.ReadStats()
+        report["stats"] = stats
 
         def run():
-            return fastingest.read_parquet(url, storage_options=opts, config=cfg)
+            return fastingest.read_parquet(
+                url, storage_options=opts, config=cfg, cache=cache, stats=stats
+            )
 
     elif reader == "pyarrow":
         fs = None
@@ -82,11 +91,10 @@ def main() -> None:
     result = run()
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(
-        json.dumps(
-            {"seconds": seconds, "rows": len(result), "peak_mib": peak, "before_mib": before}
-        )
-    )
+    report.update(seconds=seconds, rows=len(result), peak_mib=peak, before_mib=before)
+    if "stats" in report:
+        report["stats"] = report["stats"].to_dict()
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The read benchmark: installs what it needs (cached), builds the extension in
-# release mode, and runs benches/bench_read.py (pass --quick for a smoke run).
+# The benchmarks: installs what they need (cached), builds the extension in
+# release mode, and runs benches/bench_read.py then benches/bench_cache.py
+# (pass --quick for a smoke run of both).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$REPO_ROOT"
@@ -8,3 +9,4 @@ scripts/install-python.sh
 scripts/install-tools.sh
 maturin develop --release --quiet
 python benches/bench_read.py "$@"
+python benches/bench_cache.py "$@"

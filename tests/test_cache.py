@@ -466,3 +466,68 @@ def test_bad_cache_arguments_are_clear_errors(tmp_path):
         fastingest.read_parquet("x.parquet", cache=42)
     c = fastingest.Cache(tmp_path, max_bytes="2G", validate=60)
     assert c.max_bytes == 2 << 30 and c.validate == "60"
+
+
+@pytest.fixture(params=["s3", "gcs", "azure"])
+def store(request, servers, tmp_path):
+    """(URL prefix, storage options, upload) for each object store."""
+    import uuid
+
+    from .conftest import _need
+
+    name = request.param
+    run = uuid.uuid4().hex[:8]
+    if name == "s3":
+        _need(servers, "minio", servers.s3_endpoint is not None)
+        from .conftest import S3
+
+        s3 = S3(servers)
+        return s3.url(f"v{run}"), s3.options(), lambda key, data: s3.put(f"v{run}/{key}", data)
+    if name == "gcs":
+        _need(servers, "fake-gcs-server", servers.gcs_endpoint is not None)
+        opts = {"service_account_path": str(servers.gcs_service_account()), "allow_http": "true"}
+        return (
+            f"gs://test-bucket/v{run}",
+            opts,
+            lambda key, data: servers.gcs_upload("test-bucket", f"v{run}/{key}", data),
+        )
+    _need(servers, "azurite", servers.azure_endpoint is not None)
+    servers.azure_create_container("cached")
+    opts = servers.azure_options()
+    return (
+        f"az://cached/v{run}",
+        opts,
+        lambda key, data: fastingest._fastingest._put(f"az://cached/v{run}/{key}", data, opts),
+    )
+
+
+def test_every_store_validates_without_refetching(store, tmp_path):
+    """Listings and HEADs report versions the cache matches against the ones
+    its GETs recorded: a new process validates, and fetches no byte again."""
+    prefix, options, upload = store
+    tables = [numeric_table(8_000, seed=i) for i in range(2)]
+    for i, t in enumerate(tables):
+        upload(f"p{i}.parquet", parquet_bytes(t, row_group_size=2_000))
+    glob, one = f"{prefix}/*.parquet", f"{prefix}/p0.parquet"
+    fastingest.read_parquet(glob, storage_options=options, cache=cache(tmp_path))
+    for source in (glob, one):
+        report = read_in_child(source, options, tmp_path)
+        assert report["stats"]["requests"] == 1, (source, report["stats"])
+        assert report["stats"]["bytes_fetched"] == 0, (source, report["stats"])
+        assert report["stats"]["cache_misses"] == 0
+
+
+def test_every_call_reads_through_the_cache(s3, tmp_path):
+    """read_parquet_async, plan_parquet and metadata take the cache too."""
+    import asyncio
+
+    table = numeric_table(20_000)
+    url = s3.put("calls/t.parquet", parquet_bytes(table, row_group_size=5_000))
+    c = cache(tmp_path, validate="immutable")
+    got = asyncio.run(fastingest.read_parquet_async(url, storage_options=s3.options(), cache=c))
+    assert_tables_equal(got, table)
+    stats = fastingest.ReadStats()
+    meta = fastingest.metadata(url, storage_options=s3.options(), cache=c, stats=stats)
+    plans = fastingest.plan_parquet(url, storage_options=s3.options(), cache=c, stats=stats)
+    assert meta["num_rows"] == 20_000 and plans[0]["bytes_needed"] > 0
+    assert stats.requests == 0 and stats.cache_hits == 2

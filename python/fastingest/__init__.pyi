@@ -8,6 +8,9 @@ import pyarrow as pa
 
 from . import exceptions as exceptions
 from .exceptions import (
+    CacheWarning as CacheWarning,
+)
+from .exceptions import (
     ColumnNotFoundError as ColumnNotFoundError,
 )
 from .exceptions import (
@@ -98,8 +101,74 @@ class ReadStats:
     fetch_seconds: float
     decode_seconds: float
     rows: int
+    cache_hits: int
+    """Ranges (or pieces of ranges) served from the cache."""
+    cache_misses: int
+    """Ranges the cache did not hold, fetched from the store."""
+    cache_corrupt: int
+    """Damaged cache entries found (removed and fetched again)."""
+    bytes_from_cache: int
     def __init__(self) -> None: ...
     def to_dict(self) -> dict[str, int | float]: ...
+
+Size: TypeAlias = int | str
+"""A byte count: an int, or text such as ``"512M"`` or ``"10G"`` (binary units)."""
+
+class Cache:
+    """An on-disk cache of remote bytes (object stores and HTTP; local files
+    are never cached), safe to share between threads and processes.
+
+    Pass it as ``cache=`` to the read calls; ``cache="some/dir"`` is shorthand
+    for ``Cache("some/dir")`` (one per directory and process), and
+    ``FASTINGEST_CACHE_DIR`` turns a cache on for every read
+    (``FASTINGEST_CACHE_MAX_BYTES``, ``..._MIN_FREE_BYTES``, ``..._VALIDATE``
+    set its options); ``cache=False`` turns it off.
+
+    - ``max_bytes``: most bytes the cache holds. Above 90 % of it, least
+      recently used entries are evicted in the background down to 75 %; a
+      write that would pass the limit is skipped.
+    - ``min_free_bytes`` (1 GiB): space left free on the disk whatever
+      ``max_bytes`` says; short of it, reads go uncached (one
+      :class:`CacheWarning`) while eviction frees space.
+    - ``validate``: when cached objects are checked against the store:
+      ``"immutable"`` never (warm reads make no request, glob listings are
+      cached too); ``"once"`` once per process (a HEAD per object, or one
+      LIST per prefix); ``"always"`` on every read; a number: after that many
+      seconds. A changed object's old bytes are dropped, never served.
+
+    The directory is created with mode 0700. Names in it are hashes: no
+    credentials or URL signatures are written.
+    """
+
+    def __init__(
+        self,
+        path: str | PathLike[str],
+        *,
+        max_bytes: Size | None = None,
+        min_free_bytes: Size | None = None,
+        validate: Literal["immutable", "once", "always"] | float = "once",
+    ) -> None: ...
+    @property
+    def path(self) -> PathLike[str]: ...
+    @property
+    def max_bytes(self) -> int | None: ...
+    @property
+    def min_free_bytes(self) -> int: ...
+    @property
+    def validate(self) -> str: ...
+    def info(self) -> dict[str, Any]:
+        """``path``, ``bytes``, ``entries``, ``objects``, ``hits``, ``misses``,
+        ``hit_ratio``, ``bytes_served``, ``corrupt`` (counters of every process
+        that used the directory), and the options."""
+    def prune(self, max_bytes: Size | None = None) -> dict[str, int]:
+        """Evicts least-recently-used entries down to ``max_bytes`` (default:
+        75 % of the cache's own limit). Returns ``entries_removed`` and
+        ``bytes_removed``."""
+    def clear(self) -> dict[str, int]:
+        """Deletes every entry, record and listing."""
+    def _take_warnings(self) -> list[str]: ...
+
+CacheArg: TypeAlias = Cache | str | PathLike[str] | bool | None
 
 def read_parquet(
     source: Source,
@@ -110,6 +179,7 @@ def read_parquet(
     storage_options: dict[str, Any] | None = None,
     config: Config | None = None,
     stats: ReadStats | None = None,
+    cache: CacheArg = None,
 ) -> pa.Table:
     """Read Parquet into a ``pyarrow.Table`` equal to ``pyarrow.parquet.read_table``
     with the same arguments (schema with its metadata, rows, order).
@@ -122,6 +192,8 @@ def read_parquet(
     - ``storage_options``: object_store keys for the URL's backend, e.g.
       ``access_key_id``, ``secret_access_key``, ``endpoint_url``, ``region``,
       ``allow_http``; ``AWS_*``/``GOOGLE_*``/``AZURE_*`` variables also apply.
+    - ``cache``: a :class:`Cache`, a cache directory, or ``False``; by default
+      the cache ``FASTINGEST_CACHE_DIR`` names, if any.
 
     The GIL is released for the whole read; Ctrl-C cancels it.
     """
@@ -135,6 +207,7 @@ async def read_parquet_async(
     storage_options: dict[str, Any] | None = None,
     config: Config | None = None,
     stats: ReadStats | None = None,
+    cache: CacheArg = None,
 ) -> pa.Table:
     """:func:`read_parquet` as a coroutine; the event loop stays free."""
 
@@ -147,6 +220,7 @@ def plan_parquet(
     storage_options: dict[str, Any] | None = None,
     config: Config | None = None,
     stats: ReadStats | None = None,
+    cache: CacheArg = None,
 ) -> list[dict[str, Any]]:
     """Each file's read plan, fetching footers only: ``location``,
     ``file_size``, ``row_groups``, ``ranges`` (needed column chunks),
@@ -159,6 +233,7 @@ def metadata(
     storage_options: dict[str, Any] | None = None,
     config: Config | None = None,
     stats: ReadStats | None = None,
+    cache: CacheArg = None,
 ) -> dict[str, Any] | list[dict[str, Any]]:
     """Footer metadata: ``schema`` (pyarrow), ``num_rows``, ``num_row_groups``,
     ``created_by``, and ``row_groups`` with each column chunk's ``path``,

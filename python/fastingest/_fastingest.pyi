@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from . import Cache as Cache
 from . import Config as Config
 from . import ReadStats as ReadStats
 

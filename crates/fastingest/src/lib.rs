@@ -10,6 +10,8 @@
 //! into slices. A [`fetch::Fetcher`] runs the slices with bounded concurrency
 //! and memory, retrying transient failures, and row groups are decoded as
 //! soon as their bytes are in, while later ones are still being fetched.
+//! With a [`Cache`] in the read options, every remote range is looked up on
+//! local disk first, and what is fetched is kept for the next epoch.
 //!
 //! ```no_run
 //! # async fn demo() -> fastingest::Result<()> {

@@ -16,6 +16,23 @@
 //! down to [`LOW_WATERMARK`]; a write that would pass `max_bytes`, or leave
 //! less than `min_free_bytes` free on the disk, is skipped (that range is
 //! read uncached).
+//!
+//! ```no_run
+//! # async fn demo() -> fastingest::Result<()> {
+//! use fastingest::parquet::{read_parquet, ReadOptions};
+//! use fastingest::{Cache, CacheOptions, Validate};
+//! let mut cache = CacheOptions::new("/nvme/fastingest-cache");
+//! cache.max_bytes = Some(200 << 30);
+//! cache.validate = Validate::Immutable;
+//! let options = ReadOptions {
+//!     cache: Some(Cache::open(cache)?),
+//!     ..Default::default()
+//! };
+//! for _epoch in 0..3 {
+//!     read_parquet(&["s3://bucket/train/*.parquet".to_string()], &options).await?;
+//! }
+//! # Ok(()) }
+//! ```
 
 mod entry;
 mod evict;
