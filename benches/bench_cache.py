@@ -12,15 +12,10 @@ epoch under "once" (a new process revalidates: one request per object).
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -28,7 +23,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from bench_read import make_dataset, one, upload  # noqa: E402
+from bench_read import make_dataset, one, upload, write_results  # noqa: E402
 
 from tests.servers import MINIO_PASSWORD, MINIO_USER, Servers  # noqa: E402
 
@@ -102,22 +97,8 @@ def main() -> None:
         )
     table = "\n".join(lines)
     print("\n" + table)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    ).stdout.strip()
-    record = {
-        "benchmark": "cache",
-        "machine": {"cores": os.cpu_count(), "platform": platform.platform()},
-        "commit": commit,
-        "size_bytes": size,
-        "runs": runs,
-        "median_mbps": med,
-    }
-    (out / f"cache-{stamp}.json").write_text(json.dumps(record, indent=1))
-    (out / f"cache-{stamp}.md").write_text(table + "\n")
+    record = {"benchmark": "cache", "size_bytes": size, "runs": runs, "median_mbps": med}
+    write_results(Path(args.out), "cache-", table, record)
 
 
 if __name__ == "__main__":

@@ -135,6 +135,23 @@ def ceiling_probe(url: str, s3: dict, size: int, inflight: int = 32, slice_mb: i
     return size / 1e6 / (time.perf_counter() - started)
 
 
+def write_results(out: Path, prefix: str, table: str, record: dict) -> None:
+    """Writes `<prefix><timestamp>.json` (the record plus the machine and the
+    commit) and `.md` (the table) under `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    record = {
+        "machine": {"cores": os.cpu_count(), "platform": platform.platform()},
+        "commit": commit,
+        **record,
+    }
+    (out / f"{prefix}{stamp}.json").write_text(json.dumps(record, indent=1))
+    (out / f"{prefix}{stamp}.md").write_text(table + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=3)
@@ -208,22 +225,13 @@ def main() -> None:
         summary[profile] = {"median_mbps": med, "ceiling_mbps": ceilings.get(profile)}
     table = "\n".join(lines)
     print("\n" + table)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    ).stdout.strip()
     record = {
-        "machine": {"cores": os.cpu_count(), "platform": platform.platform()},
-        "commit": commit,
         "size_bytes": size,
         "runs": results,
         "summary": summary,
         "versions": {m: __import__(m).__version__ for m in ("pyarrow", "polars")},
     }
-    (out / f"{stamp}.json").write_text(json.dumps(record, indent=1))
-    (out / f"{stamp}.md").write_text(table + "\n")
+    write_results(Path(args.out), "", table, record)
 
 
 if __name__ == "__main__":

@@ -142,7 +142,7 @@ def read_parquet(
     """
     args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
     with _cache_warnings(args):
-        return _read_parquet(source, **args)
+        return _read_parquet(source, args)
 
 
 async def read_parquet_async(
@@ -173,7 +173,7 @@ async def read_parquet_async(
         loop.call_soon_threadsafe(settle, ok, value)
 
     args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
-    _start_read_parquet(done, source, **args)
+    _start_read_parquet(done, source, args)
     with _cache_warnings(args):
         return await future
 
@@ -192,7 +192,7 @@ def plan_parquet(
     """The read plan of each file (footers are fetched, column data is not)."""
     args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
     with _cache_warnings(args):
-        return _plan_parquet(source, **args)
+        return _plan_parquet(source, args)
 
 
 def metadata(
@@ -205,10 +205,9 @@ def metadata(
 ) -> dict[str, Any] | list[dict[str, Any]]:
     """Footer metadata: schema, row count, row groups with their column chunks,
     codecs and statistics. A dict for a single file, a list for several."""
-    args = {"storage_options": storage_options, "config": config, "stats": stats}
-    args["cache"] = _cache_arg(cache)
+    args = _read_args(None, None, None, storage_options, config, stats, cache)
     with _cache_warnings(args):
-        files = _read_metadata(source, **args)
+        files = _read_metadata(source, args)
     single = isinstance(source, str) and not any(c in source for c in "*?[")
     return files[0] if single and len(files) == 1 else files
 

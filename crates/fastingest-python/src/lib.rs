@@ -62,25 +62,32 @@ fn stats_of(stats: Option<&PyReadStats>) -> ReadStats {
     stats.map(|s| s.inner.clone()).unwrap_or_default()
 }
 
-#[allow(clippy::too_many_arguments)]
-fn read_options(
+/// The keyword arguments every read call takes, as the Python wrappers pass
+/// them (one dict, already checked and normalised by `fastingest._read_args`).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct ReadArgs<'py> {
     columns: Option<Vec<String>>,
     filters: Option<Dnf>,
     row_groups: Option<Vec<usize>>,
-    storage_options: Option<&Bound<'_, PyDict>>,
-    config: Option<&PyConfig>,
-    stats: Option<&PyReadStats>,
-    cache: Option<&PyCache>,
-) -> PyResult<ReadOptions> {
-    Ok(ReadOptions {
-        columns,
-        row_groups,
-        filter: convert::filter(filters)?,
-        storage_options: convert::storage_options(storage_options)?,
-        config: config_of(config)?,
-        stats: stats_of(stats),
-        cache: cache.map(|c| c.inner.clone()),
-    })
+    storage_options: Option<Bound<'py, PyDict>>,
+    config: Option<PyConfig>,
+    stats: Option<Bound<'py, PyReadStats>>,
+    cache: Option<Bound<'py, PyCache>>,
+}
+
+impl ReadArgs<'_> {
+    fn into_options(self) -> PyResult<ReadOptions> {
+        Ok(ReadOptions {
+            columns: self.columns,
+            row_groups: self.row_groups,
+            filter: convert::filter(self.filters)?,
+            storage_options: convert::storage_options(self.storage_options.as_ref())?,
+            config: config_of(self.config.as_ref())?,
+            stats: stats_of(self.stats.as_ref().map(|s| s.get())),
+            cache: self.cache.map(|c| c.get().inner.clone()),
+        })
+    }
 }
 
 /// Hands the batches to pyarrow zero-copy through the Arrow C stream.
@@ -97,29 +104,13 @@ fn table_to_pyarrow(py: Python<'_>, table: Table) -> PyResult<Py<PyAny>> {
 
 /// Reads Parquet into a `pyarrow.Table` (see `fastingest.read_parquet`).
 #[pyfunction]
-#[pyo3(signature = (source, *, columns=None, filters=None, row_groups=None, storage_options=None, config=None, stats=None, cache=None))]
-#[allow(clippy::too_many_arguments)]
 fn read_parquet(
     py: Python<'_>,
     source: &Bound<'_, PyAny>,
-    columns: Option<Vec<String>>,
-    filters: Option<Dnf>,
-    row_groups: Option<Vec<usize>>,
-    storage_options: Option<&Bound<'_, PyDict>>,
-    config: Option<&PyConfig>,
-    stats: Option<&PyReadStats>,
-    cache: Option<&PyCache>,
+    args: ReadArgs<'_>,
 ) -> PyResult<Py<PyAny>> {
     let sources = convert::sources(source)?;
-    let options = read_options(
-        columns,
-        filters,
-        row_groups,
-        storage_options,
-        config,
-        stats,
-        cache,
-    )?;
+    let options = args.into_options()?;
     let table = run::block_on(
         py,
         async move { pq::read_parquet(&sources, &options).await },
@@ -130,29 +121,13 @@ fn read_parquet(
 /// Starts a read and calls `callback(ok, table_or_exception)` when it ends
 /// (used by `fastingest.read_parquet_async`).
 #[pyfunction]
-#[pyo3(signature = (callback, source, *, columns=None, filters=None, row_groups=None, storage_options=None, config=None, stats=None, cache=None))]
-#[allow(clippy::too_many_arguments)]
 fn start_read_parquet(
     callback: Py<PyAny>,
     source: &Bound<'_, PyAny>,
-    columns: Option<Vec<String>>,
-    filters: Option<Dnf>,
-    row_groups: Option<Vec<usize>>,
-    storage_options: Option<&Bound<'_, PyDict>>,
-    config: Option<&PyConfig>,
-    stats: Option<&PyReadStats>,
-    cache: Option<&PyCache>,
+    args: ReadArgs<'_>,
 ) -> PyResult<()> {
     let sources = convert::sources(source)?;
-    let options = read_options(
-        columns,
-        filters,
-        row_groups,
-        storage_options,
-        config,
-        stats,
-        cache,
-    )?;
+    let options = args.into_options()?;
     run::spawn_with_callback(
         async move { pq::read_parquet(&sources, &options).await },
         callback,
@@ -162,29 +137,13 @@ fn start_read_parquet(
 
 /// The read plan of each file, as dicts (see `fastingest.plan_parquet`).
 #[pyfunction]
-#[pyo3(signature = (source, *, columns=None, filters=None, row_groups=None, storage_options=None, config=None, stats=None, cache=None))]
-#[allow(clippy::too_many_arguments)]
 fn plan_parquet<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
-    columns: Option<Vec<String>>,
-    filters: Option<Dnf>,
-    row_groups: Option<Vec<usize>>,
-    storage_options: Option<&Bound<'py, PyDict>>,
-    config: Option<&PyConfig>,
-    stats: Option<&PyReadStats>,
-    cache: Option<&PyCache>,
+    args: ReadArgs<'py>,
 ) -> PyResult<Bound<'py, PyList>> {
     let sources = convert::sources(source)?;
-    let options = read_options(
-        columns,
-        filters,
-        row_groups,
-        storage_options,
-        config,
-        stats,
-        cache,
-    )?;
+    let options = args.into_options()?;
     let plans = run::block_on(
         py,
         async move { pq::plan_parquet(&sources, &options).await },
@@ -198,17 +157,13 @@ fn plan_parquet<'py>(
 
 /// Footer metadata of each file, as dicts (see `fastingest.metadata`).
 #[pyfunction]
-#[pyo3(signature = (source, *, storage_options=None, config=None, stats=None, cache=None))]
 fn read_metadata<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
-    storage_options: Option<&Bound<'py, PyDict>>,
-    config: Option<&PyConfig>,
-    stats: Option<&PyReadStats>,
-    cache: Option<&PyCache>,
+    args: ReadArgs<'py>,
 ) -> PyResult<Bound<'py, PyList>> {
     let sources = convert::sources(source)?;
-    let options = read_options(None, None, None, storage_options, config, stats, cache)?;
+    let options = args.into_options()?;
     let files = run::block_on(
         py,
         async move { pq::read_metadata(&sources, &options).await },
