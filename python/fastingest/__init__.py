@@ -21,9 +21,13 @@ import pyarrow as pa
 
 from . import exceptions
 from ._fastingest import Cache, Config, ReadStats, __version__
+from ._fastingest import plan_orc as _plan_orc
 from ._fastingest import plan_parquet as _plan_parquet
 from ._fastingest import read_metadata as _read_metadata
+from ._fastingest import read_orc as _read_orc
+from ._fastingest import read_orc_metadata as _read_orc_metadata
 from ._fastingest import read_parquet as _read_parquet
+from ._fastingest import start_read_orc as _start_read_orc
 from ._fastingest import start_read_parquet as _start_read_parquet
 from ._filters import normalize as _normalize_filters
 from .exceptions import (
@@ -158,6 +162,12 @@ async def read_parquet_async(
 ) -> pa.Table:
     """Like :func:`read_parquet`, as a coroutine: the read runs on fastingest's
     own runtime and the event loop stays free meanwhile."""
+    args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
+    return await _run_async(_start_read_parquet, source, args)
+
+
+async def _run_async(start: Any, source: Any, args: dict[str, Any]) -> pa.Table:
+    """Starts a read on fastingest's runtime and awaits its end."""
     loop = asyncio.get_running_loop()
     future: asyncio.Future[pa.Table] = loop.create_future()
 
@@ -172,10 +182,59 @@ async def read_parquet_async(
     def done(ok: bool, value: Any) -> None:
         loop.call_soon_threadsafe(settle, ok, value)
 
-    args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
-    _start_read_parquet(done, source, args)
+    start(done, source, args)
     with _cache_warnings(args):
         return await future
+
+
+def read_orc(
+    source: Any,
+    *,
+    columns: list[str] | None = None,
+    stripes: list[int] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    config: Config | None = None,
+    stats: ReadStats | None = None,
+    cache: CacheArg = None,
+) -> pa.Table:
+    """Read ORC file(s) into a :class:`pyarrow.Table` equal to
+    ``pyarrow.orc.read_table`` with the same columns (file order)."""
+    args = _read_args(columns, None, stripes, storage_options, config, stats, cache)
+    with _cache_warnings(args):
+        return _read_orc(source, args)
+
+
+def plan_orc(
+    source: Any,
+    *,
+    columns: list[str] | None = None,
+    stripes: list[int] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    config: Config | None = None,
+    stats: ReadStats | None = None,
+    cache: CacheArg = None,
+) -> list[dict[str, Any]]:
+    """The read plan of each ORC file (tails and stripe footers are fetched,
+    column streams are not): ``stripes``, ``ranges`` (the projected streams),
+    ``spans``, ``requests``, ``bytes_needed``, ``bytes_to_fetch``."""
+    args = _read_args(columns, None, stripes, storage_options, config, stats, cache)
+    with _cache_warnings(args):
+        return _plan_orc(source, args)
+
+
+async def read_orc_async(
+    source: Any,
+    *,
+    columns: list[str] | None = None,
+    stripes: list[int] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    config: Config | None = None,
+    stats: ReadStats | None = None,
+    cache: CacheArg = None,
+) -> pa.Table:
+    """:func:`read_orc` as a coroutine; the event loop stays free."""
+    args = _read_args(columns, None, stripes, storage_options, config, stats, cache)
+    return await _run_async(_start_read_orc, source, args)
 
 
 def plan_parquet(
@@ -202,12 +261,28 @@ def metadata(
     config: Config | None = None,
     stats: ReadStats | None = None,
     cache: CacheArg = None,
+    format: str | None = None,
 ) -> dict[str, Any] | list[dict[str, Any]]:
-    """Footer metadata: schema, row count, row groups with their column chunks,
-    codecs and statistics. A dict for a single file, a list for several."""
+    """Footer metadata: schema, row count, row groups (Parquet) or stripes
+    (ORC) with their statistics. ``format``: ``"parquet"``, ``"orc"``, or
+    ``None`` to tell by the name (``.orc``) or else by the content. A dict for
+    a single file, a list for several."""
     args = _read_args(None, None, None, storage_options, config, stats, cache)
+    names = [source] if isinstance(source, str | os.PathLike) else list(source)
+    if format is None and names and all(os.fspath(n).endswith(".orc") for n in names):
+        format = "orc"
+    if format not in (None, "parquet", "orc"):
+        raise InvalidArgumentError(f'format must be "parquet" or "orc", not {format!r}')
     with _cache_warnings(args):
-        files = _read_metadata(source, args)
+        if format == "orc":
+            files = _read_orc_metadata(source, args)
+        else:
+            try:
+                files = _read_metadata(source, args)
+            except CorruptFileError as e:
+                if format == "parquet" or 'expected magic "PAR1"' not in str(e):
+                    raise
+                files = _read_orc_metadata(source, args)
     single = isinstance(source, str) and not any(c in source for c in "*?[")
     return files[0] if single and len(files) == 1 else files
 
@@ -230,7 +305,10 @@ __all__ = [
     "__version__",
     "exceptions",
     "metadata",
+    "plan_orc",
     "plan_parquet",
+    "read_orc",
+    "read_orc_async",
     "read_parquet",
     "read_parquet_async",
 ]

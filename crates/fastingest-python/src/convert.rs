@@ -83,12 +83,21 @@ fn ranges<'py>(
 
 /// One file's plan as a dict.
 pub fn plan_dict<'py>(py: Python<'py>, p: &PreparedFile) -> PyResult<Bound<'py, PyDict>> {
-    let plan = &p.plan;
+    file_plan_dict(py, &p.plan, "row_groups")
+}
+
+/// A file's plan as a dict; `units` names what the plan's units are
+/// (`row_groups` for Parquet, `stripes` for ORC).
+pub fn file_plan_dict<'py>(
+    py: Python<'py>,
+    plan: &fastingest::plan::FilePlan,
+    units: &str,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("location", &plan.location)?;
     d.set_item("file_size", plan.file_size)?;
     d.set_item(
-        "row_groups",
+        units,
         plan.units.iter().map(|u| u.index).collect::<Vec<_>>(),
     )?;
     d.set_item(
@@ -164,6 +173,7 @@ pub fn metadata_dict<'py>(
     let md = &footer.metadata;
     let fm = md.file_metadata();
     let d = PyDict::new(py);
+    d.set_item("format", "parquet")?;
     d.set_item("location", source.location())?;
     d.set_item("file_size", footer.file_size)?;
     d.set_item("num_rows", fm.num_rows())?;
@@ -222,5 +232,108 @@ pub fn metadata_dict<'py>(
         rgs.append(r)?;
     }
     d.set_item("row_groups", rgs)?;
+    Ok(d)
+}
+
+/// One column's ORC statistics as a dict (`None` when the writer left none).
+fn orc_statistics<'py>(
+    py: Python<'py>,
+    s: &orc_rust::statistics::ColumnStatistics,
+) -> PyResult<Bound<'py, PyDict>> {
+    use orc_rust::statistics::TypeStatistics as T;
+    let d = PyDict::new(py);
+    d.set_item("num_values", s.number_of_values())?;
+    d.set_item("has_null", s.has_null())?;
+    match s.type_statistics() {
+        Some(T::Integer { min, max, .. }) => {
+            d.set_item("min", min)?;
+            d.set_item("max", max)?;
+        }
+        Some(T::Double { min, max, .. }) => {
+            d.set_item("min", min)?;
+            d.set_item("max", max)?;
+        }
+        Some(T::String {
+            lower_bound,
+            upper_bound,
+            ..
+        }) => {
+            d.set_item("min", lower_bound)?;
+            d.set_item("max", upper_bound)?;
+        }
+        Some(T::Decimal { min, max, .. }) => {
+            d.set_item("min", min)?;
+            d.set_item("max", max)?;
+        }
+        Some(T::Date { min, max }) => {
+            d.set_item("min_days", min)?;
+            d.set_item("max_days", max)?;
+        }
+        Some(T::Timestamp {
+            min_utc, max_utc, ..
+        }) => {
+            d.set_item("min_utc_millis", min_utc)?;
+            d.set_item("max_utc_millis", max_utc)?;
+        }
+        Some(T::Bucket { true_count }) => d.set_item("true_count", true_count)?,
+        _ => {}
+    }
+    Ok(d)
+}
+
+/// The metadata of an ORC file as a dict (see `fastingest.metadata`).
+pub fn orc_metadata_dict<'py>(
+    py: Python<'py>,
+    source: &Source,
+    tail: &fastingest::orc::OrcTail,
+    schema: &arrow_schema::SchemaRef,
+) -> PyResult<Bound<'py, PyDict>> {
+    let md = &tail.metadata;
+    let d = PyDict::new(py);
+    d.set_item("format", "orc")?;
+    d.set_item("location", source.location())?;
+    d.set_item("file_size", tail.file_size)?;
+    d.set_item("num_rows", md.number_of_rows())?;
+    d.set_item("num_stripes", md.stripe_metadatas().len())?;
+    d.set_item("file_format_version", md.file_format_version())?;
+    d.set_item(
+        "compression",
+        md.compression().map_or("none".to_string(), |c| {
+            c.compression_type().to_string().to_lowercase()
+        }),
+    )?;
+    d.set_item("row_index_stride", md.row_index_stride())?;
+    d.set_item(
+        "schema",
+        PySchema::new(Arc::clone(schema)).into_pyarrow(py)?,
+    )?;
+    // Column 0 is the root struct; statistics are listed per top-level column
+    // by ORC column id.
+    let root = md.root_data_type();
+    let stats_of =
+        |py, stats: &[orc_rust::statistics::ColumnStatistics]| -> PyResult<Bound<'_, PyDict>> {
+            let out = PyDict::new(py);
+            for child in root.children() {
+                let id = child.data_type().column_index();
+                if let Some(s) = stats.get(id) {
+                    out.set_item(child.name(), orc_statistics(py, s)?)?;
+                }
+            }
+            Ok(out)
+        };
+    d.set_item("statistics", stats_of(py, md.column_file_statistics())?)?;
+    let stripes = PyList::empty(py);
+    for (i, s) in md.stripe_metadatas().iter().enumerate() {
+        let sd = PyDict::new(py);
+        sd.set_item("index", i)?;
+        sd.set_item("offset", s.offset())?;
+        sd.set_item("index_length", s.index_length())?;
+        sd.set_item("data_length", s.data_length())?;
+        sd.set_item("footer_length", s.footer_length())?;
+        sd.set_item("num_rows", s.number_of_rows())?;
+        sd.set_item("statistics", stats_of(py, s.column_statistics())?)?;
+        stripes.append(sd)?;
+    }
+    d.set_item("stripes", stripes)?;
     Ok(d)
 }

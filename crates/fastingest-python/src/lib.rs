@@ -175,6 +175,72 @@ fn read_metadata<'py>(
     Ok(out)
 }
 
+/// Reads ORC into a `pyarrow.Table` (see `fastingest.read_orc`; `row_groups`
+/// carries the stripes).
+#[pyfunction]
+fn read_orc(py: Python<'_>, source: &Bound<'_, PyAny>, args: ReadArgs<'_>) -> PyResult<Py<PyAny>> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    let table = run::block_on(py, async move {
+        fastingest::orc::read_orc(&sources, &options).await
+    })?;
+    table_to_pyarrow(py, table)
+}
+
+/// Starts an ORC read and calls `callback(ok, table_or_exception)` when it ends.
+#[pyfunction]
+fn start_read_orc(
+    callback: Py<PyAny>,
+    source: &Bound<'_, PyAny>,
+    args: ReadArgs<'_>,
+) -> PyResult<()> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    run::spawn_with_callback(
+        async move { fastingest::orc::read_orc(&sources, &options).await },
+        callback,
+        table_to_pyarrow,
+    )
+}
+
+/// The read plan of each ORC file, as dicts (see `fastingest.plan_orc`).
+#[pyfunction]
+fn plan_orc<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    args: ReadArgs<'py>,
+) -> PyResult<Bound<'py, PyList>> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    let plans = run::block_on(py, async move {
+        fastingest::orc::plan_orc(&sources, &options).await
+    })?;
+    let out = PyList::empty(py);
+    for p in &plans {
+        out.append(convert::file_plan_dict(py, &p.plan, "stripes")?)?;
+    }
+    Ok(out)
+}
+
+/// ORC tail metadata of each file, as dicts (see `fastingest.metadata`).
+#[pyfunction]
+fn read_orc_metadata<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    args: ReadArgs<'py>,
+) -> PyResult<Bound<'py, PyList>> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    let files = run::block_on(py, async move {
+        fastingest::orc::read_orc_metadata(&sources, &options).await
+    })?;
+    let out = PyList::empty(py);
+    for (source, tail, schema) in &files {
+        out.append(convert::orc_metadata_dict(py, source, tail, schema)?)?;
+    }
+    Ok(out)
+}
+
 /// Writes `data` to `url` through object_store: test set-up for `memory://`
 /// and the emulators (not part of the public API).
 #[pyfunction]
@@ -213,6 +279,10 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start_read_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(plan_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(read_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(read_orc, m)?)?;
+    m.add_function(wrap_pyfunction!(start_read_orc, m)?)?;
+    m.add_function(wrap_pyfunction!(read_orc_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(plan_orc, m)?)?;
     m.add_function(wrap_pyfunction!(_put, m)?)?;
     Ok(())
 }

@@ -30,6 +30,7 @@ pub mod config;
 pub mod error;
 pub mod fetch;
 pub mod io;
+pub mod orc;
 pub mod parquet;
 pub mod plan;
 pub mod runtime;

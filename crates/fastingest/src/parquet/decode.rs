@@ -170,7 +170,8 @@ impl DecodeJob {
     }
 }
 
-fn panic_message(e: tokio::task::JoinError) -> String {
+/// What a panicked blocking task said, for the error message.
+pub(crate) fn panic_message(e: tokio::task::JoinError) -> String {
     match e.try_into_panic() {
         Ok(p) => p
             .downcast_ref::<String>()

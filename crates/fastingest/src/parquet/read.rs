@@ -45,7 +45,7 @@ pub struct ReadOptions {
 }
 
 impl ReadOptions {
-    fn context(&self) -> Context<'_> {
+    pub(crate) fn context(&self) -> Context<'_> {
         Context {
             options: &self.storage_options,
             config: &self.config,
@@ -54,13 +54,13 @@ impl ReadOptions {
         }
     }
 
-    fn fetcher(&self) -> Fetcher {
+    pub(crate) fn fetcher(&self) -> Fetcher {
         Fetcher::with_cache(self.config.clone(), self.stats.clone(), self.cache.clone())
     }
 }
 
 /// Adds a finished operation's cache counters to the shared ones.
-fn flush<T>(cache: Option<&Cache>, result: Result<T>) -> Result<T> {
+pub(crate) fn flush<T>(cache: Option<&Cache>, result: Result<T>) -> Result<T> {
     if let Some(c) = cache {
         c.flush_counters();
     }
@@ -214,6 +214,15 @@ pub async fn read_sources(
         .collect();
     let results: Vec<(Source, SchemaRef, Vec<RecordBatch>)> =
         stream::iter(futs).buffered(width).try_collect().await?;
+    concat(fetcher, results)
+}
+
+/// Joins the files of a read in source order; their schemas must agree (the
+/// first file's schema, with its metadata, is the table's).
+pub(crate) fn concat(
+    fetcher: &Fetcher,
+    results: Vec<(Source, SchemaRef, Vec<RecordBatch>)>,
+) -> Result<Table> {
     let Some((first_source, schema, _)) = results.first() else {
         return Err(Error::InvalidArgument("no files to read".into()));
     };

@@ -1,0 +1,124 @@
+//! `orc-rust` reads through a `ChunkReader`; these serve it from bytes the
+//! fetcher already brought, so it never reaches the store itself.
+
+use std::io;
+use std::ops::Range;
+
+use bytes::Bytes;
+use orc_rust::reader::ChunkReader;
+
+use crate::parquet::FetchedSpans;
+
+/// The end of the file, as fetched; asking for anything before it is an
+/// error that tells how much more tail is needed.
+pub(crate) struct TailChunks {
+    pub size: u64,
+    pub bytes: Bytes,
+}
+
+/// The error text [`TailChunks`] gives when a read starts before the tail.
+pub(crate) const NEED_MORE: &str = "fastingest: need bytes before the tail from offset ";
+
+impl ChunkReader for TailChunks {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn len(&self) -> u64 {
+        self.size
+    }
+
+    fn get_read(&self, offset: u64) -> io::Result<Self::T> {
+        use bytes::Buf;
+        let start = self.size - self.bytes.len() as u64;
+        if offset < start {
+            return Err(io::Error::other(format!("{NEED_MORE}{offset}")));
+        }
+        Ok(self.bytes.slice((offset - start) as usize..).reader())
+    }
+
+    fn get_bytes(&self, offset: u64, length: u64) -> io::Result<Bytes> {
+        let start = self.size - self.bytes.len() as u64;
+        if offset < start {
+            return Err(io::Error::other(format!("{NEED_MORE}{offset}")));
+        }
+        let from = (offset - start) as usize;
+        let to = from.saturating_add(length as usize);
+        if to > self.bytes.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!(
+                    "bytes {offset}..{} are past the end of the file",
+                    offset + length
+                ),
+            ));
+        }
+        Ok(self.bytes.slice(from..to))
+    }
+}
+
+/// Serves a stripe's footer and records where the projected streams lie,
+/// without reading them: `orc-rust`'s own projection decides which streams a
+/// column needs.
+pub(crate) struct StreamFinder {
+    pub footer: Range<u64>,
+    pub footer_bytes: Bytes,
+    pub streams: std::cell::RefCell<Vec<Range<u64>>>,
+}
+
+impl ChunkReader for StreamFinder {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn len(&self) -> u64 {
+        self.footer.end
+    }
+
+    fn get_read(&self, _offset: u64) -> io::Result<Self::T> {
+        Err(io::Error::other("stream finder only serves whole ranges"))
+    }
+
+    fn get_bytes(&self, offset: u64, length: u64) -> io::Result<Bytes> {
+        if offset == self.footer.start && length == self.footer.end - self.footer.start {
+            return Ok(self.footer_bytes.clone());
+        }
+        self.streams
+            .borrow_mut()
+            .push(offset..offset.saturating_add(length));
+        Ok(Bytes::new())
+    }
+}
+
+/// Serves a stripe's footer and streams from fetched spans.
+pub(crate) struct SpanReader {
+    pub size: u64,
+    pub spans: FetchedSpans,
+    /// The stripe's index section, not fetched: its streams read as empty
+    /// (only predicates would use them).
+    pub skipped: Range<u64>,
+}
+
+impl ChunkReader for SpanReader {
+    type T = bytes::buf::Reader<Bytes>;
+
+    fn len(&self) -> u64 {
+        self.size
+    }
+
+    fn get_read(&self, _offset: u64) -> io::Result<Self::T> {
+        Err(io::Error::other("span reader only serves whole ranges"))
+    }
+
+    fn get_bytes(&self, offset: u64, length: u64) -> io::Result<Bytes> {
+        if length == 0 {
+            return Ok(Bytes::new());
+        }
+        let range = offset..offset.saturating_add(length);
+        if self.skipped.start <= range.start && range.end <= self.skipped.end {
+            return Ok(Bytes::new());
+        }
+        self.spans.get(&range).ok_or_else(|| {
+            io::Error::other(format!(
+                "bytes {}..{} were not planned (a stream outside the stripe?)",
+                range.start, range.end
+            ))
+        })
+    }
+}

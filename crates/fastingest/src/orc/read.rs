@@ -1,0 +1,437 @@
+//! Reading ORC files end to end: tail, projection, stripe selection, stripe
+//! footers, the plan of the projected streams, parallel fetch, and decoding
+//! that overlaps the fetch.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+use futures::{stream, FutureExt, StreamExt, TryStreamExt};
+use orc_rust::array_decoder::NaiveStripeDecoder;
+use orc_rust::projection::ProjectionMask;
+use orc_rust::schema::RootDataType;
+use orc_rust::stripe::{Stripe, StripeMetadata};
+
+use super::chunks::{SpanReader, StreamFinder};
+use super::from_orc;
+use super::tail::{read_tail, OrcTail};
+use crate::error::{Error, Result};
+use crate::fetch::Fetcher;
+use crate::parquet::read::{concat, flush};
+use crate::parquet::{FetchedSpans, ReadOptions, Table};
+use crate::plan::{FilePlan, PlanUnit};
+use crate::source::{resolve, Source};
+
+/// Rows per record batch handed out.
+const BATCH_ROWS: usize = 64 * 1024;
+
+/// One ORC file, planned and ready to fetch.
+#[derive(Debug, Clone)]
+pub struct PreparedOrc {
+    /// Where the bytes come from.
+    pub source: Source,
+    /// The decoded tail.
+    pub tail: OrcTail,
+    /// The schema of the rows returned (file order, as pyarrow's ORC reader).
+    pub schema: SchemaRef,
+    /// The projected columns as `orc-rust` sees them.
+    pub projected: RootDataType,
+    /// The stream ranges to fetch, one unit per selected stripe.
+    pub plan: FilePlan,
+    /// Per unit: the stripe footer's range and bytes (fetched while planning).
+    pub footers: Vec<(Range<u64>, Bytes)>,
+}
+
+/// Reads ORC `sources` (paths, URLs, globs) into one table. `options.row_groups`
+/// selects stripes (a single file only); `options.filter` is not supported.
+pub async fn read_orc(sources: &[String], options: &ReadOptions) -> Result<Table> {
+    options.config.validate()?;
+    check_options(options)?;
+    let result = async {
+        let files = resolve(sources, options.context()).await?;
+        check_stripes_option(&files, options)?;
+        let fetcher = options.fetcher();
+        let width = options.config.max_in_flight.max(1);
+        let futs: Vec<_> = files
+            .into_iter()
+            .map(|s| {
+                let fetcher = fetcher.clone();
+                async move { read_file(&fetcher, s, options).await }.boxed()
+            })
+            .collect();
+        let results: Vec<(Source, SchemaRef, Vec<RecordBatch>)> =
+            stream::iter(futs).buffered(width).try_collect().await?;
+        concat(&fetcher, results)
+    }
+    .await;
+    flush(options.cache.as_ref(), result)
+}
+
+/// Plans the reads of ORC `sources`: tails and stripe footers are fetched,
+/// column data is not.
+pub async fn plan_orc(sources: &[String], options: &ReadOptions) -> Result<Vec<PreparedOrc>> {
+    options.config.validate()?;
+    check_options(options)?;
+    let result = async {
+        let files = resolve(sources, options.context()).await?;
+        check_stripes_option(&files, options)?;
+        let fetcher = options.fetcher();
+        let futs: Vec<_> = files
+            .into_iter()
+            .map(|s| {
+                let fetcher = fetcher.clone();
+                async move { prepare(&fetcher, s, options).await }.boxed()
+            })
+            .collect();
+        stream::iter(futs)
+            .buffered(options.config.max_in_flight.max(1))
+            .try_collect()
+            .await
+    }
+    .await;
+    flush(options.cache.as_ref(), result)
+}
+
+/// The tails of ORC `sources`, for inspection.
+pub async fn read_orc_metadata(
+    sources: &[String],
+    options: &ReadOptions,
+) -> Result<Vec<(Source, OrcTail, SchemaRef)>> {
+    options.config.validate()?;
+    let result = async {
+        let files = resolve(sources, options.context()).await?;
+        let fetcher = options.fetcher();
+        let futs: Vec<_> = files
+            .into_iter()
+            .map(|s| {
+                let fetcher = fetcher.clone();
+                async move {
+                    fetcher.stats().add_file();
+                    let tail = read_tail(&fetcher, &s).await?;
+                    let schema = schema_of(&tail, tail.metadata.root_data_type());
+                    Ok::<_, Error>((s, tail, schema))
+                }
+                .boxed()
+            })
+            .collect();
+        stream::iter(futs)
+            .buffered(options.config.max_in_flight.max(1))
+            .try_collect()
+            .await
+    }
+    .await;
+    flush(options.cache.as_ref(), result)
+}
+
+fn check_options(options: &ReadOptions) -> Result<()> {
+    if options.filter.is_some() {
+        return Err(Error::InvalidArgument(
+            "filters are not supported for ORC yet; select columns and stripes instead".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn check_stripes_option(files: &[Source], options: &ReadOptions) -> Result<()> {
+    if options.row_groups.is_some() && files.len() != 1 {
+        return Err(Error::InvalidArgument(format!(
+            "stripes selects stripes of a single file, but the source names {} files",
+            files.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The Arrow schema of `projected`, with the file's user metadata.
+fn schema_of(tail: &OrcTail, projected: &RootDataType) -> SchemaRef {
+    let metadata: HashMap<String, String> = tail
+        .metadata
+        .user_custom_metadata()
+        .iter()
+        .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned()))
+        .collect();
+    Arc::new(projected.create_arrow_schema(&metadata))
+}
+
+/// Reads the tail, chooses columns and stripes, fetches the stripe footers
+/// and plans the projected streams.
+async fn prepare(fetcher: &Fetcher, source: Source, options: &ReadOptions) -> Result<PreparedOrc> {
+    let location = source.location().to_string();
+    fetcher.stats().add_file();
+    let tail = read_tail(fetcher, &source).await?;
+    let meta = Arc::clone(&tail.metadata);
+    let root = meta.root_data_type();
+    let mask = match &options.columns {
+        None => ProjectionMask::all(),
+        Some(columns) => {
+            let available: Vec<String> = root
+                .children()
+                .iter()
+                .map(|c| c.name().to_string())
+                .collect();
+            if let Some(missing) = columns.iter().find(|c| !available.contains(c)) {
+                return Err(Error::ColumnNotFound {
+                    location,
+                    column: missing.clone(),
+                    available,
+                });
+            }
+            ProjectionMask::named_roots(root, columns)
+        }
+    };
+    let projected = root.project(&mask);
+    let schema = schema_of(&tail, &projected);
+    let infos = meta.stripe_metadatas();
+    let stripes: Vec<usize> = match &options.row_groups {
+        Some(chosen) => {
+            if let Some(bad) = chosen.iter().find(|&&i| i >= infos.len()) {
+                return Err(Error::InvalidArgument(format!(
+                    "{location}: stripe {bad} does not exist (the file has {})",
+                    infos.len()
+                )));
+            }
+            chosen.clone()
+        }
+        None => (0..infos.len()).collect(),
+    };
+    let corrupt = |range: Range<u64>, detail: String| Error::Corrupt {
+        location: location.clone(),
+        range: Some(range),
+        detail,
+    };
+    // Stripe footers say where each stream lies: fetch them first (small,
+    // all at once).
+    let mut footer_units = Vec::with_capacity(stripes.len());
+    for &i in &stripes {
+        let info = &infos[i];
+        let range = info.footer_offset()..info.footer_offset() + info.footer_length();
+        if range.end > tail.file_size || info.offset() > info.footer_offset() {
+            return Err(corrupt(
+                range,
+                format!(
+                    "stripe {i}'s footer lies outside the file ({} bytes)",
+                    tail.file_size
+                ),
+            ));
+        }
+        footer_units.push(PlanUnit {
+            index: i,
+            ranges: vec![range],
+        });
+    }
+    let config = fetcher.config();
+    let footer_plan = FilePlan::new(
+        location.clone(),
+        tail.file_size,
+        footer_units,
+        config.hole_limit,
+        config.slice_size,
+    );
+    let (futs, _guards) = fetcher.start(&source, &footer_plan);
+    let mut fetched = Vec::with_capacity(futs.len());
+    for (span, fut) in footer_plan.spans.iter().zip(futs) {
+        fetched.push((span.range.clone(), fut.await?));
+    }
+    let footer_spans = FetchedSpans::new(fetched);
+    let mut units = Vec::with_capacity(stripes.len());
+    let mut footers = Vec::with_capacity(stripes.len());
+    for &i in &stripes {
+        let info = &infos[i];
+        let range = info.footer_offset()..info.footer_offset() + info.footer_length();
+        let bytes = footer_spans.get(&range).unwrap_or_default();
+        let streams = find_streams(
+            &location,
+            &meta,
+            &projected,
+            info,
+            range.clone(),
+            bytes.clone(),
+        )
+        .map_err(|e| match e {
+            Error::Corrupt { detail, .. } => {
+                corrupt(range.clone(), format!("stripe {i}: {detail}"))
+            }
+            other => other,
+        })?;
+        if let Some(bad) = streams
+            .iter()
+            .find(|s| s.start < info.offset() || s.end > info.footer_offset())
+        {
+            return Err(corrupt(
+                bad.clone(),
+                format!("stripe {i} names a stream outside the stripe"),
+            ));
+        }
+        // The index section (row indexes, bloom filters) only serves
+        // predicates; decoding all rows never reads it, so it is not fetched.
+        let data_start = info.offset() + info.index_length();
+        units.push(PlanUnit {
+            index: i,
+            ranges: streams
+                .into_iter()
+                .filter(|s| s.start >= data_start)
+                .collect(),
+        });
+        footers.push((range, bytes));
+    }
+    let plan = FilePlan::new(
+        location,
+        tail.file_size,
+        units,
+        config.hole_limit,
+        config.slice_size,
+    );
+    Ok(PreparedOrc {
+        source,
+        tail,
+        schema,
+        projected,
+        plan,
+        footers,
+    })
+}
+
+/// The byte ranges of the streams `projected` needs in one stripe, as
+/// `orc-rust` itself would read them.
+fn find_streams(
+    location: &str,
+    meta: &orc_rust::reader::metadata::FileMetadata,
+    projected: &RootDataType,
+    info: &StripeMetadata,
+    footer: Range<u64>,
+    footer_bytes: Bytes,
+) -> Result<Vec<Range<u64>>> {
+    let mut finder = StreamFinder {
+        footer,
+        footer_bytes,
+        streams: Default::default(),
+    };
+    let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Stripe::new(&mut finder, meta, projected, info).map(|_| ())
+    }));
+    match found {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(from_orc(location, e)),
+        Err(_) => {
+            return Err(Error::Corrupt {
+                location: location.to_string(),
+                range: None,
+                detail: "corrupt stripe footer (the decoder gave up)".into(),
+            })
+        }
+    }
+    Ok(finder
+        .streams
+        .into_inner()
+        .into_iter()
+        .filter(|r| !r.is_empty())
+        .collect())
+}
+
+async fn read_file(
+    fetcher: &Fetcher,
+    source: Source,
+    options: &ReadOptions,
+) -> Result<(Source, SchemaRef, Vec<RecordBatch>)> {
+    let prepared = prepare(fetcher, Arc::clone(&source), options).await?;
+    let plan = &prepared.plan;
+    let (spans, _abort_guards) = fetcher.start(&prepared.source, plan);
+    let infos = prepared.tail.metadata.stripe_metadatas();
+    let units: Vec<_> = plan
+        .units
+        .iter()
+        .zip(prepared.footers.iter().cloned())
+        .map(|(unit, footer)| {
+            let mut needed: Vec<usize> =
+                unit.ranges.iter().filter_map(|r| plan.span_of(r)).collect();
+            needed.sort_unstable();
+            needed.dedup();
+            let futs: Vec<_> = needed
+                .iter()
+                .map(|&i| (plan.spans[i].range.clone(), spans[i].clone()))
+                .collect();
+            let job = StripeJob {
+                fetcher: fetcher.clone(),
+                location: source.location().to_string(),
+                file_size: prepared.tail.file_size,
+                meta: Arc::clone(&prepared.tail.metadata),
+                projected: prepared.projected.clone(),
+                schema: Arc::clone(&prepared.schema),
+                info: infos[unit.index].clone(),
+                index: unit.index,
+            };
+            async move {
+                let mut fetched = Vec::with_capacity(futs.len() + 1);
+                for (range, fut) in futs {
+                    fetched.push((range, fut.await?));
+                }
+                fetched.push(footer);
+                job.decode(FetchedSpans::new(fetched)).await
+            }
+            .boxed()
+        })
+        .collect();
+    drop(spans);
+    let per_stripe: Vec<Vec<RecordBatch>> = stream::iter(units)
+        .buffered(plan.units.len().max(1))
+        .try_collect()
+        .await?;
+    Ok((
+        source,
+        Arc::clone(&prepared.schema),
+        per_stripe.into_iter().flatten().collect(),
+    ))
+}
+
+/// Everything decoding one stripe needs, owned (it runs on the blocking pool).
+struct StripeJob {
+    fetcher: Fetcher,
+    location: String,
+    file_size: u64,
+    meta: Arc<orc_rust::reader::metadata::FileMetadata>,
+    projected: RootDataType,
+    schema: SchemaRef,
+    info: StripeMetadata,
+    index: usize,
+}
+
+impl StripeJob {
+    async fn decode(self, spans: FetchedSpans) -> Result<Vec<RecordBatch>> {
+        let _permit = self.fetcher.decode_permit().await?;
+        let started = Instant::now();
+        let location = self.location.clone();
+        let index = self.index;
+        let stats = self.fetcher.stats().clone();
+        let handle = tokio::task::spawn_blocking(move || -> Result<Vec<RecordBatch>> {
+            let mut reader = SpanReader {
+                size: self.file_size,
+                spans,
+                skipped: self.info.offset()..self.info.offset() + self.info.index_length(),
+            };
+            let stripe = Stripe::new(&mut reader, &self.meta, &self.projected, &self.info)
+                .map_err(|e| from_orc(&self.location, e))?;
+            let decoder = NaiveStripeDecoder::new(stripe, Arc::clone(&self.schema), BATCH_ROWS)
+                .map_err(|e| from_orc(&self.location, e))?;
+            decoder
+                .map(|b| b.map_err(|e| from_orc(&self.location, e)))
+                .collect()
+        });
+        let result = match handle.await {
+            Ok(r) => r,
+            Err(e) => Err(Error::Corrupt {
+                location,
+                range: None,
+                detail: format!(
+                    "decoding stripe {index} failed: {}",
+                    crate::parquet::decode::panic_message(e)
+                ),
+            }),
+        };
+        stats.add_decode_time(started.elapsed());
+        result
+    }
+}

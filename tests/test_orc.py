@@ -1,0 +1,370 @@
+"""ORC: generated files (every type and codec pyarrow's writer has), the
+apache/orc example corpus (against pyarrow and the expected JSON rows),
+corrupt files, requests through MinIO, and the cache."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import gzip
+import io
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.orc as orc
+import pytest
+
+import fastingest
+
+from .conftest import assert_tables_equal
+from .datagen import numeric_table
+
+CODECS = ["uncompressed", "zlib", "snappy", "lz4", "zstd"]
+
+# Example files fastingest knowingly reads differently from pyarrow, with the
+# reason. This list only shrinks.
+KNOWN_UNSUPPORTED = {
+    "orc-file-11-format.orc": (
+        "ORC 0.11 format: the postscript has no metadata length, which orc-rust 0.9 requires"
+    ),
+    "orc_no_format.orc": "written without a format version or metadata length (as above)",
+    "decimal64_v2.orc": "decimal64 with RLEv2 encoding is not decoded by orc-rust 0.9",
+    "decimal64_v2_cplusplus.orc": "decimal64 with RLEv2 encoding (as above)",
+    "orc_split_elim.orc": (
+        "a decimal column with precision 0, which Arrow rejects (pyarrow maps it to 38)"
+    ),
+    "TestOrcFile.testDate2038.orc": (
+        "timestamps after 2038 in a writer time zone with daylight saving: orc-rust 0.9 "
+        "applies the zone's rules differently from the ORC C++ reader for some rows"
+    ),
+}
+
+
+# Files read with the right rows but metadata pyarrow carries and
+# fastingest cannot, with the reason; their rows and types are compared.
+KNOWN_METADATA_DIFFERS = {
+    "TestOrcFile.metaData.orc": (
+        "user metadata with non-UTF-8 values: arrow-rs keeps metadata as strings, so such "
+        "bytes arrive replaced (U+FFFD)"
+    ),
+    "complextypes_iceberg.orc": (
+        "ORC type attributes (iceberg.id, ...) that pyarrow turns into field metadata; "
+        "orc-rust 0.9 does not expose them"
+    ),
+}
+
+
+def assert_same_rows_and_types(got: pa.Table, want: pa.Table) -> None:
+    """Equal but for schema and field metadata."""
+    assert [(f.name, str(f.type)) for f in got.schema] == [
+        (f.name, str(f.type)) for f in want.schema
+    ]
+    assert got.to_pylist() == want.to_pylist()
+
+
+def orc_bytes(table: pa.Table, **kwargs) -> bytes:
+    sink = io.BytesIO()
+    orc.write_table(table, sink, **kwargs)
+    return sink.getvalue()
+
+
+def every_type_table(n: int = 3_000, seed: int = 3) -> pa.Table:
+    """The types pyarrow's ORC writer writes, with nulls in every column."""
+    rng = np.random.default_rng(seed)
+    valid = rng.random(n) > 0.1
+
+    def masked(arr: pa.Array) -> pa.Array:
+        return pa.array(arr.to_pylist(), arr.type, mask=~valid)
+
+    base = dt.datetime(2020, 1, 1)
+    return pa.table(
+        {
+            "i8": masked(pa.array(rng.integers(-128, 127, n), pa.int8())),
+            "i16": masked(pa.array(rng.integers(-(2**15), 2**15 - 1, n), pa.int16())),
+            "i32": masked(pa.array(rng.integers(-(2**31), 2**31 - 1, n), pa.int32())),
+            "i64": masked(pa.array(rng.integers(-(2**62), 2**62, n), pa.int64())),
+            "f32": masked(pa.array(rng.standard_normal(n), pa.float32())),
+            "f64": masked(pa.array(rng.standard_normal(n), pa.float64())),
+            "b": masked(pa.array(rng.random(n) > 0.5)),
+            "s": masked(pa.array([f"v{i % 97}é" if i % 10 else "" for i in range(n)])),
+            "bin": masked(pa.array([bytes([i % 256]) * (i % 5) for i in range(n)], pa.binary())),
+            "d": masked(pa.array([dt.date(2000, 1, 1) + dt.timedelta(days=i) for i in range(n)])),
+            "ts": masked(
+                pa.array(
+                    [base + dt.timedelta(seconds=i * 37, microseconds=i) for i in range(n)],
+                    pa.timestamp("ns"),
+                )
+            ),
+            "dec": masked(
+                pa.array(
+                    [decimal.Decimal(i * 7 - 5000).scaleb(-2) for i in range(n)],
+                    pa.decimal128(12, 2),
+                )
+            ),
+            "l": masked(pa.array([list(range(i % 4)) for i in range(n)], pa.list_(pa.int32()))),
+            "st": masked(
+                pa.array(
+                    [{"x": i, "y": str(i)} for i in range(n)],
+                    pa.struct([("x", pa.int64()), ("y", pa.string())]),
+                )
+            ),
+            "m": masked(
+                pa.array(
+                    [[(f"k{j}", j) for j in range(i % 3)] for i in range(n)],
+                    pa.map_(pa.string(), pa.int64()),
+                )
+            ),
+        }
+    )
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_every_type_and_codec(tmp_path, codec):
+    table = every_type_table(20_000)
+    path = tmp_path / f"t-{codec}.orc"
+    path.write_bytes(orc_bytes(table, compression=codec, stripe_size=64 * 1024))
+    assert orc.ORCFile(path).nstripes > 1
+    assert_tables_equal(fastingest.read_orc(str(path)), orc.read_table(path))
+
+
+def test_projection_keeps_file_order_and_stripes_select(tmp_path):
+    table = numeric_table(200_000)
+    path = tmp_path / "n.orc"
+    path.write_bytes(orc_bytes(table, stripe_size=256 * 1024))
+    f = orc.ORCFile(path)
+    assert f.nstripes >= 3
+    cols = [table.column_names[3], table.column_names[0]]
+    assert_tables_equal(
+        fastingest.read_orc(str(path), columns=cols), orc.read_table(path, columns=cols)
+    )
+    want = pa.Table.from_batches([f.read_stripe(1), f.read_stripe(2)])
+    assert_tables_equal(fastingest.read_orc(str(path), stripes=[1, 2]), want)
+
+
+def test_zero_rows_and_many_files(tmp_path):
+    empty = numeric_table(10).slice(0, 0)
+    (tmp_path / "a.orc").write_bytes(orc_bytes(empty))
+    got = fastingest.read_orc(str(tmp_path / "a.orc"))
+    assert got.num_rows == 0 and got.schema == orc.read_table(tmp_path / "a.orc").schema
+    parts = [numeric_table(1_000, seed=i) for i in range(3)]
+    for i, t in enumerate(parts):
+        (tmp_path / f"p{i}.orc").write_bytes(orc_bytes(t))
+    got = fastingest.read_orc(str(tmp_path / "p*.orc"))
+    assert_tables_equal(
+        got, pa.concat_tables([orc.read_table(tmp_path / f"p{i}.orc") for i in range(3)])
+    )
+
+
+def test_errors_name_the_file(tmp_path):
+    path = tmp_path / "n.orc"
+    path.write_bytes(orc_bytes(numeric_table(1_000)))
+    with pytest.raises(fastingest.ColumnNotFoundError, match="nope"):
+        fastingest.read_orc(str(path), columns=["nope"])
+    with pytest.raises(fastingest.InvalidArgumentError, match="stripe 7"):
+        fastingest.read_orc(str(path), stripes=[7])
+    parquet = tmp_path / "x.parquet"
+    import pyarrow.parquet as pq
+
+    pq.write_table(numeric_table(10), parquet)
+    with pytest.raises(fastingest.CorruptFileError, match="Parquet file, not ORC"):
+        fastingest.read_orc(str(parquet))
+    for cut in (0, 1, 100, len(path.read_bytes()) - 3):
+        bad = tmp_path / f"cut{cut}.orc"
+        bad.write_bytes(path.read_bytes()[:cut])
+        with pytest.raises(fastingest.FastIngestError, match=f"cut{cut}.orc"):
+            fastingest.read_orc(str(bad))
+    # Garbage in the data (ORC has no checksums): an error naming the file,
+    # or a table of the file's shape; never a crash or a hang.
+    for codec in ("uncompressed", "zlib"):
+        raw = bytearray(orc_bytes(numeric_table(1_000), compression=codec))
+        for i in range(10, len(raw) // 2, 97):
+            raw[i] ^= 0xFF
+        bad = tmp_path / f"flipped-{codec}.orc"
+        bad.write_bytes(bytes(raw))
+        try:
+            got = fastingest.read_orc(str(bad))
+        except fastingest.FastIngestError as e:
+            assert bad.name in str(e)
+        else:
+            assert got.num_rows == 1_000 and got.schema == orc.read_table(path).schema
+
+
+def test_metadata_understands_orc(tmp_path):
+    table = numeric_table(50_000)
+    path = tmp_path / "n.orc"
+    path.write_bytes(orc_bytes(table, compression="zstd", stripe_size=128 * 1024))
+    f = orc.ORCFile(path)
+    m = fastingest.metadata(str(path))
+    assert m["format"] == "orc" and m["num_rows"] == f.nrows
+    assert m["num_stripes"] == f.nstripes == len(m["stripes"])
+    assert m["compression"] == "zstd"
+    assert m["schema"] == f.schema
+    assert sum(s["num_rows"] for s in m["stripes"]) == f.nrows
+    assert m["statistics"]["id"]["min"] == 0 and m["statistics"]["id"]["max"] == 49_999
+    # Told by the content when the name does not say.
+    other = tmp_path / "data.bin"
+    other.write_bytes(path.read_bytes())
+    assert fastingest.metadata(str(other))["format"] == "orc"
+
+
+def test_two_columns_of_twenty_fetch_only_their_streams(s3, tmp_path):
+    n = 100_000
+    rng = np.random.default_rng(20)
+    # Random values: every column's streams are large, as in real data.
+    table = pa.table({f"c{i:02d}": rng.integers(0, 2**62, n) for i in range(20)})
+    data = orc_bytes(table, stripe_size=4 << 20)
+    url = s3.put("orc/wide.orc", data)
+    stats = fastingest.ReadStats()
+    got = fastingest.read_orc(
+        url, columns=["c03", "c17"], storage_options=s3.options(), stats=stats
+    )
+    assert_tables_equal(got, table.select(["c03", "c17"]))
+    tail = 64 * 1024
+    assert stats.bytes_fetched <= 1.2 * stats.bytes_needed + tail, stats
+    assert stats.bytes_fetched < len(data) / 5
+
+
+def test_orc_through_the_cache(s3, toxi, tmp_path):
+    table = every_type_table()
+    url = s3.put("orc/cached.orc", orc_bytes(table, compression="zstd", stripe_size=64 * 1024))
+    options = s3.options(proxied=True)
+    cache = fastingest.Cache(tmp_path, validate="immutable", min_free_bytes=0)
+    want = fastingest.read_orc(url, storage_options=options, cache=cache)
+    toxi.set_enabled("s3", False)
+    stats = fastingest.ReadStats()
+    got = fastingest.read_orc(url, storage_options=options, cache=cache, stats=stats)
+    assert_tables_equal(got, want)
+    assert stats.requests == 0
+
+
+def test_read_orc_async(tmp_path):
+    import asyncio
+
+    path = tmp_path / "n.orc"
+    table = numeric_table(5_000)
+    path.write_bytes(orc_bytes(table))
+    got = asyncio.run(fastingest.read_orc_async(str(path), columns=["id"]))
+    assert got.column("id").to_pylist() == table.column("id").to_pylist()
+
+
+# -- the apache/orc example corpus -------------------------------------------
+
+
+def example_files(corpora: Path) -> list[Path]:
+    return sorted((corpora / "orc-examples" / "examples").glob("*.orc"))
+
+
+def _read_expected(path: Path) -> pa.Table | Exception:
+    try:
+        return orc.read_table(path)
+    except Exception as e:  # noqa: BLE001 - any rejection by pyarrow counts
+        return e
+
+
+@pytest.mark.parametrize("where", ["local", "minio"])
+def test_example_corpus_matches_pyarrow(corpora, where, request):
+    files = example_files(corpora)
+    assert len(files) > 30
+    s3 = request.getfixturevalue("s3") if where == "minio" else None
+    outcomes: dict[str, str] = {}
+    for path in files:
+        source, options = str(path), None
+        if s3 is not None:
+            source, options = s3.put_file(f"orc/{path.name}", path), s3.options()
+        want = _read_expected(path)
+        try:
+            got = fastingest.read_orc(source, storage_options=options)
+        except fastingest.FastIngestError as e:
+            assert path.name in str(e), e
+            if isinstance(want, Exception):
+                outcomes[path.name] = "both-reject"
+                continue
+            assert path.name in KNOWN_UNSUPPORTED, f"{path.name}: {e}"
+            outcomes[path.name] = "known-rejected"
+            continue
+        if isinstance(want, Exception):
+            # pyarrow rejects it, fastingest reads it: must still be a sane table.
+            outcomes[path.name] = "only-fastingest"
+            continue
+        if path.name in KNOWN_UNSUPPORTED:
+            outcomes[path.name] = "known-differs"
+            continue
+        if path.name in KNOWN_METADATA_DIFFERS:
+            assert_same_rows_and_types(got, want)
+        else:
+            assert_tables_equal(got, want)
+        outcomes[path.name] = "equal"
+    assert list(outcomes.values()).count("equal") >= 30, outcomes
+
+
+def _same_value(ours, theirs) -> bool:
+    """An Arrow value against its JSON form in expected/*.jsn.gz."""
+    if ours is None or theirs is None:
+        return ours is None and theirs is None
+    if isinstance(ours, bytes):
+        return list(ours) == theirs
+    if isinstance(ours, bool):
+        return ours == theirs
+    if isinstance(ours, float):
+        return math.isclose(ours, float(theirs), rel_tol=1e-6, abs_tol=1e-12)
+    if isinstance(ours, decimal.Decimal):
+        return ours == decimal.Decimal(str(theirs))
+    if isinstance(ours, dt.datetime | dt.date):
+        # The JSON writes "2000-03-12 15:00:00.0"; compare to the second.
+        return str(ours)[:19].replace("T", " ") == str(theirs)[:19]
+    if isinstance(ours, dict):
+        return ours.keys() == theirs.keys() and all(_same_value(ours[k], theirs[k]) for k in ours)
+    if isinstance(ours, list):
+        if ours and isinstance(ours[0], tuple):  # a map: [(k, v)] vs [{"key", "value"}]
+            return len(ours) == len(theirs) and all(
+                _same_value(k, t["key"]) and _same_value(v, t["value"])
+                for (k, v), t in zip(ours, theirs, strict=True)
+            )
+        return len(ours) == len(theirs) and all(
+            _same_value(a, b) for a, b in zip(ours, theirs, strict=True)
+        )
+    return ours == theirs
+
+
+# Expected-rows files that cannot be compared value by value, with the reason.
+JSON_NOT_COMPARABLE = {
+    "TestOrcFile.testUnionAndTimestamp.jsn.gz": "unions are written as {tag: value} in the JSON",
+    "TestOrcFile.testTimestamp.jsn.gz": "pyarrow and fastingest reject the file (no rows)",
+}
+
+
+def test_example_rows_match_the_expected_json(corpora):
+    root = corpora / "orc-examples" / "examples"
+    checked = 0
+    for expected in sorted((root / "expected").glob("*.jsn.gz")):
+        name = expected.name.removesuffix(".jsn.gz") + ".orc"
+        if name in KNOWN_UNSUPPORTED or expected.name in JSON_NOT_COMPARABLE:
+            continue
+        table = fastingest.read_orc(str(root / name))
+        rows = table.to_pylist()
+        with gzip.open(expected, "rt") as f:
+            want = [json.loads(line) for line in f if line.strip()]
+        assert len(rows) == len(want), name
+        for i, (a, b) in enumerate(zip(rows, want, strict=True)):
+            assert _same_value(a, b), f"{name} row {i}: {a} != {b}"
+        checked += 1
+    assert checked >= 15
+
+
+def test_corrupt_examples_raise_clear_errors(corpora):
+    root = corpora / "orc-examples" / "examples"
+    files = sorted((root / "corrupt").glob("*.orc")) + sorted((root / "encrypted").glob("*.orc"))
+    assert files
+    for path in files:
+        try:
+            fastingest.read_orc(str(path))
+        except fastingest.FastIngestError as e:
+            assert path.name in str(e)
+        else:
+            # Read without an error (the encrypted examples' columns are
+            # masked, readable without keys): then it must be what pyarrow
+            # reads, but for the ORC type attributes it shows as field metadata.
+            assert_same_rows_and_types(fastingest.read_orc(str(path)), orc.read_table(path))
