@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmarks: installs what they need (cached), builds the extension in
-# release mode, and runs benches/bench_read.py then benches/bench_cache.py
-# (pass --quick for a smoke run of both).
+# release mode, and runs benches/bench_read.py, bench_cache.py and
+# bench_orc.py (pass --quick for a smoke run of each).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$REPO_ROOT"
@@ -10,3 +10,4 @@ scripts/install-tools.sh
 maturin develop --release --quiet
 python benches/bench_read.py "$@"
 python benches/bench_cache.py "$@"
+python benches/bench_orc.py "$@"

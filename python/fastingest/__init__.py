@@ -1,4 +1,4 @@
-"""fastingest: planned, sliced, parallel Parquet reads from object storage and
+"""fastingest: planned, sliced, parallel Parquet and ORC reads from object storage and
 local disk into Arrow.
 
     >>> import fastingest

@@ -234,8 +234,70 @@ def metadata(
     config: Config | None = None,
     stats: ReadStats | None = None,
     cache: CacheArg = None,
+    format: Literal["parquet", "orc"] | None = None,
 ) -> dict[str, Any] | list[dict[str, Any]]:
-    """Footer metadata: ``schema`` (pyarrow), ``num_rows``, ``num_row_groups``,
-    ``created_by``, and ``row_groups`` with each column chunk's ``path``,
-    ``codec``, ``encodings``, ``file_offset``, sizes and ``statistics``. A dict
-    for one file, a list for a glob or list."""
+    """File metadata, read from the footer only. ``format``: by default told
+    by the name (``.orc``) or else by the content.
+
+    Parquet (``"format": "parquet"``): ``schema`` (pyarrow), ``num_rows``,
+    ``num_row_groups``, ``created_by``, and ``row_groups`` with each column
+    chunk's ``path``, ``codec``, ``encodings``, ``file_offset``, sizes and
+    ``statistics``.
+
+    ORC (``"format": "orc"``): ``schema``, ``num_rows``, ``num_stripes``,
+    ``compression``, ``file_format_version``, ``row_index_stride``,
+    ``statistics`` (per top-level column: ``num_values``, ``has_null``,
+    ``min``/``max`` where the type has them), and ``stripes`` with each
+    stripe's ``offset``, ``index_length``, ``data_length``, ``footer_length``,
+    ``num_rows`` and ``statistics``.
+
+    A dict for one file, a list for a glob or list."""
+
+def read_orc(
+    source: Source,
+    *,
+    columns: Sequence[str] | None = None,
+    stripes: Sequence[int] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    config: Config | None = None,
+    stats: ReadStats | None = None,
+    cache: CacheArg = None,
+) -> pa.Table:
+    """Read ORC into a ``pyarrow.Table`` equal to ``pyarrow.orc.read_table``
+    with the same ``columns`` (returned in file order, as pyarrow does).
+
+    The file tail comes from one speculative request, then the selected
+    stripes' footers, then only the projected columns' streams (coalesced,
+    sliced, fetched in parallel, through the cache when one is given);
+    stripes decode while later ones are still on the wire.
+
+    - ``columns``: top-level names.
+    - ``stripes``: stripe indices (a single file only).
+    """
+
+async def read_orc_async(
+    source: Source,
+    *,
+    columns: Sequence[str] | None = None,
+    stripes: Sequence[int] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    config: Config | None = None,
+    stats: ReadStats | None = None,
+    cache: CacheArg = None,
+) -> pa.Table:
+    """:func:`read_orc` as a coroutine; the event loop stays free."""
+
+def plan_orc(
+    source: Source,
+    *,
+    columns: Sequence[str] | None = None,
+    stripes: Sequence[int] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    config: Config | None = None,
+    stats: ReadStats | None = None,
+    cache: CacheArg = None,
+) -> list[dict[str, Any]]:
+    """Each ORC file's read plan (tail and stripe footers are fetched, column
+    streams are not): ``location``, ``file_size``, ``stripes``, ``ranges``
+    (the projected streams), ``spans``, ``requests``, ``bytes_needed``,
+    ``bytes_to_fetch``, ``num_requests``."""

@@ -42,6 +42,19 @@ fn configure_allocator() {
     }
 }
 
+/// Panics inside the decoders (a corrupt file can trip an assertion in a
+/// dependency) are caught and raised as `CorruptFileError` with the panic's
+/// message; printing them to stderr as well would only alarm. Set
+/// `FASTINGEST_DEBUG_PANICS=1` to see them with the default report.
+fn quiet_caught_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::env::var_os("FASTINGEST_DEBUG_PANICS").is_some() {
+            default(info);
+        }
+    }));
+}
+
 /// The allocator's purge delay, for tests.
 #[pyfunction]
 fn _allocator_purge_delay() -> i64 {
@@ -270,6 +283,7 @@ fn _put(
 #[pymodule]
 fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     configure_allocator();
+    quiet_caught_panics();
     m.add_function(wrap_pyfunction!(_allocator_purge_delay, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyConfig>()?;

@@ -1,7 +1,7 @@
 //! # fastingest
 //!
-//! Planned, sliced, parallel reads of Parquet from local disk and object
-//! storage (S3, GCS, Azure, HTTP) into Arrow `RecordBatch`es.
+//! Planned, sliced, parallel reads of Parquet and ORC from local disk and
+//! object storage (S3, GCS, Azure, HTTP) into Arrow `RecordBatch`es.
 //!
 //! A read resolves its sources (paths, URLs, globs), fetches each footer with
 //! one speculative tail request, selects columns and row groups (by index or

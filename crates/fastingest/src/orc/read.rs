@@ -146,7 +146,10 @@ fn check_stripes_option(files: &[Source], options: &ReadOptions) -> Result<()> {
     Ok(())
 }
 
-/// The Arrow schema of `projected`, with the file's user metadata.
+/// The Arrow schema of `projected`, with the file's user metadata and, as
+/// pyarrow does, each top-level column's ORC type attributes as field
+/// metadata. (Nested fields keep none: metadata there would change the
+/// column's Arrow type away from what the decoder builds.)
 fn schema_of(tail: &OrcTail, projected: &RootDataType) -> SchemaRef {
     let metadata: HashMap<String, String> = tail
         .metadata
@@ -154,7 +157,28 @@ fn schema_of(tail: &OrcTail, projected: &RootDataType) -> SchemaRef {
         .iter()
         .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned()))
         .collect();
-    Arc::new(projected.create_arrow_schema(&metadata))
+    let schema = projected.create_arrow_schema(&metadata);
+    let fields: Vec<arrow_schema::FieldRef> = schema
+        .fields()
+        .iter()
+        .zip(projected.children())
+        .map(|(field, column)| {
+            let id = column.data_type().column_index();
+            match tail.type_attributes.get(id).filter(|a| !a.is_empty()) {
+                Some(attributes) => Arc::new(
+                    field
+                        .as_ref()
+                        .clone()
+                        .with_metadata(attributes.iter().cloned().collect()),
+                ),
+                None => Arc::clone(field),
+            }
+        })
+        .collect();
+    Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    ))
 }
 
 /// Reads the tail, chooses columns and stripes, fetches the stripe footers
