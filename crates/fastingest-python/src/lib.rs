@@ -115,6 +115,47 @@ fn table_to_pyarrow(py: Python<'_>, table: Table) -> PyResult<Py<PyAny>> {
     Ok(reader.call_method0("read_all")?.unbind())
 }
 
+/// The table formats, for the calls that differ only in the reader.
+#[derive(Clone, Copy)]
+enum Format {
+    Parquet,
+    Orc,
+}
+
+impl Format {
+    async fn read(self, sources: Vec<String>, options: ReadOptions) -> fastingest::Result<Table> {
+        match self {
+            Format::Parquet => pq::read_parquet(&sources, &options).await,
+            Format::Orc => fastingest::orc::read_orc(&sources, &options).await,
+        }
+    }
+}
+
+/// Reads a table with the GIL released and hands it to pyarrow.
+fn read_table(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    args: ReadArgs<'_>,
+    format: Format,
+) -> PyResult<Py<PyAny>> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    let table = run::block_on(py, format.read(sources, options))?;
+    table_to_pyarrow(py, table)
+}
+
+/// Starts a read and calls `callback(ok, table_or_exception)` when it ends.
+fn start_read(
+    callback: Py<PyAny>,
+    source: &Bound<'_, PyAny>,
+    args: ReadArgs<'_>,
+    format: Format,
+) -> PyResult<()> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    run::spawn_with_callback(format.read(sources, options), callback, table_to_pyarrow)
+}
+
 /// Reads Parquet into a `pyarrow.Table` (see `fastingest.read_parquet`).
 #[pyfunction]
 fn read_parquet(
@@ -122,13 +163,7 @@ fn read_parquet(
     source: &Bound<'_, PyAny>,
     args: ReadArgs<'_>,
 ) -> PyResult<Py<PyAny>> {
-    let sources = convert::sources(source)?;
-    let options = args.into_options()?;
-    let table = run::block_on(
-        py,
-        async move { pq::read_parquet(&sources, &options).await },
-    )?;
-    table_to_pyarrow(py, table)
+    read_table(py, source, args, Format::Parquet)
 }
 
 /// Starts a read and calls `callback(ok, table_or_exception)` when it ends
@@ -139,13 +174,7 @@ fn start_read_parquet(
     source: &Bound<'_, PyAny>,
     args: ReadArgs<'_>,
 ) -> PyResult<()> {
-    let sources = convert::sources(source)?;
-    let options = args.into_options()?;
-    run::spawn_with_callback(
-        async move { pq::read_parquet(&sources, &options).await },
-        callback,
-        table_to_pyarrow,
-    )
+    start_read(callback, source, args, Format::Parquet)
 }
 
 /// The read plan of each file, as dicts (see `fastingest.plan_parquet`).
@@ -192,12 +221,7 @@ fn read_metadata<'py>(
 /// carries the stripes).
 #[pyfunction]
 fn read_orc(py: Python<'_>, source: &Bound<'_, PyAny>, args: ReadArgs<'_>) -> PyResult<Py<PyAny>> {
-    let sources = convert::sources(source)?;
-    let options = args.into_options()?;
-    let table = run::block_on(py, async move {
-        fastingest::orc::read_orc(&sources, &options).await
-    })?;
-    table_to_pyarrow(py, table)
+    read_table(py, source, args, Format::Orc)
 }
 
 /// Starts an ORC read and calls `callback(ok, table_or_exception)` when it ends.
@@ -207,13 +231,7 @@ fn start_read_orc(
     source: &Bound<'_, PyAny>,
     args: ReadArgs<'_>,
 ) -> PyResult<()> {
-    let sources = convert::sources(source)?;
-    let options = args.into_options()?;
-    run::spawn_with_callback(
-        async move { fastingest::orc::read_orc(&sources, &options).await },
-        callback,
-        table_to_pyarrow,
-    )
+    start_read(callback, source, args, Format::Orc)
 }
 
 /// The read plan of each ORC file, as dicts (see `fastingest.plan_orc`).

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use futures::future::{join_all, BoxFuture, Shared};
-use futures::FutureExt;
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::task::JoinHandle;
 
@@ -15,7 +15,7 @@ use crate::cache::Cache;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::io::{with_retries, Retry, Tail};
-use crate::plan::{FilePlan, Span};
+use crate::plan::{FilePlan, PlanUnit, Span};
 use crate::source::Source;
 use crate::stats::ReadStats;
 
@@ -171,6 +171,55 @@ impl Fetcher {
         }
         (futures, guards)
     }
+}
+
+/// The spans `unit` of `plan` needs, with their ranges, for a decode task to
+/// wait for (`spans` as returned by [`Fetcher::start`]).
+pub fn unit_spans(
+    plan: &FilePlan,
+    spans: &[SpanFuture],
+    unit: &PlanUnit,
+) -> Vec<(Range<u64>, SpanFuture)> {
+    let mut needed: Vec<usize> = unit.ranges.iter().filter_map(|r| plan.span_of(r)).collect();
+    needed.sort_unstable();
+    needed.dedup();
+    needed
+        .into_iter()
+        .map(|i| (plan.spans[i].range.clone(), spans[i].clone()))
+        .collect()
+}
+
+/// Waits for spans from [`unit_spans`].
+pub async fn await_spans(spans: Vec<(Range<u64>, SpanFuture)>) -> Result<Vec<(Range<u64>, Bytes)>> {
+    let mut fetched = Vec::with_capacity(spans.len());
+    for (range, fut) in spans {
+        fetched.push((range, fut.await?));
+    }
+    Ok(fetched)
+}
+
+/// Runs `per_file` on each of `files`, several at once (the fetcher's limits
+/// bound their requests together), and returns the results in file order.
+pub async fn each_file<T, F, Fut>(
+    fetcher: &Fetcher,
+    files: Vec<Source>,
+    per_file: F,
+) -> Result<Vec<T>>
+where
+    F: Fn(Fetcher, Source) -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let width = fetcher.config().max_in_flight.max(1);
+    // Collected first: a stream over a mapping closure would keep the
+    // closure's type in the future, which then fails to prove `Send`.
+    let futs: Vec<Fut> = files
+        .into_iter()
+        .map(|s| per_file(fetcher.clone(), s))
+        .collect();
+    futures::stream::iter(futs)
+        .buffered(width)
+        .try_collect()
+        .await
 }
 
 /// The fetcher's semaphores are never closed; should that change, a read

@@ -20,7 +20,7 @@ use super::chunks::{SpanReader, StreamFinder};
 use super::from_orc;
 use super::tail::{read_tail, OrcTail};
 use crate::error::{Error, Result};
-use crate::fetch::Fetcher;
+use crate::fetch::{await_spans, each_file, unit_spans, Fetcher};
 use crate::parquet::read::{concat, flush};
 use crate::parquet::{FetchedSpans, ReadOptions, Table};
 use crate::plan::{FilePlan, PlanUnit};
@@ -55,16 +55,10 @@ pub async fn read_orc(sources: &[String], options: &ReadOptions) -> Result<Table
         let files = resolve(sources, options.context()).await?;
         check_stripes_option(&files, options)?;
         let fetcher = options.fetcher();
-        let width = options.config.max_in_flight.max(1);
-        let futs: Vec<_> = files
-            .into_iter()
-            .map(|s| {
-                let fetcher = fetcher.clone();
-                async move { read_file(&fetcher, s, options).await }.boxed()
-            })
-            .collect();
-        let results: Vec<(Source, SchemaRef, Vec<RecordBatch>)> =
-            stream::iter(futs).buffered(width).try_collect().await?;
+        let results = each_file(&fetcher, files, |fetcher: Fetcher, s: Source| async move {
+            read_file(&fetcher, s, options).await
+        })
+        .await?;
         concat(&fetcher, results)
     }
     .await;
@@ -79,18 +73,12 @@ pub async fn plan_orc(sources: &[String], options: &ReadOptions) -> Result<Vec<P
     let result = async {
         let files = resolve(sources, options.context()).await?;
         check_stripes_option(&files, options)?;
-        let fetcher = options.fetcher();
-        let futs: Vec<_> = files
-            .into_iter()
-            .map(|s| {
-                let fetcher = fetcher.clone();
-                async move { prepare(&fetcher, s, options).await }.boxed()
-            })
-            .collect();
-        stream::iter(futs)
-            .buffered(options.config.max_in_flight.max(1))
-            .try_collect()
-            .await
+        each_file(
+            &options.fetcher(),
+            files,
+            |fetcher: Fetcher, s: Source| async move { prepare(&fetcher, s, options).await },
+        )
+        .await
     }
     .await;
     flush(options.cache.as_ref(), result)
@@ -104,24 +92,17 @@ pub async fn read_orc_metadata(
     options.config.validate()?;
     let result = async {
         let files = resolve(sources, options.context()).await?;
-        let fetcher = options.fetcher();
-        let futs: Vec<_> = files
-            .into_iter()
-            .map(|s| {
-                let fetcher = fetcher.clone();
-                async move {
-                    fetcher.stats().add_file();
-                    let tail = read_tail(&fetcher, &s).await?;
-                    let schema = schema_of(&tail, tail.metadata.root_data_type());
-                    Ok::<_, Error>((s, tail, schema))
-                }
-                .boxed()
-            })
-            .collect();
-        stream::iter(futs)
-            .buffered(options.config.max_in_flight.max(1))
-            .try_collect()
-            .await
+        each_file(
+            &options.fetcher(),
+            files,
+            |fetcher: Fetcher, s: Source| async move {
+                fetcher.stats().add_file();
+                let tail = read_tail(&fetcher, &s).await?;
+                let schema = schema_of(&tail, tail.metadata.root_data_type());
+                Ok((s, tail, schema))
+            },
+        )
+        .await
     }
     .await;
     flush(options.cache.as_ref(), result)
@@ -256,11 +237,13 @@ async fn prepare(fetcher: &Fetcher, source: Source, options: &ReadOptions) -> Re
         config.slice_size,
     );
     let (futs, _guards) = fetcher.start(&source, &footer_plan);
-    let mut fetched = Vec::with_capacity(futs.len());
-    for (span, fut) in footer_plan.spans.iter().zip(futs) {
-        fetched.push((span.range.clone(), fut.await?));
-    }
-    let footer_spans = FetchedSpans::new(fetched);
+    let all: Vec<_> = footer_plan
+        .spans
+        .iter()
+        .zip(futs)
+        .map(|(span, fut)| (span.range.clone(), fut))
+        .collect();
+    let footer_spans = FetchedSpans::new(await_spans(all).await?);
     let mut units = Vec::with_capacity(stripes.len());
     let mut footers = Vec::with_capacity(stripes.len());
     for &i in &stripes {
@@ -370,14 +353,7 @@ async fn read_file(
         .iter()
         .zip(prepared.footers.iter().cloned())
         .map(|(unit, footer)| {
-            let mut needed: Vec<usize> =
-                unit.ranges.iter().filter_map(|r| plan.span_of(r)).collect();
-            needed.sort_unstable();
-            needed.dedup();
-            let futs: Vec<_> = needed
-                .iter()
-                .map(|&i| (plan.spans[i].range.clone(), spans[i].clone()))
-                .collect();
+            let needed = unit_spans(plan, &spans, unit);
             let job = StripeJob {
                 fetcher: fetcher.clone(),
                 location: source.location().to_string(),
@@ -389,10 +365,7 @@ async fn read_file(
                 index: unit.index,
             };
             async move {
-                let mut fetched = Vec::with_capacity(futs.len() + 1);
-                for (range, fut) in futs {
-                    fetched.push((range, fut.await?));
-                }
+                let mut fetched = await_spans(needed).await?;
                 fetched.push(footer);
                 job.decode(FetchedSpans::new(fetched)).await
             }

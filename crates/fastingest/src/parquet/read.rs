@@ -18,7 +18,7 @@ use super::select::{project, same_fields, validate_schema, Projection};
 use crate::cache::Cache;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::fetch::Fetcher;
+use crate::fetch::{await_spans, each_file, unit_spans, Fetcher};
 use crate::plan::{FilePlan, PlanUnit};
 use crate::source::{resolve, Context, Source};
 use crate::stats::ReadStats;
@@ -117,16 +117,12 @@ pub async fn plan_parquet(sources: &[String], options: &ReadOptions) -> Result<V
     let result = async {
         let files = resolve(sources, options.context()).await?;
         check_row_groups_option(&files, options)?;
-        let fetcher = options.fetcher();
-        let width = options.config.max_in_flight.max(1);
-        let futs: Vec<_> = files
-            .into_iter()
-            .map(|s| {
-                let fetcher = fetcher.clone();
-                async move { prepare(&fetcher, s, options).await }.boxed()
-            })
-            .collect();
-        stream::iter(futs).buffered(width).try_collect().await
+        each_file(
+            &options.fetcher(),
+            files,
+            |fetcher: Fetcher, s: Source| async move { prepare(&fetcher, s, options).await },
+        )
+        .await
     }
     .await;
     flush(options.cache.as_ref(), result)
@@ -147,38 +143,30 @@ async fn metadata_of(
     sources: &[String],
     options: &ReadOptions,
 ) -> Result<Vec<(Source, Footer, SchemaRef)>> {
-    let (config, stats) = (&options.config, &options.stats);
     let files = resolve(sources, options.context()).await?;
-    let fetcher = options.fetcher();
-    let futs: Vec<_> = files
-        .into_iter()
-        .map(|s| {
-            let fetcher = fetcher.clone();
-            async move {
-                stats.add_file();
-                let footer = read_footer(&fetcher, &s, false).await?;
-                let meta = ArrowReaderMetadata::try_new(
-                    Arc::clone(&footer.metadata),
-                    ArrowReaderOptions::new(),
-                )
-                .map_err(|e| Error::from_parquet(s.location(), e))?;
-                // The schema a full read would return (same metadata rules).
-                let all = project(
-                    s.location(),
-                    &footer.metadata,
-                    meta.schema(),
-                    None,
-                    &BTreeSet::new(),
-                )?;
-                Ok((s, footer, all.output_schema))
-            }
-            .boxed()
-        })
-        .collect();
-    stream::iter(futs)
-        .buffered(config.max_in_flight.max(1))
-        .try_collect()
-        .await
+    each_file(
+        &options.fetcher(),
+        files,
+        |fetcher: Fetcher, s: Source| async move {
+            fetcher.stats().add_file();
+            let footer = read_footer(&fetcher, &s, false).await?;
+            let meta = ArrowReaderMetadata::try_new(
+                Arc::clone(&footer.metadata),
+                ArrowReaderOptions::new(),
+            )
+            .map_err(|e| Error::from_parquet(s.location(), e))?;
+            // The schema a full read would return (same metadata rules).
+            let all = project(
+                s.location(),
+                &footer.metadata,
+                meta.schema(),
+                None,
+                &BTreeSet::new(),
+            )?;
+            Ok((s, footer, all.output_schema))
+        },
+    )
+    .await
 }
 
 fn check_row_groups_option(files: &[Source], options: &ReadOptions) -> Result<()> {
@@ -199,21 +187,12 @@ pub async fn read_sources(
 ) -> Result<Table> {
     check_row_groups_option(&files, options)?;
     // Several files are read at once; the fetcher's limits bound the requests
-    // of all of them together. `buffered` keeps the source order.
-    let width = options.config.max_in_flight.max(1);
-    let futs: Vec<_> = files
-        .into_iter()
-        .map(|s| {
-            let fetcher = fetcher.clone();
-            async move {
-                let (schema, batches) = read_file(&fetcher, Arc::clone(&s), options).await?;
-                Ok::<_, Error>((s, schema, batches))
-            }
-            .boxed()
-        })
-        .collect();
-    let results: Vec<(Source, SchemaRef, Vec<RecordBatch>)> =
-        stream::iter(futs).buffered(width).try_collect().await?;
+    // of all of them together.
+    let results = each_file(fetcher, files, |fetcher: Fetcher, s: Source| async move {
+        let (schema, batches) = read_file(&fetcher, Arc::clone(&s), options).await?;
+        Ok((s, schema, batches))
+    })
+    .await?;
     concat(fetcher, results)
 }
 
@@ -430,21 +409,11 @@ async fn read_file(
         .iter()
         .zip(prepared.selections.iter().cloned())
         .map(|(unit, selection)| {
-            let mut needed: Vec<usize> =
-                unit.ranges.iter().filter_map(|r| plan.span_of(r)).collect();
-            needed.sort_unstable();
-            needed.dedup();
-            let futs: Vec<_> = needed
-                .iter()
-                .map(|&i| (plan.spans[i].range.clone(), spans[i].clone()))
-                .collect();
+            let needed = unit_spans(plan, &spans, unit);
             let job = job.clone();
             let rg = unit.index;
             async move {
-                let mut fetched = Vec::with_capacity(futs.len());
-                for (range, fut) in futs {
-                    fetched.push((range, fut.await?));
-                }
+                let fetched = await_spans(needed).await?;
                 job.decode_row_group(rg, selection, FetchedSpans::new(fetched))
                     .await
             }
