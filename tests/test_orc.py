@@ -410,3 +410,16 @@ def test_tail_in_one_request_or_two_when_longer(tmp_path):
     assert two.requests == 2
     assert meta["num_stripes"] == orc.ORCFile(path).nstripes
     assert_tables_equal(fastingest.read_orc(str(path), config=small), orc.read_table(path))
+
+
+def test_small_stripes_are_not_fetched_twice(s3):
+    """With small stripes the stripe footers lie close together, and fetching
+    them brings the streams between them too: those are not fetched again."""
+    table = numeric_table(200_000)
+    data = orc_bytes(table, stripe_size=64 * 1024)
+    assert orc.ORCFile(pa.BufferReader(data)).nstripes > 50
+    url = s3.put("orc/small-stripes.orc", data)
+    stats = fastingest.ReadStats()
+    got = fastingest.read_orc(url, storage_options=s3.options(), stats=stats)
+    assert_tables_equal(got, orc.read_table(pa.BufferReader(data)))
+    assert stats.bytes_fetched <= 1.05 * len(data) + 64 * 1024, stats

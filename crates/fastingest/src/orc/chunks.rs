@@ -89,7 +89,10 @@ impl ChunkReader for StreamFinder {
 /// Serves a stripe's footer and streams from fetched spans.
 pub(crate) struct SpanReader {
     pub size: u64,
+    /// The stripe's planned streams.
     pub spans: FetchedSpans,
+    /// What planning fetched (stripe footers, and streams near them).
+    pub prefetched: std::sync::Arc<FetchedSpans>,
     /// The stripe's index section, not fetched: its streams read as empty
     /// (only predicates would use them).
     pub skipped: Range<u64>,
@@ -114,11 +117,14 @@ impl ChunkReader for SpanReader {
         if self.skipped.start <= range.start && range.end <= self.skipped.end {
             return Ok(Bytes::new());
         }
-        self.spans.get(&range).ok_or_else(|| {
-            io::Error::other(format!(
-                "bytes {}..{} were not planned (a stream outside the stripe?)",
-                range.start, range.end
-            ))
-        })
+        self.spans
+            .get(&range)
+            .or_else(|| self.prefetched.get(&range))
+            .ok_or_else(|| {
+                io::Error::other(format!(
+                    "bytes {}..{} were not planned (a stream outside the stripe?)",
+                    range.start, range.end
+                ))
+            })
     }
 }

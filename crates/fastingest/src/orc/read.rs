@@ -42,8 +42,10 @@ pub struct PreparedOrc {
     pub projected: RootDataType,
     /// The stream ranges to fetch, one unit per selected stripe.
     pub plan: FilePlan,
-    /// Per unit: the stripe footer's range and bytes (fetched while planning).
-    pub footers: Vec<(Range<u64>, Bytes)>,
+    /// What planning fetched: the stripe footers, and whatever lay between
+    /// them when they were close enough to be fetched together (small
+    /// stripes); streams found in here are not fetched again.
+    pub prefetched: Arc<FetchedSpans>,
 }
 
 /// Reads ORC `sources` (paths, URLs, globs) into one table. `options.row_groups`
@@ -245,7 +247,6 @@ async fn prepare(fetcher: &Fetcher, source: Source, options: &ReadOptions) -> Re
         .collect();
     let footer_spans = FetchedSpans::new(await_spans(all).await?);
     let mut units = Vec::with_capacity(stripes.len());
-    let mut footers = Vec::with_capacity(stripes.len());
     for &i in &stripes {
         let info = &infos[i];
         let range = info.footer_offset()..info.footer_offset() + info.footer_length();
@@ -280,10 +281,9 @@ async fn prepare(fetcher: &Fetcher, source: Source, options: &ReadOptions) -> Re
             index: i,
             ranges: streams
                 .into_iter()
-                .filter(|s| s.start >= data_start)
+                .filter(|s| s.start >= data_start && footer_spans.get(s).is_none())
                 .collect(),
         });
-        footers.push((range, bytes));
     }
     let plan = FilePlan::new(
         location,
@@ -298,7 +298,7 @@ async fn prepare(fetcher: &Fetcher, source: Source, options: &ReadOptions) -> Re
         schema,
         projected,
         plan,
-        footers,
+        prefetched: Arc::new(footer_spans),
     })
 }
 
@@ -351,9 +351,9 @@ async fn read_file(
     let units: Vec<_> = plan
         .units
         .iter()
-        .zip(prepared.footers.iter().cloned())
-        .map(|(unit, footer)| {
+        .map(|unit| {
             let needed = unit_spans(plan, &spans, unit);
+            let prefetched = Arc::clone(&prepared.prefetched);
             let job = StripeJob {
                 fetcher: fetcher.clone(),
                 location: source.location().to_string(),
@@ -365,9 +365,8 @@ async fn read_file(
                 index: unit.index,
             };
             async move {
-                let mut fetched = await_spans(needed).await?;
-                fetched.push(footer);
-                job.decode(FetchedSpans::new(fetched)).await
+                let fetched = await_spans(needed).await?;
+                job.decode(FetchedSpans::new(fetched), prefetched).await
             }
             .boxed()
         })
@@ -397,7 +396,11 @@ struct StripeJob {
 }
 
 impl StripeJob {
-    async fn decode(self, spans: FetchedSpans) -> Result<Vec<RecordBatch>> {
+    async fn decode(
+        self,
+        spans: FetchedSpans,
+        prefetched: Arc<FetchedSpans>,
+    ) -> Result<Vec<RecordBatch>> {
         let _permit = self.fetcher.decode_permit().await?;
         let started = Instant::now();
         let location = self.location.clone();
@@ -407,6 +410,7 @@ impl StripeJob {
             let mut reader = SpanReader {
                 size: self.file_size,
                 spans,
+                prefetched,
                 skipped: self.info.offset()..self.info.offset() + self.info.index_length(),
             };
             let stripe = Stripe::new(&mut reader, &self.meta, &self.projected, &self.info)
