@@ -443,6 +443,15 @@ def test_command_line_info_prune_clear(s3, tmp_path):
     assert cli("info")["bytes"] <= total // 2
     cli("clear")
     assert cli("info")["entries"] == 0
+    # The console script installed with the package is the same command.
+    script = Path(sys.executable).parent / "fastingest"
+    out = subprocess.run(
+        [str(script), "cache", "info", "--dir", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0 and json.loads(out.stdout)["entries"] == 0, out.stderr
     # A directory that is not a cache is left alone.
     other = tmp_path / "other"
     other.mkdir()
@@ -466,6 +475,13 @@ def test_bad_cache_arguments_are_clear_errors(tmp_path):
         fastingest.read_parquet("x.parquet", cache=42)
     c = fastingest.Cache(tmp_path, max_bytes="2G", validate=60)
     assert c.max_bytes == 2 << 30 and c.validate == "60"
+    # A relative directory is made absolute when the cache opens.
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        assert Path(fastingest.Cache("rel").path) == tmp_path / "rel"
+    finally:
+        os.chdir(cwd)
 
 
 @pytest.fixture(params=["s3", "gcs", "azure"])

@@ -212,7 +212,12 @@ impl Cache {
     /// Opens (creating when needed) the cache at `options.path`, removes what
     /// crashed writers left, and measures its size. A directory that cannot
     /// be created or written does not fail: reads run uncached with a warning.
-    pub fn open(options: CacheOptions) -> Result<Cache> {
+    pub fn open(mut options: CacheOptions) -> Result<Cache> {
+        // Absolute, so that a later change of working directory does not
+        // move the cache.
+        if let Ok(path) = std::path::absolute(&options.path) {
+            options.path = path;
+        }
         if options.max_bytes == Some(0) {
             return Err(Error::InvalidArgument(
                 "cache max_bytes must be positive (pass no cache to disable caching)".into(),
