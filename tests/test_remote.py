@@ -106,19 +106,26 @@ def test_s3_fetches_only_the_projected_columns(s3, wide):
 
 def test_large_footer_takes_a_second_request(s3):
     table = pa.table({f"column_with_a_long_name_{i:04d}": [i] for i in range(1500)})
-    url = s3.put("widefooter.parquet", parquet_bytes(table))
+    data = parquet_bytes(table)
+    # One object per case: a footer decoded once is reused for the same
+    # object version, which would skip the second request being counted.
+    urls = [s3.put(f"widefooter-{i}.parquet", data) for i in range(3)]
     stats = fastingest.ReadStats()
     cfg = fastingest.Config(footer_prefetch="16K")
-    md = fastingest.metadata(url, storage_options=s3.options(), config=cfg, stats=stats)
+    md = fastingest.metadata(urls[0], storage_options=s3.options(), config=cfg, stats=stats)
     assert md["num_rows"] == 1
     assert stats.requests == 2
     stats2 = fastingest.ReadStats()
-    fastingest.metadata(url, storage_options=s3.options(), stats=stats2)
+    fastingest.metadata(urls[1], storage_options=s3.options(), stats=stats2)
     assert stats2.requests == 2  # the footer is > 64 KiB too
     big = fastingest.Config(footer_prefetch="4M")
     stats3 = fastingest.ReadStats()
-    fastingest.metadata(url, storage_options=s3.options(), config=big, stats=stats3)
+    fastingest.metadata(urls[2], storage_options=s3.options(), config=big, stats=stats3)
     assert stats3.requests == 1
+    # Read again with the small prefetch: the kept footer saves the second request.
+    again = fastingest.ReadStats()
+    fastingest.metadata(urls[0], storage_options=s3.options(), config=cfg, stats=again)
+    assert again.requests == 1
 
 
 def test_presigned_https_url(s3):
@@ -346,3 +353,17 @@ def test_object_replaced_mid_read_is_an_error_not_a_mixed_table(s3, toxi):
     assert out.stdout.startswith("RemoteIOError"), out.stdout + out.stderr
     assert "changed while it was being read" in out.stdout
     assert key in out.stdout
+
+
+def test_decoded_footers_are_reused_only_for_the_same_version(s3):
+    """A footer decoded once is kept per object version: a second read of the
+    same object is the same table, and a replaced object (new ETag) is read
+    with its own footer, not the kept one."""
+    key = "memo/t.parquet"
+    first = numeric_table(3_000, seed=1)
+    url = s3.put(key, parquet_bytes(first, row_group_size=1_000))
+    for _ in range(2):
+        assert_tables_equal(fastingest.read_parquet(url, storage_options=s3.options()), first)
+    other = pa.table({"z": pa.array(range(7), pa.int16())})
+    s3.put(key, parquet_bytes(other))
+    assert_tables_equal(fastingest.read_parquet(url, storage_options=s3.options()), other)

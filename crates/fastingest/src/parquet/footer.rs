@@ -39,6 +39,14 @@ pub async fn read_footer(
         .fetch_tail(source, fetcher.config().footer_prefetch)
         .await?;
     let size = tail.size;
+    // The tail told (or the cache pinned) the object's version: a footer
+    // decoded before for this version is reused.
+    if let Some(metadata) = super::memo::get(source, with_page_index) {
+        return Ok(Footer {
+            metadata,
+            file_size: size,
+        });
+    }
     let corrupt = |range: Option<Range<u64>>, detail: String| Error::Corrupt {
         location: location.to_string(),
         range,
@@ -122,8 +130,10 @@ pub async fn read_footer(
     } else {
         metadata
     };
+    let metadata = Arc::new(metadata);
+    super::memo::put(source, with_page_index, &metadata);
     Ok(Footer {
-        metadata: Arc::new(metadata),
+        metadata,
         file_size: size,
     })
 }

@@ -3,6 +3,7 @@
 pub mod decode;
 pub mod filter;
 pub mod footer;
+mod memo;
 pub mod read;
 pub mod select;
 
