@@ -23,9 +23,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from bench_read import make_dataset, one, upload, write_results  # noqa: E402
+from bench_read import make_dataset, one, start_cloud, write_results  # noqa: E402
 
-from tests.servers import MINIO_PASSWORD, MINIO_USER, Servers  # noqa: E402
+from tests.servers import Servers  # noqa: E402
 
 STEPS = ["local disk", "epoch 1 (cold)", "epoch 2 (warm)", "epoch 3 (warm)", "warm, once"]
 
@@ -45,12 +45,7 @@ def main() -> None:
     servers = Servers()
     runs: dict[str, list[dict]] = {s: [] for s in STEPS}
     try:
-        servers.start_minio()
-        url = upload(servers, data)
-        servers.start_toxiproxy()
-        servers.toxi.add_toxic("s3", "latency", {"latency": 30, "jitter": 5})
-        servers.toxi.add_toxic("s3", "bandwidth", {"rate": 100_000})  # KB/s per connection
-        s3 = {"key": MINIO_USER, "secret": MINIO_PASSWORD, "endpoint": servers.s3_proxy_endpoint}
+        url, _, s3 = start_cloud(servers, data)
         for run in range(args.runs):
             cache_dir = tempfile.mkdtemp(prefix="fastingest-bench-cache-")
             immutable = {"dir": cache_dir, "validate": "immutable"}

@@ -20,9 +20,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from bench_read import make_dataset, one, upload, write_results  # noqa: E402
+from bench_read import make_dataset, one, start_cloud, write_results  # noqa: E402
 
-from tests.servers import MINIO_PASSWORD, MINIO_USER, Servers  # noqa: E402
+from tests.servers import Servers  # noqa: E402
 
 READERS = ["fastingest-orc", "pyarrow-orc"]
 
@@ -59,17 +59,8 @@ def main() -> None:
     servers = Servers()
     results: dict[str, dict[str, list[dict]]] = {}
     try:
-        servers.start_minio()
-        url = upload(servers, data)
-        servers.start_toxiproxy()
-        servers.toxi.add_toxic("s3", "latency", {"latency": 30, "jitter": 5})
-        servers.toxi.add_toxic("s3", "bandwidth", {"rate": 100_000})  # KB/s per connection
-        creds = {"key": MINIO_USER, "secret": MINIO_PASSWORD}
-        profiles = {
-            "local": (str(data), None),
-            "minio": (url, {**creds, "endpoint": servers.s3_endpoint}),
-            "cloud": (url, {**creds, "endpoint": servers.s3_proxy_endpoint}),
-        }
+        url, direct, proxied = start_cloud(servers, data)
+        profiles = {"local": (str(data), None), "minio": (url, direct), "cloud": (url, proxied)}
         for profile in args.profiles.split(","):
             source, s3 = profiles[profile]
             results[profile] = {r: [] for r in READERS}

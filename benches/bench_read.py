@@ -85,6 +85,23 @@ def upload(servers: Servers, path: Path) -> str:
     return f"s3://bench/{path.name}"
 
 
+def start_cloud(servers: Servers, data: Path) -> tuple[str, dict, dict]:
+    """Starts MinIO with `data` uploaded and toxiproxy in front of it shaped
+    like a cloud store (30 ms +-5 latency, 100 MB/s per connection). Returns
+    the object's URL and the credentials for MinIO direct and proxied."""
+    servers.start_minio()
+    url = upload(servers, data)
+    servers.start_toxiproxy()
+    servers.toxi.add_toxic("s3", "latency", {"latency": 30, "jitter": 5})
+    servers.toxi.add_toxic("s3", "bandwidth", {"rate": 100_000})  # KB/s per connection
+    creds = {"key": MINIO_USER, "secret": MINIO_PASSWORD}
+    return (
+        url,
+        {**creds, "endpoint": servers.s3_endpoint},
+        {**creds, "endpoint": servers.s3_proxy_endpoint},
+    )
+
+
 def one(
     reader: str,
     url: str,
@@ -172,16 +189,9 @@ def main() -> None:
     try:
         urls: dict[str, tuple[str, dict | None]] = {"local": (str(data), None)}
         if any(p in profiles for p in ("minio", "cloud")):
-            servers.start_minio()
-            url = upload(servers, data)
-            creds = {"key": MINIO_USER, "secret": MINIO_PASSWORD}
-            urls["minio"] = (url, {**creds, "endpoint": servers.s3_endpoint})
-            if "cloud" in profiles:
-                servers.start_toxiproxy()
-                toxi = servers.toxi
-                toxi.add_toxic("s3", "latency", {"latency": 30, "jitter": 5})
-                toxi.add_toxic("s3", "bandwidth", {"rate": 100_000})  # KB/s per connection
-                urls["cloud"] = (url, {**creds, "endpoint": servers.s3_proxy_endpoint})
+            url, direct, proxied = start_cloud(servers, data)
+            urls["minio"] = (url, direct)
+            urls["cloud"] = (url, proxied)
         for profile in profiles:
             url, s3 = urls[profile]
             if s3:

@@ -16,9 +16,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
-from bench_read import make_dataset, one, upload  # noqa: E402
+from bench_read import make_dataset, one, start_cloud  # noqa: E402
 
-from tests.servers import MINIO_PASSWORD, MINIO_USER, Servers  # noqa: E402
+from tests.servers import Servers  # noqa: E402
 
 
 def main() -> None:
@@ -33,16 +33,11 @@ def main() -> None:
     size = data.stat().st_size
     servers = Servers()
     try:
-        servers.start_minio()
-        url = upload(servers, data)
-        servers.start_toxiproxy()
-        servers.toxi.add_toxic("s3", "latency", {"latency": 30, "jitter": 5})
-        servers.toxi.add_toxic("s3", "bandwidth", {"rate": 100_000})
-        creds = {"key": MINIO_USER, "secret": MINIO_PASSWORD}
-        endpoints = {"cloud": servers.s3_proxy_endpoint, "minio": servers.s3_endpoint}
+        url, direct, proxied = start_cloud(servers, data)
+        credentials = {"cloud": proxied, "minio": direct}
         grid = list(itertools.product(args.slices.split(","), args.inflight.split(",")))
         for profile in args.profiles.split(","):
-            s3 = {**creds, "endpoint": endpoints[profile]}
+            s3 = credentials[profile]
             times: dict[tuple[str, str], list[float]] = {g: [] for g in grid}
             for _ in range(args.runs):
                 for sl, inf in grid:
