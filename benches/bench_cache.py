@@ -6,7 +6,7 @@ a new process finding the cache on disk), and rounds are interleaved:
 local, epoch 1 (cold), epoch 2, epoch 3 (warm, "immutable"), and a warm
 epoch under "once" (a new process revalidates: one request per object).
 
-    python benches/bench_cache.py [--runs 3] [--size-mb 250] [--quick]
+    python benches/bench_cache.py [--runs 3] [--size-mb 250] [--far] [--quick]
 """
 
 from __future__ import annotations
@@ -34,6 +34,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--size-mb", type=int, default=250)
+    ap.add_argument(
+        "--far",
+        action="store_true",
+        help="a far region instead (100 ms latency, 50 MB/s per connection)",
+    )
     ap.add_argument("--quick", action="store_true", help="a small file, one run")
     ap.add_argument("--out", default=str(HERE / "results"))
     # Options meant for bench_read.py (scripts/bench.sh passes them to both) are ignored.
@@ -46,6 +51,12 @@ def main() -> None:
     runs: dict[str, list[dict]] = {s: [] for s in STEPS}
     try:
         url, _, s3 = start_cloud(servers, data)
+        link = "emulated cloud store (30 ms +-5, 100 MB/s per connection)"
+        if args.far:
+            servers.toxi.clear("s3")
+            servers.toxi.add_toxic("s3", "latency", {"latency": 100, "jitter": 10})
+            servers.toxi.add_toxic("s3", "bandwidth", {"rate": 50_000})  # KB/s per connection
+            link = "far region (100 ms +-10, 50 MB/s per connection)"
         for run in range(args.runs):
             cache_dir = tempfile.mkdtemp(prefix="fastingest-bench-cache-")
             immutable = {"dir": cache_dir, "validate": "immutable"}
@@ -73,8 +84,8 @@ def main() -> None:
 
     med = {s: statistics.median(size / 1e6 / r["seconds"] for r in rs) for s, rs in runs.items()}
     lines = [
-        f"File: {size / 1e6:.0f} MB (8 row groups x 5 columns, snappy), emulated cloud store "
-        f"(30 ms +-5, 100 MB/s per connection). Median of {args.runs} interleaved rounds, "
+        f"File: {size / 1e6:.0f} MB (8 row groups x 5 columns, snappy), {link}. "
+        f"Median of {args.runs} interleaved rounds, "
         "each read in a fresh process; MB/s = file bytes / wall seconds.",
         "",
         "| read | MB/s median | min-max | requests | bytes fetched | vs local disk "
