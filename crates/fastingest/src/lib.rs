@@ -33,6 +33,7 @@ pub mod io;
 pub mod orc;
 pub mod parquet;
 pub mod plan;
+pub mod read;
 pub mod runtime;
 pub mod source;
 pub mod stats;

@@ -67,7 +67,14 @@ pub async fn resolve(specs: &[String], cx: Context<'_>) -> Result<Vec<Source>> {
 
 /// The cache identity of an object in a store: its URL plus the settings
 /// that say which server it is on (never credentials).
-fn store_identity(url_base: &str, key: &str, options: &StorageOptions) -> String {
+fn store_identity(url_base: &str, key: &str, server: &str) -> String {
+    format!("{url_base}/{key}{server}")
+}
+
+/// The part of a cache identity that says which server holds the objects:
+/// the endpoint and account settings among the options and environment,
+/// never credentials. Computed once per source spec, not per object.
+fn server_of(options: &StorageOptions) -> String {
     let locates = |k: &str| {
         let k = k.to_ascii_lowercase();
         (k.contains("endpoint") || k.contains("account_name") || k.contains("emulator"))
@@ -91,12 +98,11 @@ fn store_identity(url_base: &str, key: &str, options: &StorageOptions) -> String
         .collect();
     env.sort();
     parts.extend(env);
-    let mut id = format!("{url_base}/{key}");
-    if !parts.is_empty() {
-        id.push_str(" @ ");
-        id.push_str(&parts.join(" "));
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" @ {}", parts.join(" "))
     }
-    id
 }
 
 async fn resolve_one(spec: &str, cx: Context<'_>) -> Result<Vec<Source>> {
@@ -171,7 +177,7 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Sour
     let raw_path = path.as_ref().to_string();
     let base = format!("{}://{}", url.scheme(), url.authority());
     if !has_glob(&raw_path) {
-        let identity = store_identity(&base, &raw_path, options);
+        let identity = store_identity(&base, &raw_path, &server_of(options));
         return Ok(vec![Arc::new(StoreSource::new(
             store,
             path,
@@ -187,7 +193,8 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Sour
     };
     let m = matcher(&raw_path)?;
     let prefix_path = (!prefix.is_empty()).then(|| Path::from(prefix));
-    let listing_key = store_identity(&base, &raw_path, options);
+    let server = server_of(options);
+    let listing_key = store_identity(&base, &raw_path, &server);
     let listing: Listing = match cx.cache.and_then(|c| c.cached_listing(&listing_key)) {
         Some(cached) => cached,
         None => {
@@ -224,7 +231,7 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Sour
         .into_iter()
         .map(|(k, version)| {
             let loc = format!("{base}/{k}");
-            let identity = store_identity(&base, &k, options);
+            let identity = store_identity(&base, &k, &server);
             Arc::new(
                 StoreSource::new(Arc::clone(&store), Path::from(k.as_str()), loc, identity)
                     .with_listed(version),

@@ -114,9 +114,17 @@ impl Cache {
         old: Option<&Record>,
         current: ObjectVersion,
     ) -> ObjectVersion {
-        if let Some(old) = old.filter(|r| !r.version.same_as(&current)) {
-            let stale = self.layout().version_dir(identity, &old.version);
-            let _ = std::fs::remove_dir_all(stale);
+        match old {
+            // Unchanged and still trusted (a glob's listing on every read):
+            // nothing to record, no write on the warm path.
+            Some(r) if r.version.same_as(&current) && self.trusts(r.validated_at) => {
+                return r.version.clone();
+            }
+            Some(r) if !r.version.same_as(&current) => {
+                let stale = self.layout().version_dir(identity, &r.version);
+                let _ = std::fs::remove_dir_all(stale);
+            }
+            _ => {}
         }
         let record = Record {
             identity: identity.to_string(),

@@ -7,17 +7,18 @@ use std::ops::Range;
 use bytes::Bytes;
 use orc_rust::reader::ChunkReader;
 
-use crate::parquet::FetchedSpans;
+use crate::fetch::FetchedSpans;
 
-/// The end of the file, as fetched; asking for anything before it is an
-/// error that tells how much more tail is needed.
+/// The end of the file, as fetched (as long as the postscript says the tail
+/// is, and at least what `orc-rust` reads first).
 pub(crate) struct TailChunks {
     pub size: u64,
     pub bytes: Bytes,
 }
 
-/// The error text [`TailChunks`] gives when a read starts before the tail.
-pub(crate) const NEED_MORE: &str = "fastingest: need bytes before the tail from offset ";
+fn before_tail(offset: u64) -> io::Error {
+    io::Error::other(format!("byte {offset} lies before the fetched tail"))
+}
 
 impl ChunkReader for TailChunks {
     type T = bytes::buf::Reader<Bytes>;
@@ -30,7 +31,7 @@ impl ChunkReader for TailChunks {
         use bytes::Buf;
         let start = self.size - self.bytes.len() as u64;
         if offset < start {
-            return Err(io::Error::other(format!("{NEED_MORE}{offset}")));
+            return Err(before_tail(offset));
         }
         Ok(self.bytes.slice((offset - start) as usize..).reader())
     }
@@ -38,7 +39,7 @@ impl ChunkReader for TailChunks {
     fn get_bytes(&self, offset: u64, length: u64) -> io::Result<Bytes> {
         let start = self.size - self.bytes.len() as u64;
         if offset < start {
-            return Err(io::Error::other(format!("{NEED_MORE}{offset}")));
+            return Err(before_tail(offset));
         }
         let from = (offset - start) as usize;
         let to = from.saturating_add(length as usize);

@@ -20,11 +20,10 @@ use super::chunks::{SpanReader, StreamFinder};
 use super::from_orc;
 use super::tail::{read_tail, OrcTail};
 use crate::error::{Error, Result};
-use crate::fetch::{await_spans, each_file, unit_spans, Fetcher};
-use crate::parquet::read::{concat, flush};
-use crate::parquet::{FetchedSpans, ReadOptions, Table};
+use crate::fetch::{await_spans, each_file, unit_spans, FetchedSpans, Fetcher};
 use crate::plan::{FilePlan, PlanUnit};
-use crate::source::{resolve, Source};
+use crate::read::{check_single_file, concat, with_files, ReadOptions, Table};
+use crate::source::Source;
 
 /// Rows per record batch handed out.
 const BATCH_ROWS: usize = 64 * 1024;
@@ -51,39 +50,33 @@ pub struct PreparedOrc {
 /// Reads ORC `sources` (paths, URLs, globs) into one table. `options.row_groups`
 /// selects stripes (a single file only); `options.filter` is not supported.
 pub async fn read_orc(sources: &[String], options: &ReadOptions) -> Result<Table> {
-    options.config.validate()?;
     check_options(options)?;
-    let result = async {
-        let files = resolve(sources, options.context()).await?;
-        check_stripes_option(&files, options)?;
+    with_files(sources, options, |files| async move {
+        check_single_file(&files, options, "stripes")?;
         let fetcher = options.fetcher();
         let results = each_file(&fetcher, files, |fetcher: Fetcher, s: Source| async move {
             read_file(&fetcher, s, options).await
         })
         .await?;
         concat(&fetcher, results)
-    }
-    .await;
-    flush(options.cache.as_ref(), result)
+    })
+    .await
 }
 
 /// Plans the reads of ORC `sources`: tails and stripe footers are fetched,
 /// column data is not.
 pub async fn plan_orc(sources: &[String], options: &ReadOptions) -> Result<Vec<PreparedOrc>> {
-    options.config.validate()?;
     check_options(options)?;
-    let result = async {
-        let files = resolve(sources, options.context()).await?;
-        check_stripes_option(&files, options)?;
+    with_files(sources, options, |files| async move {
+        check_single_file(&files, options, "stripes")?;
         each_file(
             &options.fetcher(),
             files,
             |fetcher: Fetcher, s: Source| async move { prepare(&fetcher, s, options).await },
         )
         .await
-    }
-    .await;
-    flush(options.cache.as_ref(), result)
+    })
+    .await
 }
 
 /// The tails of ORC `sources`, for inspection.
@@ -91,23 +84,18 @@ pub async fn read_orc_metadata(
     sources: &[String],
     options: &ReadOptions,
 ) -> Result<Vec<(Source, OrcTail, SchemaRef)>> {
-    options.config.validate()?;
-    let result = async {
-        let files = resolve(sources, options.context()).await?;
-        each_file(
-            &options.fetcher(),
-            files,
-            |fetcher: Fetcher, s: Source| async move {
-                fetcher.stats().add_file();
-                let tail = read_tail(&fetcher, &s).await?;
-                let schema = schema_of(&tail, tail.metadata.root_data_type());
-                Ok((s, tail, schema))
-            },
-        )
-        .await
-    }
-    .await;
-    flush(options.cache.as_ref(), result)
+    with_files(sources, options, |files| async move {
+        each_file(&options.fetcher(), files, tail_of).await
+    })
+    .await
+}
+
+/// One file's tail and the schema a full read of it would return.
+async fn tail_of(fetcher: Fetcher, s: Source) -> Result<(Source, OrcTail, SchemaRef)> {
+    fetcher.stats().add_file();
+    let tail = read_tail(&fetcher, &s).await?;
+    let schema = schema_of(&tail, tail.metadata.root_data_type());
+    Ok((s, tail, schema))
 }
 
 fn check_options(options: &ReadOptions) -> Result<()> {
@@ -115,16 +103,6 @@ fn check_options(options: &ReadOptions) -> Result<()> {
         return Err(Error::InvalidArgument(
             "filters are not supported for ORC yet; select columns and stripes instead".into(),
         ));
-    }
-    Ok(())
-}
-
-fn check_stripes_option(files: &[Source], options: &ReadOptions) -> Result<()> {
-    if options.row_groups.is_some() && files.len() != 1 {
-        return Err(Error::InvalidArgument(format!(
-            "stripes selects stripes of a single file, but the source names {} files",
-            files.len()
-        )));
     }
     Ok(())
 }

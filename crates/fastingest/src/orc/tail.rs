@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use orc_rust::reader::metadata::{read_metadata, FileMetadata};
 
-use super::chunks::{TailChunks, NEED_MORE};
+use super::chunks::TailChunks;
 use crate::error::{Error, Result};
 use crate::fetch::Fetcher;
 use crate::source::Source;
@@ -24,21 +24,51 @@ pub struct OrcTail {
     pub type_attributes: Arc<Vec<Vec<(String, String)>>>,
 }
 
+/// What the postscript says about the tail: its lengths and compression.
+struct PostScriptInfo {
+    /// Postscript + footer + metadata + the final length byte.
+    tail_len: u64,
+    /// Length of the postscript.
+    ps_len: u64,
+    /// Length of the footer, which lies just before the postscript.
+    footer_len: u64,
+}
+
+/// Reads the postscript at the end of `tail` (the file's last bytes).
+fn postscript(tail: &Bytes) -> Option<PostScriptInfo> {
+    use prost::Message;
+    let ps_len = *tail.last()? as u64;
+    let ps_start = (tail.len() as u64).checked_sub(1 + ps_len)?;
+    let postscript =
+        orc_rust::proto::PostScript::decode(&tail[ps_start as usize..tail.len() - 1]).ok()?;
+    let footer_len = postscript.footer_length?;
+    // ORC 0.11 files have no metadata length; orc-rust then says so itself.
+    let metadata_len = postscript.metadata_length.unwrap_or(0);
+    Some(PostScriptInfo {
+        tail_len: 1 + ps_len + footer_len + metadata_len,
+        ps_len,
+        footer_len,
+    })
+}
+
 /// The type attributes in the footer, which `orc-rust` does not expose.
 /// Best effort: a footer it could decode decodes here too.
-fn type_attributes(tail: &Bytes, metadata: &FileMetadata) -> Vec<Vec<(String, String)>> {
+fn type_attributes(
+    tail: &Bytes,
+    ps: &PostScriptInfo,
+    metadata: &FileMetadata,
+) -> Vec<Vec<(String, String)>> {
     use orc_rust::proto;
     use prost::Message;
     use std::io::Read;
+    let n = tail.len() as u64;
     let decode = || -> Option<Vec<Vec<(String, String)>>> {
-        let ps_len = *tail.last()? as usize;
-        let ps_start = tail.len().checked_sub(1 + ps_len)?;
-        let ps = proto::PostScript::decode(&tail[ps_start..tail.len() - 1]).ok()?;
-        let footer_len = ps.footer_length? as usize;
-        let footer_start = ps_start.checked_sub(footer_len)?;
+        let end = n.checked_sub(1 + ps.ps_len)?;
+        let start = end.checked_sub(ps.footer_len)?;
+        let (start, end) = (start as usize, end as usize);
         let mut footer = Vec::new();
         orc_rust::compression::Decompressor::new(
-            tail.slice(footer_start..ps_start),
+            tail.slice(start..end),
             metadata.compression(),
             vec![],
         )
@@ -80,61 +110,60 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
         return Err(corrupt("the file is empty (0 bytes), not ORC".into()));
     }
     let mut bytes = tail.bytes;
-    // At most one more request: the first attempt says where the tail starts.
-    for _ in 0..2 {
-        let mut reader = TailChunks {
-            size,
-            bytes: bytes.clone(),
-        };
-        let decoded =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_metadata(&mut reader)));
-        match decoded {
-            Ok(Ok(metadata)) => {
-                let attributes = type_attributes(&bytes, &metadata);
-                return Ok(OrcTail {
-                    metadata: Arc::new(metadata),
-                    file_size: size,
-                    type_attributes: Arc::new(attributes),
-                });
-            }
-            Ok(Err(e)) => {
-                let text = e.to_string();
-                let Some(offset) = text
-                    .split(NEED_MORE)
-                    .nth(1)
-                    .and_then(|t| t.split(|c: char| !c.is_ascii_digit()).next())
-                    .and_then(|n| n.parse::<u64>().ok())
-                else {
-                    return Err(not_orc(location, size, &bytes, e));
-                };
-                let start = size - bytes.len() as u64;
-                let head = fetcher.fetch_range(source, offset..start).await?;
-                let mut joined = BytesMut::with_capacity(head.len() + bytes.len());
-                joined.extend_from_slice(&head);
-                joined.extend_from_slice(&bytes);
-                bytes = joined.freeze();
-            }
-            Err(_) => return Err(corrupt("corrupt file tail (the decoder gave up)".into())),
-        }
-    }
-    Err(corrupt("the file tail is longer than it says".into()))
-}
-
-/// A tail `orc-rust` rejected: say whether the file is ORC at all.
-fn not_orc(location: &str, size: u64, tail: &Bytes, e: orc_rust::error::OrcError) -> Error {
-    if tail.ends_with(b"PAR1") {
-        return Error::Corrupt {
+    if bytes.ends_with(b"PAR1") {
+        return Err(Error::Corrupt {
             location: location.to_string(),
             range: Some(size.saturating_sub(4)..size),
             detail: "this is a Parquet file, not ORC (use read_parquet)".into(),
-        };
+        });
     }
-    match super::from_orc(location, e) {
-        Error::Corrupt { detail, .. } => Error::Corrupt {
+    let Some(ps) = postscript(&bytes) else {
+        return Err(Error::Corrupt {
             location: location.to_string(),
-            range: Some(size.saturating_sub(tail.len() as u64)..size),
-            detail: format!("not a valid ORC file tail: {detail}"),
-        },
-        other => other,
+            range: Some(size.saturating_sub(bytes.len() as u64)..size),
+            detail: "not an ORC file: no valid postscript at the end".into(),
+        });
+    };
+    if ps.tail_len > size {
+        return Err(corrupt(format!(
+            "the postscript gives a {}-byte tail, more than the file's {size} bytes",
+            ps.tail_len
+        )));
+    }
+    // A tail longer than the prefetch: one more request for the rest.
+    let have = bytes.len() as u64;
+    if ps.tail_len > have {
+        let head = fetcher
+            .fetch_range(source, size - ps.tail_len..size - have)
+            .await?;
+        let mut joined = BytesMut::with_capacity(head.len() + bytes.len());
+        joined.extend_from_slice(&head);
+        joined.extend_from_slice(&bytes);
+        bytes = joined.freeze();
+    }
+    let mut reader = TailChunks {
+        size,
+        bytes: bytes.clone(),
+    };
+    let decoded =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_metadata(&mut reader)));
+    match decoded {
+        Ok(Ok(metadata)) => {
+            let attributes = type_attributes(&bytes, &ps, &metadata);
+            Ok(OrcTail {
+                metadata: Arc::new(metadata),
+                file_size: size,
+                type_attributes: Arc::new(attributes),
+            })
+        }
+        Ok(Err(e)) => Err(match super::from_orc(location, e) {
+            Error::Corrupt { detail, .. } => Error::Corrupt {
+                location: location.to_string(),
+                range: Some(size - bytes.len() as u64..size),
+                detail: format!("not a valid ORC file tail: {detail}"),
+            },
+            other => other,
+        }),
+        Err(_) => Err(corrupt("corrupt file tail (the decoder gave up)".into())),
     }
 }

@@ -18,31 +18,8 @@ use parquet::file::metadata::ParquetMetaData;
 use super::filter::Filter;
 use super::select::{extract, Projection};
 use crate::error::{Error, Result};
-use crate::fetch::Fetcher;
+use crate::fetch::{FetchedSpans, Fetcher};
 use crate::source::Source;
-
-/// Fetched spans of one file, sorted by offset.
-#[derive(Debug, Clone, Default)]
-pub struct FetchedSpans(Vec<(Range<u64>, Bytes)>);
-
-impl FetchedSpans {
-    /// Wraps spans given in file order.
-    pub fn new(mut spans: Vec<(Range<u64>, Bytes)>) -> Self {
-        spans.sort_by_key(|(r, _)| r.start);
-        FetchedSpans(spans)
-    }
-
-    /// The bytes of `range` without copying, when one span holds them.
-    pub fn get(&self, range: &Range<u64>) -> Option<Bytes> {
-        let i = self
-            .0
-            .partition_point(|(r, _)| r.start <= range.start)
-            .checked_sub(1)?;
-        let (r, b) = &self.0[i];
-        (range.end <= r.end)
-            .then(|| b.slice((range.start - r.start) as usize..(range.end - r.start) as usize))
-    }
-}
 
 /// The decoder's view of a file: fetched spans first, the store otherwise.
 pub struct PrefetchedReader {

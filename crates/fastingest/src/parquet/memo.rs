@@ -32,12 +32,12 @@ fn key(source: &Source, with_page_index: bool) -> Option<Key> {
 fn with_memo<T>(f: impl FnOnce(&mut Memo) -> T) -> T {
     let pid = std::process::id();
     let mut guard = MEMO.lock().unwrap_or_else(|e| e.into_inner());
-    // A forked child starts empty (nothing wrong with the parent's entries,
-    // but this keeps the rule simple: per process).
-    if guard.as_ref().is_none_or(|(p, _)| *p != pid) {
-        *guard = Some((pid, Memo::default()));
+    // A forked child starts empty: the memo is per process, like the runtime.
+    if guard.as_ref().is_some_and(|(p, _)| *p != pid) {
+        *guard = None;
     }
-    f(&mut guard.as_mut().expect("just set").1)
+    let (_, memo) = guard.get_or_insert_with(|| (pid, Memo::default()));
+    f(memo)
 }
 
 /// The decoded footer of this version of `source`, if kept.

@@ -7,7 +7,6 @@ mod memo;
 pub mod read;
 pub mod select;
 
-pub use decode::FetchedSpans;
 pub use filter::{CmpOp, Filter, Predicate};
 pub use footer::Footer;
 pub use read::{plan_parquet, read_metadata, read_parquet, PreparedFile, ReadOptions, Table};

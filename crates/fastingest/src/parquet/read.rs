@@ -5,83 +5,22 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use futures::{stream, FutureExt, StreamExt, TryStreamExt};
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::file::metadata::ParquetMetaData;
 
-use super::decode::{DecodeJob, FetchedSpans};
+use super::decode::DecodeJob;
 use super::filter::Filter;
 use super::footer::{read_footer, Footer};
-use super::select::{project, same_fields, validate_schema, Projection};
-use crate::cache::Cache;
-use crate::config::Config;
+use super::select::{project, validate_schema, Projection};
 use crate::error::{Error, Result};
-use crate::fetch::{await_spans, each_file, unit_spans, Fetcher};
+use crate::fetch::{await_spans, each_file, unit_spans, FetchedSpans, Fetcher};
 use crate::plan::{FilePlan, PlanUnit};
-use crate::source::{resolve, Context, Source};
-use crate::stats::ReadStats;
-use crate::store::StorageOptions;
-
-/// What to read and how.
-#[derive(Debug, Clone, Default)]
-pub struct ReadOptions {
-    /// Columns to return (top-level names or dotted struct paths), in this
-    /// order; `None` for all.
-    pub columns: Option<Vec<String>>,
-    /// Row groups to read (indices into the file); only for a single file.
-    pub row_groups: Option<Vec<usize>>,
-    /// Rows to keep; also prunes row groups by their statistics.
-    pub filter: Option<Filter>,
-    /// Options for the object store (credentials, endpoint, ...).
-    pub storage_options: StorageOptions,
-    /// Fetch tuning.
-    pub config: Config,
-    /// Counters the read adds to.
-    pub stats: ReadStats,
-    /// The on-disk cache remote bytes are read through, if any.
-    pub cache: Option<Cache>,
-}
-
-impl ReadOptions {
-    pub(crate) fn context(&self) -> Context<'_> {
-        Context {
-            options: &self.storage_options,
-            config: &self.config,
-            stats: &self.stats,
-            cache: self.cache.as_ref(),
-        }
-    }
-
-    pub(crate) fn fetcher(&self) -> Fetcher {
-        Fetcher::with_cache(self.config.clone(), self.stats.clone(), self.cache.clone())
-    }
-}
-
-/// Adds a finished operation's cache counters to the shared ones.
-pub(crate) fn flush<T>(cache: Option<&Cache>, result: Result<T>) -> Result<T> {
-    if let Some(c) = cache {
-        c.flush_counters();
-    }
-    result
-}
-
-/// A read's result: a schema and the batches, in file and row order.
-#[derive(Debug, Clone)]
-pub struct Table {
-    /// Schema of every batch (with the file's key-value metadata, e.g. pandas').
-    pub schema: SchemaRef,
-    /// The rows.
-    pub batches: Vec<RecordBatch>,
-}
-
-impl Table {
-    /// Total rows.
-    pub fn num_rows(&self) -> usize {
-        self.batches.iter().map(|b| b.num_rows()).sum()
-    }
-}
+use crate::read::{check_single_file, concat, with_files};
+pub use crate::read::{ReadOptions, Table};
+use crate::source::Source;
 
 /// One file, planned and ready to fetch.
 #[derive(Debug, Clone)]
@@ -102,30 +41,24 @@ pub struct PreparedFile {
 
 /// Reads `sources` (paths, URLs or globs) into one table.
 pub async fn read_parquet(sources: &[String], options: &ReadOptions) -> Result<Table> {
-    options.config.validate()?;
-    let result = async {
-        let files = resolve(sources, options.context()).await?;
+    with_files(sources, options, |files| async move {
         read_sources(&options.fetcher(), files, options).await
-    }
-    .await;
-    flush(options.cache.as_ref(), result)
+    })
+    .await
 }
 
 /// Plans the read of `sources` without fetching column data (footers only).
 pub async fn plan_parquet(sources: &[String], options: &ReadOptions) -> Result<Vec<PreparedFile>> {
-    options.config.validate()?;
-    let result = async {
-        let files = resolve(sources, options.context()).await?;
-        check_row_groups_option(&files, options)?;
+    with_files(sources, options, |files| async move {
+        check_single_file(&files, options, "row_groups")?;
         each_file(
             &options.fetcher(),
             files,
             |fetcher: Fetcher, s: Source| async move { prepare(&fetcher, s, options).await },
         )
         .await
-    }
-    .await;
-    flush(options.cache.as_ref(), result)
+    })
+    .await
 }
 
 /// Footers of `sources`, for inspection (`options.columns`, `row_groups`
@@ -134,49 +67,28 @@ pub async fn read_metadata(
     sources: &[String],
     options: &ReadOptions,
 ) -> Result<Vec<(Source, Footer, SchemaRef)>> {
-    options.config.validate()?;
-    let result = metadata_of(sources, options).await;
-    flush(options.cache.as_ref(), result)
-}
-
-async fn metadata_of(
-    sources: &[String],
-    options: &ReadOptions,
-) -> Result<Vec<(Source, Footer, SchemaRef)>> {
-    let files = resolve(sources, options.context()).await?;
-    each_file(
-        &options.fetcher(),
-        files,
-        |fetcher: Fetcher, s: Source| async move {
-            fetcher.stats().add_file();
-            let footer = read_footer(&fetcher, &s, false).await?;
-            let meta = ArrowReaderMetadata::try_new(
-                Arc::clone(&footer.metadata),
-                ArrowReaderOptions::new(),
-            )
-            .map_err(|e| Error::from_parquet(s.location(), e))?;
-            // The schema a full read would return (same metadata rules).
-            let all = project(
-                s.location(),
-                &footer.metadata,
-                meta.schema(),
-                None,
-                &BTreeSet::new(),
-            )?;
-            Ok((s, footer, all.output_schema))
-        },
-    )
+    with_files(sources, options, |files| async move {
+        each_file(&options.fetcher(), files, metadata_of).await
+    })
     .await
 }
 
-fn check_row_groups_option(files: &[Source], options: &ReadOptions) -> Result<()> {
-    if options.row_groups.is_some() && files.len() != 1 {
-        return Err(Error::InvalidArgument(format!(
-            "row_groups selects row groups of a single file, but the source names {} files",
-            files.len()
-        )));
-    }
-    Ok(())
+/// One file's footer and the schema a full read of it would return.
+async fn metadata_of(fetcher: Fetcher, s: Source) -> Result<(Source, Footer, SchemaRef)> {
+    fetcher.stats().add_file();
+    let footer = read_footer(&fetcher, &s, false).await?;
+    let meta =
+        ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
+            .map_err(|e| Error::from_parquet(s.location(), e))?;
+    // The schema a full read would return (same metadata rules).
+    let all = project(
+        s.location(),
+        &footer.metadata,
+        meta.schema(),
+        None,
+        &BTreeSet::new(),
+    )?;
+    Ok((s, footer, all.output_schema))
 }
 
 /// Reads already-resolved files with a shared fetcher.
@@ -185,7 +97,7 @@ pub async fn read_sources(
     files: Vec<Source>,
     options: &ReadOptions,
 ) -> Result<Table> {
-    check_row_groups_option(&files, options)?;
+    check_single_file(&files, options, "row_groups")?;
     // Several files are read at once; the fetcher's limits bound the requests
     // of all of them together.
     let results = each_file(fetcher, files, |fetcher: Fetcher, s: Source| async move {
@@ -194,41 +106,6 @@ pub async fn read_sources(
     })
     .await?;
     concat(fetcher, results)
-}
-
-/// Joins the files of a read in source order; their schemas must agree (the
-/// first file's schema, with its metadata, is the table's).
-pub(crate) fn concat(
-    fetcher: &Fetcher,
-    results: Vec<(Source, SchemaRef, Vec<RecordBatch>)>,
-) -> Result<Table> {
-    let Some((first_source, schema, _)) = results.first() else {
-        return Err(Error::InvalidArgument("no files to read".into()));
-    };
-    let schema = Arc::clone(schema);
-    let first = first_source.location().to_string();
-    let mut batches = Vec::new();
-    for (source, file_schema, file_batches) in results {
-        if let Some(detail) = same_fields(&schema, &file_schema) {
-            return Err(Error::SchemaMismatch {
-                location: source.location().to_string(),
-                first,
-                detail,
-            });
-        }
-        for b in file_batches {
-            let b = if Arc::ptr_eq(b.schema_ref(), &schema) {
-                b
-            } else {
-                let opts = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
-                RecordBatch::try_new_with_options(Arc::clone(&schema), b.columns().to_vec(), &opts)
-                    .map_err(|e| Error::from_arrow(source.location(), e))?
-            };
-            fetcher.stats().add_rows(b.num_rows() as u64);
-            batches.push(b);
-        }
-    }
-    Ok(Table { schema, batches })
 }
 
 /// Reads the footer and plans the fetch of one file.
