@@ -327,8 +327,9 @@ impl Cache {
         let target = max_bytes.or_else(|| self.low_watermark());
         let Some(target) = target else { return (0, 0) };
         let _lock = lock::acquire_blocking(&self.layout().root.join("evict.lock"));
+        let before = self.0.usage.load(Relaxed);
         let done = evict::evict(self.layout(), target, None);
-        self.0.usage.store(done.remaining, Relaxed);
+        self.settle_usage(before, done.remaining);
         (done.entries, done.bytes)
     }
 
@@ -349,19 +350,15 @@ impl Cache {
             .map(|m| (m as f64 * LOW_WATERMARK) as u64)
     }
 
-    /// Whether `len` more bytes may be written now; starts an eviction when
-    /// the cache is near its limits.
-    fn room_for(&self, len: u64) -> bool {
+    /// Reserves room for an entry of `len` bytes: counts it in the cache's
+    /// size unless that would pass `max_bytes` (then starts an eviction and
+    /// says no), or the disk is short of `min_free_bytes`. Reserving before
+    /// writing keeps concurrent writers of this process within the limit.
+    fn reserve(&self, len: u64) -> bool {
         if !self.usable() || now_ms() < self.0.writes_paused_until.load(Relaxed) {
             return false;
         }
         let size = HEADER_BYTES + len;
-        if let Some(max) = self.0.options.max_bytes {
-            if self.0.usage.load(Relaxed) + size > max {
-                self.maybe_evict();
-                return false;
-            }
-        }
         let free = evict::free_bytes(&self.layout().root).unwrap_or(u64::MAX);
         if free < self.0.options.min_free_bytes.saturating_add(size) {
             self.warn_once(
@@ -376,7 +373,36 @@ impl Cache {
             self.maybe_evict();
             return false;
         }
-        true
+        let max = self.0.options.max_bytes.unwrap_or(u64::MAX);
+        let reserved = self
+            .0
+            .usage
+            .fetch_update(Relaxed, Relaxed, |used| {
+                used.checked_add(size).filter(|&total| total <= max)
+            })
+            .is_ok();
+        if !reserved {
+            self.maybe_evict();
+        }
+        reserved
+    }
+
+    /// Gives back a reservation whose write did not happen.
+    fn unreserve(&self, len: u64) {
+        let size = HEADER_BYTES + len;
+        let _ = self
+            .0
+            .usage
+            .fetch_update(Relaxed, Relaxed, |used| Some(used.saturating_sub(size)));
+    }
+
+    /// After measuring the cache (`measured` bytes at the time its scan
+    /// started, when this process's estimate was `before`): the new estimate
+    /// is the measurement plus what this process reserved since.
+    fn settle_usage(&self, before: u64, measured: u64) {
+        let _ = self.0.usage.fetch_update(Relaxed, Relaxed, |now| {
+            Some(measured + now.saturating_sub(before))
+        });
     }
 
     /// Notes a failed write: warn once and stop writing for a while.
@@ -391,11 +417,6 @@ impl Cache {
                 self.layout().root.display()
             ),
         );
-    }
-
-    fn wrote(&self, len: u64) {
-        self.0.usage.fetch_add(HEADER_BYTES + len, Relaxed);
-        self.maybe_evict();
     }
 
     /// Starts a background eviction when over the high watermark or short of
@@ -415,16 +436,25 @@ impl Cache {
             .name("fastingest-evict".into())
             .spawn(move || {
                 let inner = &cache.0;
+                let mut progress = false;
                 if let Ok(Some(_lock)) = lock::try_acquire(&inner.layout.root.join("evict.lock")) {
                     let target = cache.low_watermark().unwrap_or(u64::MAX);
                     // Free a little more than the minimum, so that eviction
                     // does not restart at once.
                     let need_free = short
                         .then(|| inner.options.min_free_bytes + inner.options.min_free_bytes / 10);
+                    let before = inner.usage.load(Relaxed);
                     let done = evict::evict(&inner.layout, target, need_free);
-                    inner.usage.store(done.remaining, Relaxed);
+                    // Writes made while it ran still count.
+                    cache.settle_usage(before, done.remaining);
+                    progress = done.entries > 0;
                 }
                 inner.evicting.store(false, Relaxed);
+                // Writes during the eviction may have passed the watermark
+                // again: another round, as long as rounds free something.
+                if progress {
+                    cache.maybe_evict();
+                }
             });
         if spawned.is_err() {
             self.0.evicting.store(false, Relaxed);

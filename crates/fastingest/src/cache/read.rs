@@ -304,7 +304,7 @@ impl Cache {
         T: AsRef<[u8]> + Send + 'static,
     {
         let len = range.end - range.start;
-        if !self.room_for(len) {
+        if !self.reserve(len) {
             return Ok(data);
         }
         let tmp = self.layout().tmp();
@@ -315,8 +315,11 @@ impl Cache {
         .await
         .map_err(|e| task_failed(location, e))?;
         match written {
-            Ok(()) => self.wrote(len),
-            Err(e) => self.write_failed(&e),
+            Ok(()) => self.maybe_evict(),
+            Err(e) => {
+                self.unreserve(len);
+                self.write_failed(&e);
+            }
         }
         Ok(data)
     }
