@@ -15,6 +15,32 @@ import fastingest
 from .servers import MINIO_PASSWORD, MINIO_USER, Servers
 
 REQUIRE_SERVERS = os.environ.get("FASTINGEST_REQUIRE_SERVERS") == "1"
+# Set on the GPU machine, where Torch, CuPy and a GPU must be present.
+REQUIRE_GPU = os.environ.get("FASTINGEST_REQUIRE_GPU") == "1"
+
+
+def need_torch():
+    """PyTorch, or a skip saying it is absent (a failure where it must be)."""
+    try:
+        import torch
+    except ImportError:
+        if REQUIRE_GPU:
+            pytest.fail("PyTorch is required (FASTINGEST_REQUIRE_GPU=1) but not installed")
+        pytest.skip("PyTorch is not installed here (the GPU machine has it)")
+    return torch
+
+
+def need_gpu():
+    """A CUDA device fastingest can use, or a skip saying why not."""
+    if not fastingest.cuda_available():
+        try:
+            fastingest.cuda_device_count()
+            reason = "no CUDA device"
+        except fastingest.FastIngestError as e:
+            reason = str(e)
+        if REQUIRE_GPU:
+            pytest.fail(f"a GPU is required (FASTINGEST_REQUIRE_GPU=1): {reason}")
+        pytest.skip(f"no GPU: {reason}")
 
 
 def _plain_maps(t: pa.DataType) -> pa.DataType:

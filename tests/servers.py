@@ -313,7 +313,7 @@ class Servers:
 
     def azure_create_container(self, container: str) -> None:
         """PUT Container, signed with SharedKey (the emulator's well-known key)."""
-        date = dt.datetime.now(dt.timezone.utc).strftime("%a, %d %b %Y %H:%M:%S GMT")
+        date = dt.datetime.now(dt.UTC).strftime("%a, %d %b %Y %H:%M:%S GMT")
         version = "2021-08-06"
         canon_headers = f"x-ms-date:{date}\nx-ms-version:{version}\n"
         canon_resource = f"/{AZURITE_ACCOUNT}/{AZURITE_ACCOUNT}/{container}\nrestype:container"

@@ -20,9 +20,22 @@ from typing import Any
 import pyarrow as pa
 
 from . import exceptions
-from ._fastingest import Cache, Config, ReadStats, __version__
+from ._fastingest import (
+    Cache,
+    Chunk,
+    ChunkInfo,
+    ChunkSet,
+    Config,
+    DeviceChunk,
+    DeviceChunkSet,
+    ReadStats,
+    __version__,
+    cuda_available,
+    cuda_device_count,
+)
 from ._fastingest import plan_orc as _plan_orc
 from ._fastingest import plan_parquet as _plan_parquet
+from ._fastingest import read_chunks as _read_chunks
 from ._fastingest import read_metadata as _read_metadata
 from ._fastingest import read_orc as _read_orc
 from ._fastingest import read_orc_metadata as _read_orc_metadata
@@ -30,10 +43,13 @@ from ._fastingest import read_parquet as _read_parquet
 from ._fastingest import start_read_orc as _start_read_orc
 from ._fastingest import start_read_parquet as _start_read_parquet
 from ._filters import normalize as _normalize_filters
+from ._torch import read_torch, to_torch
 from .exceptions import (
     CacheWarning,
     ColumnNotFoundError,
     CorruptFileError,
+    DeviceError,
+    DeviceUnavailableError,
     FastIngestError,
     InvalidArgumentError,
     NotFoundError,
@@ -166,6 +182,33 @@ async def read_parquet_async(
     return await _run_async(_start_read_parquet, source, args)
 
 
+def read_chunks(
+    source: Any,
+    *,
+    columns: list[str] | None = None,
+    row_groups: list[int] | None = None,
+    filters: Any = None,
+    storage_options: dict[str, Any] | None = None,
+    config: Config | None = None,
+    stats: ReadStats | None = None,
+    cache: CacheArg = None,
+    device: int | str | None = None,
+    staging_size: int | None = None,
+    staging_buffers: int | None = None,
+    streams: int | None = None,
+) -> ChunkSet | DeviceChunkSet:
+    """Read the raw column chunks a read selects (compressed, encoded, exactly
+    the file's bytes) with their metadata. With ``device``, each chunk is
+    uploaded while later ones are still being fetched and a
+    :class:`DeviceChunkSet` is returned.
+
+    See ``fastingest.pyi`` for the full description of every argument.
+    """
+    args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
+    with _cache_warnings(args):
+        return _read_chunks(source, args, device, staging_size, staging_buffers, streams)
+
+
 async def _run_async(start: Any, source: Any, args: dict[str, Any]) -> pa.Table:
     """Starts a read on fastingest's runtime and awaits its end."""
     loop = asyncio.get_running_loop()
@@ -290,9 +333,16 @@ def metadata(
 __all__ = [
     "Cache",
     "CacheWarning",
+    "Chunk",
+    "ChunkInfo",
+    "ChunkSet",
     "ColumnNotFoundError",
     "Config",
     "CorruptFileError",
+    "DeviceChunk",
+    "DeviceChunkSet",
+    "DeviceError",
+    "DeviceUnavailableError",
     "FastIngestError",
     "InvalidArgumentError",
     "NotFoundError",
@@ -303,12 +353,17 @@ __all__ = [
     "SchemaMismatchError",
     "UnsupportedError",
     "__version__",
+    "cuda_available",
+    "cuda_device_count",
     "exceptions",
     "metadata",
     "plan_orc",
     "plan_parquet",
     "read_orc",
     "read_orc_async",
+    "read_chunks",
     "read_parquet",
     "read_parquet_async",
+    "read_torch",
+    "to_torch",
 ]

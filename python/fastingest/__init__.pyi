@@ -17,6 +17,12 @@ from .exceptions import (
     CorruptFileError as CorruptFileError,
 )
 from .exceptions import (
+    DeviceError as DeviceError,
+)
+from .exceptions import (
+    DeviceUnavailableError as DeviceUnavailableError,
+)
+from .exceptions import (
     FastIngestError as FastIngestError,
 )
 from .exceptions import (
@@ -301,3 +307,169 @@ def plan_orc(
     streams are not): ``location``, ``file_size``, ``stripes``, ``ranges``
     (the projected streams), ``spans``, ``requests``, ``bytes_needed``,
     ``bytes_to_fetch``, ``num_requests``."""
+
+# --- raw column chunks and the GPU --------------------------------------------
+
+class ChunkInfo:
+    """What a column chunk is (shared by :class:`Chunk` and :class:`DeviceChunk`)."""
+
+    @property
+    def source(self) -> str:
+        """The file, as named in the read."""
+    @property
+    def file(self) -> int:
+        """Index of the file in the set (into ``sources`` and ``footers``)."""
+    @property
+    def row_group(self) -> int: ...
+    @property
+    def column(self) -> str:
+        """Dotted Parquet path of the leaf (``a``, ``s.x``, ``l.list.element``)."""
+    @property
+    def leaf(self) -> int:
+        """Leaf column index in the file's schema."""
+    @property
+    def file_offset(self) -> int:
+        """Where the chunk starts in the file (its dictionary page, if any)."""
+    @property
+    def length(self) -> int:
+        """Bytes, compressed, page headers included."""
+    @property
+    def codec(self) -> str:
+        """``UNCOMPRESSED``, ``SNAPPY``, ``GZIP``, ``BROTLI``, ``LZ4``, ``ZSTD``, ``LZ4_RAW``."""
+    @property
+    def num_values(self) -> int: ...
+    @property
+    def physical_type(self) -> str:
+        """``BOOLEAN``, ``INT32``, ``INT64``, ``INT96``, ``FLOAT``, ``DOUBLE``,
+        ``BYTE_ARRAY`` or ``FIXED_LEN_BYTE_ARRAY``."""
+    @property
+    def logical_type(self) -> str | None: ...
+    def __len__(self) -> int: ...
+
+class Chunk(ChunkInfo):
+    """One column chunk's bytes in host memory: exactly the file's bytes at
+    ``file_offset``. Supports the (read-only) buffer protocol:
+    ``memoryview(chunk)`` does not copy."""
+
+    def __buffer__(self, flags: int) -> memoryview: ...
+
+class ChunkSet:
+    """The column chunks of a read, in file, row-group and column order."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> Chunk: ...
+    def __iter__(self) -> Any: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def sources(self) -> list[str]: ...
+    @property
+    def footers(self) -> list[bytes]:
+        """Each file's footer (Thrift ``FileMetaData``, original offsets, no
+        page index): what cuDF's hybrid-scan reader is built from."""
+    def to_parquet_bytes(self) -> bytes:
+        """A minimal Parquet file holding exactly these row groups and columns
+        (footer rewritten with the new offsets; several files join when their
+        selected schemas agree). ``cudf.read_parquet`` accepts it as host bytes."""
+    def to_device(
+        self,
+        device: int | str | None = None,
+        stream: Any = None,
+        *,
+        staging_size: int | None = None,
+        staging_buffers: int | None = None,
+        streams: int | None = None,
+    ) -> DeviceChunkSet:
+        """Uploads every chunk to ``device`` (``0``, ``"cuda:1"``; ``"cpu"``
+        runs the same pipeline into host memory) through a bounded pool of
+        pinned staging buffers (``staging_buffers`` × ``staging_size``,
+        default 4 × 8 MiB) on ``streams`` copy streams (default 2). Returns
+        when every copy has completed, so ``stream`` needs no synchronisation.
+        Raises :class:`DeviceUnavailableError` without a GPU."""
+
+class DeviceChunk(ChunkInfo):
+    """One column chunk in device memory: a 1-D ``uint8`` array exported
+    without copying through ``__dlpack__`` (``torch.from_dlpack``) and
+    ``__cuda_array_interface__`` v3 (``cupy.asarray``); ``ptr`` and ``size``
+    make it a cuDF device span."""
+
+    @property
+    def ptr(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+
+class DeviceChunkSet:
+    """Column chunks in one device allocation, each 256-byte aligned."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> DeviceChunk: ...
+    def __iter__(self) -> Any: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def ptr(self) -> int:
+        """Address of the allocation holding every chunk."""
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def footers(self) -> list[bytes]: ...
+    @property
+    def upload_report(self) -> dict[str, Any]:
+        """``bytes``, ``copies``, ``staging_allocated``, ``staging_waits``,
+        ``copies_before_last_arrival`` (> 0: the upload overlapped the fetch),
+        ``wait_for_data_s``, ``staging_copy_s``, ``total_s``."""
+
+def read_chunks(
+    source: Source,
+    *,
+    columns: Sequence[str] | None = None,
+    row_groups: Sequence[int] | None = None,
+    filters: Filters | None = None,
+    storage_options: dict[str, Any] | None = None,
+    config: Config | None = None,
+    stats: ReadStats | None = None,
+    cache: CacheArg = None,
+    device: int | str | None = None,
+    staging_size: int | None = None,
+    staging_buffers: int | None = None,
+    streams: int | None = None,
+) -> Any:
+    """The raw column chunks a read selects (compressed and encoded, exactly
+    the file's bytes) with their metadata, fetched with the same plan,
+    retries and cache as :func:`read_parquet`. ``filters`` prune row groups
+    by their statistics; chunks are always whole (apply the filter after
+    decoding). Returns a :class:`ChunkSet`; with ``device``, each chunk is
+    uploaded while later ones are still on the network, and a
+    :class:`DeviceChunkSet` is returned."""
+
+def cuda_available() -> bool:
+    """Whether CUDA uploads can run here (CUDA build, driver, a device)."""
+
+def cuda_device_count() -> int:
+    """CUDA devices; raises :class:`DeviceUnavailableError` saying why there are none."""
+
+def to_torch(data: Any, device: Any = "cuda:0", *, strings: str = "error") -> dict[str, Any]:
+    """Columns of a pyarrow Table (or batches) as ``dict[str, torch.Tensor]``:
+    integers, floats, booleans; dates, times and timestamps as int64. A column
+    with nulls adds ``"<name>.validity"``. Strings raise naming the column,
+    unless ``strings="offsets"`` (``"<name>"`` bytes as uint8 and
+    ``"<name>.offsets"`` int64). CPU tensors share Arrow's buffers where the
+    layout allows; CUDA tensors are copied through pinned memory."""
+
+def read_torch(
+    source: Source, device: Any = "cuda:0", *, strings: str = "error", **read_args: Any
+) -> dict[str, Any]:
+    """:func:`read_parquet` (``read_args`` are its keywords) then :func:`to_torch`."""

@@ -3,7 +3,12 @@
 from typing import Any
 
 from . import Cache as Cache
+from . import Chunk as Chunk
+from . import ChunkInfo as ChunkInfo
+from . import ChunkSet as ChunkSet
 from . import Config as Config
+from . import DeviceChunk as DeviceChunk
+from . import DeviceChunkSet as DeviceChunkSet
 from . import ReadStats as ReadStats
 
 __version__: str
@@ -18,4 +23,14 @@ def read_orc(source: Any, args: dict[str, Any]) -> Any: ...
 def start_read_orc(callback: Any, source: Any, args: dict[str, Any]) -> None: ...
 def plan_orc(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
 def read_orc_metadata(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
+def read_chunks(
+    source: Any,
+    args: dict[str, Any],
+    device: Any = None,
+    staging_size: int | None = None,
+    staging_buffers: int | None = None,
+    streams: int | None = None,
+) -> Any: ...
+def cuda_available() -> bool: ...
+def cuda_device_count() -> int: ...
 def _put(url: str, data: bytes, storage_options: dict[str, str] | None = None) -> None: ...

@@ -16,7 +16,9 @@ Hierarchy::
     ├── SchemaMismatchError (ValueError)       files of one read differ
     ├── RemoteIOError (OSError)                a request failed after its retries
     │   └── RequestTimeoutError (TimeoutError)
-    └── InvalidArgumentError (ValueError)      bad arguments, options or config
+    ├── InvalidArgumentError (ValueError)      bad arguments, options or config
+    ├── DeviceUnavailableError (RuntimeError)  no GPU, no CUDA driver, or no CUDA build
+    └── DeviceError (RuntimeError)             a device allocation or copy failed
 
 Warnings: :class:`CacheWarning` (a ``RuntimeWarning``) when the cache cannot
 be used or written (full disk, unwritable directory) or held a damaged entry;
@@ -69,6 +71,14 @@ class InvalidArgumentError(FastIngestError, ValueError):
     """An argument, storage option or config value is invalid."""
 
 
+class DeviceUnavailableError(FastIngestError, RuntimeError):
+    """A GPU call was made where there is no GPU, CUDA driver or CUDA build."""
+
+
+class DeviceError(FastIngestError, RuntimeError):
+    """A device allocation, copy or synchronisation failed."""
+
+
 class CacheWarning(RuntimeWarning):
     """The cache could not be used for part of a read; the read succeeded."""
 
@@ -77,6 +87,8 @@ __all__ = [
     "CacheWarning",
     "ColumnNotFoundError",
     "CorruptFileError",
+    "DeviceError",
+    "DeviceUnavailableError",
     "FastIngestError",
     "InvalidArgumentError",
     "NotFoundError",

@@ -36,6 +36,8 @@ pub fn to_py(err: Error) -> PyErr {
             } => "RequestTimeoutError",
             Error::Io { .. } => "RemoteIOError",
             Error::InvalidArgument(_) | Error::InvalidConfig(_) => "InvalidArgumentError",
+            Error::Unavailable(_) => "DeviceUnavailableError",
+            Error::Device(_) => "DeviceError",
         };
         let message = err.to_string();
         match class(py, name) {

@@ -3,6 +3,7 @@
 //! bridge between Python threads and the shared runtime in `run`.
 
 mod cache;
+mod chunks;
 mod config;
 mod convert;
 mod errors;
@@ -272,6 +273,51 @@ fn read_orc_metadata<'py>(
     Ok(out)
 }
 
+/// The column chunks of a read: host bytes, or uploaded to `device` while
+/// the fetch runs (see `fastingest.read_chunks`).
+#[pyfunction]
+#[pyo3(signature = (source, args, device=None, staging_size=None, staging_buffers=None, streams=None))]
+fn read_chunks(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    args: ReadArgs<'_>,
+    device: Option<&Bound<'_, PyAny>>,
+    staging_size: Option<usize>,
+    staging_buffers: Option<usize>,
+    streams: Option<usize>,
+) -> PyResult<Py<PyAny>> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    match device {
+        None => {
+            let set = run::block_on(py, async move { pq::read_chunks(&sources, &options).await })?;
+            let set = chunks::PyChunkSet {
+                set: std::sync::Arc::new(set),
+            };
+            Ok(Py::new(py, set)?.into_any())
+        }
+        Some(d) => {
+            let device = chunks::device_of(d)?;
+            let upload = chunks::upload_options(staging_size, staging_buffers, streams);
+            let set = chunks::read_to_device(py, sources, options, device, upload)?;
+            Ok(Py::new(py, set)?.into_any())
+        }
+    }
+}
+
+/// Whether CUDA uploads can run here (driver, device, CUDA build).
+#[pyfunction]
+fn cuda_available() -> bool {
+    fastingest::gpu::cuda_available()
+}
+
+/// Number of CUDA devices; raises `DeviceUnavailableError` saying why there
+/// are none to use.
+#[pyfunction]
+fn cuda_device_count() -> PyResult<usize> {
+    fastingest::gpu::cuda_device_count().map_err(errors::to_py)
+}
+
 /// Writes `data` to `url` through object_store: test set-up for `memory://`
 /// and the emulators (not part of the public API).
 #[pyfunction]
@@ -315,6 +361,14 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start_read_orc, m)?)?;
     m.add_function(wrap_pyfunction!(read_orc_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(plan_orc, m)?)?;
+    m.add_class::<chunks::PyChunkInfo>()?;
+    m.add_class::<chunks::PyChunk>()?;
+    m.add_class::<chunks::PyChunkSet>()?;
+    m.add_class::<chunks::PyDeviceChunk>()?;
+    m.add_class::<chunks::PyDeviceChunkSet>()?;
+    m.add_function(wrap_pyfunction!(read_chunks, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(_put, m)?)?;
     Ok(())
 }

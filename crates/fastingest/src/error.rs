@@ -67,6 +67,15 @@ pub enum Error {
     /// A storage URL or option is malformed or unknown.
     #[error("{0}")]
     InvalidConfig(String),
+
+    /// What the call needs is not on this machine (a GPU, the CUDA driver,
+    /// a build feature).
+    #[error("{0}")]
+    Unavailable(String),
+
+    /// A device call failed (allocation, copy, synchronisation).
+    #[error("{0}")]
+    Device(String),
 }
 
 fn describe_read(range: &Range<u64>) -> String {
@@ -95,7 +104,10 @@ impl Error {
             | Error::ColumnNotFound { location, .. }
             | Error::SchemaMismatch { location, .. }
             | Error::Io { location, .. } => Some(location),
-            Error::InvalidArgument(_) | Error::InvalidConfig(_) => None,
+            Error::InvalidArgument(_)
+            | Error::InvalidConfig(_)
+            | Error::Unavailable(_)
+            | Error::Device(_) => None,
         }
     }
 

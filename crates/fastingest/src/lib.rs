@@ -29,6 +29,7 @@ pub mod cache;
 pub mod config;
 pub mod error;
 pub mod fetch;
+pub mod gpu;
 pub mod io;
 pub mod orc;
 pub mod parquet;

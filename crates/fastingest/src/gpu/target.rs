@@ -1,0 +1,97 @@
+//! What the upload pipeline needs from a device: memory to land in, pinned
+//! host buffers to stage through, and asynchronous copies on streams.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+
+/// Where uploaded bytes live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Device {
+    /// Host memory (the pipeline's reference target).
+    Cpu,
+    /// A CUDA device, by ordinal.
+    Cuda(usize),
+}
+
+impl FromStr for Device {
+    type Err = Error;
+
+    /// `"cpu"`, `"cuda"` (device 0), `"cuda:N"`, or `"N"`.
+    fn from_str(s: &str) -> Result<Self> {
+        let bad = || {
+            Error::InvalidArgument(format!(
+                "device {s:?}: expected \"cpu\", \"cuda\", \"cuda:N\" or a device number"
+            ))
+        };
+        match s.trim() {
+            "cpu" => Ok(Device::Cpu),
+            "cuda" | "gpu" => Ok(Device::Cuda(0)),
+            other => {
+                let n = other.strip_prefix("cuda:").unwrap_or(other);
+                n.parse().map(Device::Cuda).map_err(|_| bad())
+            }
+        }
+    }
+}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Device::Cpu => write!(f, "cpu"),
+            Device::Cuda(n) => write!(f, "cuda:{n}"),
+        }
+    }
+}
+
+/// One allocation on the device; freed when dropped.
+pub trait DeviceMemory: Send + Sync + fmt::Debug {
+    /// The address of the first byte (a device pointer for CUDA).
+    fn ptr(&self) -> u64;
+    /// Its size in bytes.
+    fn len(&self) -> usize;
+    /// Whether it holds no bytes.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A page-locked host buffer that copies read from.
+pub trait StagingBuffer: Send {
+    /// The buffer, for the CPU to fill.
+    fn as_mut_slice(&mut self) -> &mut [u8];
+}
+
+/// A copy in flight; `wait` returns when its staging buffer may be reused.
+pub trait Ticket: Send {
+    /// Blocks until the copy is done.
+    fn wait(self: Box<Self>) -> Result<()>;
+}
+
+/// A device the pipeline can upload to.
+pub trait DeviceTarget: Send + Sync {
+    /// Which device.
+    fn device(&self) -> Device;
+    /// Allocates `len` bytes on the device.
+    fn alloc(&self, len: usize) -> Result<Arc<dyn DeviceMemory>>;
+    /// Allocates a staging buffer of `len` bytes.
+    fn alloc_staging(&self, len: usize) -> Result<Box<dyn StagingBuffer>>;
+    /// How many copy streams there are (copies are spread round-robin).
+    fn streams(&self) -> usize;
+    /// Starts copying `staging[..len]` to `dst` at `offset`, on `stream`.
+    ///
+    /// The staging buffer must stay untouched until the ticket completes;
+    /// `dst[offset..offset + len]` must be within the allocation.
+    fn copy(
+        &self,
+        stream: usize,
+        staging: &mut dyn StagingBuffer,
+        len: usize,
+        dst: &dyn DeviceMemory,
+        offset: usize,
+    ) -> Result<Box<dyn Ticket>>;
+    /// Waits for every copy started so far.
+    fn synchronize(&self) -> Result<()>;
+}
