@@ -116,6 +116,7 @@ def one(
         text=True,
         check=False,
         timeout=900,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},  # see suite.READER_ENV
     )
     if out.returncode != 0:
         raise RuntimeError(f"{reader} failed on {url}:\n{out.stderr[-2000:]}")

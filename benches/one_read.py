@@ -1,29 +1,56 @@
 """One timed read in a fresh process, so that peak memory is the reader's own.
-Prints one JSON line: seconds, rows, peak RSS and RSS before the read (MiB)."""
+
+    python benches/one_read.py '<json spec>'
+
+The spec names the reader, the source (a file, or a folder of files), the
+MinIO credentials when remote, the columns, and fastingest's config and
+cache. Prints one JSON line: seconds, rows, peak RSS and RSS before the read
+(MiB), and fastingest's own counters when it is the reader.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
+
+Spec = dict[str, Any]
+READERS: dict[str, Callable[[Spec], Callable[[], Any]]] = {}
+# Readers that can hand over a first batch before the whole read is done,
+# for the time-to-first-batch measure: each returns the first batch.
+STREAMERS: dict[str, Callable[[Spec], Callable[[], Any]]] = {}
+REMOTE_ONLY = {"s3fs", "fsspec-parquet", "obstore"}
+SINGLE_FILE_ONLY = {"fsspec-parquet"}
+
+
+def reader(name: str):
+    """Registers a reader: a function of the spec returning the timed call."""
+
+    def register(make: Callable[[Spec], Callable[[], Any]]):
+        READERS[name] = make
+        return make
+
+    return register
+
+
+def _status(field: str) -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def peak_rss_mib() -> float:
     """This process's peak RSS (VmHWM). Not ru_maxrss: Linux carries that
     over from the parent across fork and exec."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+    return _status("VmHWM:")
 
 
 def rss_mib() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+    return _status("VmRSS:")
 
 
 def storage_options(s3: dict | None) -> dict | None:
@@ -55,70 +82,284 @@ def pyarrow_fs(url: str, s3: dict | None):
     return fs, url.removeprefix("s3://")
 
 
-def main() -> None:
-    spec = json.loads(sys.argv[1])
-    reader, url, s3 = spec["reader"], spec["url"], spec.get("s3")
-    report: dict = {}
-    import pyarrow as pa  # noqa: F401 - imported before the baseline by every reader
+def _glob(spec: Spec) -> str:
+    """The source as a glob when it is a folder of files."""
+    url = spec["url"]
+    return url.rstrip("/") + "/*.parquet" if spec.get("folder") else url
+
+
+def _fastingest(spec: Spec, read_name: str) -> Callable[[], Any]:
+    import fastingest
+
+    cache: Any = False
+    if spec.get("cache"):
+        c = spec["cache"]
+        cache = fastingest.Cache(c["dir"], validate=c["validate"], min_free_bytes=0)
+    stats = fastingest.ReadStats()
+    spec["_stats"] = stats
+    read = getattr(fastingest, read_name)
+    kwargs = {
+        "storage_options": storage_options(spec.get("s3")),
+        "config": fastingest.Config(**spec.get("config", {})),
+        "cache": cache,
+        "stats": stats,
+        "columns": spec.get("columns"),
+    }
+    source = _glob(spec)
+    return lambda: read(source, **kwargs)
+
+
+@reader("fastingest")
+def _fi(spec: Spec):
+    return _fastingest(spec, "read_parquet")
+
+
+@reader("fastingest-warm")
+def _fi_warm(spec: Spec):
+    return _fastingest(spec, "read_parquet")
+
+
+@reader("fastingest-chunks")
+def _fi_chunks(spec: Spec):
+    return _fastingest(spec, "read_chunks")
+
+
+@reader("fastingest-orc")
+def _fi_orc(spec: Spec):
+    return _fastingest(spec, "read_orc")
+
+
+@reader("pyarrow")
+def _pa(spec: Spec):
     import pyarrow.parquet as pq
 
-    if reader in ("fastingest", "fastingest-orc"):
-        import fastingest
+    fs, path = pyarrow_fs(spec["url"], spec.get("s3"))
+    return lambda: pq.read_table(path, filesystem=fs, columns=spec.get("columns"))
 
-        opts = storage_options(s3)
-        cfg = fastingest.Config(**spec.get("config", {}))
-        cache = False
-        if spec.get("cache"):
-            c = spec["cache"]
-            cache = fastingest.Cache(c["dir"], validate=c["validate"], min_free_bytes=0)
-        stats = fastingest.ReadStats()
-        report["stats"] = stats
-        read = fastingest.read_orc if reader == "fastingest-orc" else fastingest.read_parquet
 
-        def run():
-            return read(url, storage_options=opts, config=cfg, cache=cache, stats=stats)
+@reader("pyarrow-dataset")
+def _pa_ds(spec: Spec):
+    import pyarrow.dataset as ds
 
-    elif reader == "pyarrow-orc":
-        import pyarrow.orc as orc
+    fs, path = pyarrow_fs(spec["url"], spec.get("s3"))
+    return lambda: ds.dataset(path, format="parquet", filesystem=fs).to_table(
+        columns=spec.get("columns")
+    )
 
-        fs, path = pyarrow_fs(url, s3)
 
-        def run():
-            return orc.read_table(path, filesystem=fs)
+@reader("pyarrow-orc")
+def _pa_orc(spec: Spec):
+    import pyarrow.orc as orc
 
-    elif reader == "pyarrow":
-        fs, path = pyarrow_fs(url, s3)
+    fs, path = pyarrow_fs(spec["url"], spec.get("s3"))
+    return lambda: orc.read_table(path, filesystem=fs, columns=spec.get("columns"))
 
-        def run():
-            return pq.read_table(path, filesystem=fs)
 
-    elif reader == "polars":
-        import polars as pl
+def _polars_options(s3: dict | None) -> dict | None:
+    if not s3:
+        return None
+    return {
+        "aws_endpoint_url": s3["endpoint"],
+        "aws_access_key_id": s3["key"],
+        "aws_secret_access_key": s3["secret"],
+        "aws_region": "us-east-1",
+        "aws_allow_http": "true",
+    }
 
-        opts = None
-        if s3:
-            opts = {
-                "aws_endpoint_url": s3["endpoint"],
-                "aws_access_key_id": s3["key"],
-                "aws_secret_access_key": s3["secret"],
-                "aws_region": "us-east-1",
-                "aws_allow_http": "true",
-            }
 
-        def run():
-            return pl.read_parquet(url, storage_options=opts)
+@reader("polars")
+def _pl(spec: Spec):
+    import polars as pl
 
-    else:
-        raise SystemExit(f"unknown reader {reader}")
+    opts = _polars_options(spec.get("s3"))
+    return lambda: pl.read_parquet(_glob(spec), columns=spec.get("columns"), storage_options=opts)
 
+
+@reader("polars-scan")
+def _pl_scan(spec: Spec):
+    import polars as pl
+
+    opts = _polars_options(spec.get("s3"))
+
+    def run():
+        lf = pl.scan_parquet(_glob(spec), storage_options=opts)
+        if spec.get("columns"):
+            lf = lf.select(spec["columns"])
+        return lf.collect()
+
+    return run
+
+
+def _s3fs(s3: dict):
+    import s3fs
+
+    return s3fs.S3FileSystem(
+        key=s3["key"],
+        secret=s3["secret"],
+        endpoint_url=s3["endpoint"],
+        client_kwargs={"region_name": "us-east-1"},
+    )
+
+
+@reader("s3fs")
+def _s3fs_pa(spec: Spec):
+    import pyarrow.parquet as pq
+
+    fs = _s3fs(spec["s3"])
+    path = spec["url"].removeprefix("s3://")
+    return lambda: pq.read_table(path, filesystem=fs, columns=spec.get("columns"))
+
+
+@reader("fsspec-parquet")
+def _fsspec_parquet(spec: Spec):
+    import fsspec.parquet
+    import pyarrow.parquet as pq
+
+    s3 = spec["s3"]
+    options = {
+        "key": s3["key"],
+        "secret": s3["secret"],
+        "endpoint_url": s3["endpoint"],
+        "client_kwargs": {"region_name": "us-east-1"},
+    }
+
+    def run():
+        with fsspec.parquet.open_parquet_file(
+            spec["url"], storage_options=options, columns=spec.get("columns"), engine="pyarrow"
+        ) as f:
+            return pq.read_table(f, columns=spec.get("columns"))
+
+    return run
+
+
+@reader("obstore")
+def _obstore(spec: Spec):
+    """Whole objects downloaded with obstore (concurrently for a folder),
+    then parsed by pyarrow from memory."""
+    import asyncio
+
+    import obstore
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from obstore.store import S3Store
+
+    s3 = spec["s3"]
+    bucket, key = spec["url"].removeprefix("s3://").split("/", 1)
+    store = S3Store(
+        bucket,
+        endpoint=s3["endpoint"],
+        access_key_id=s3["key"],
+        secret_access_key=s3["secret"],
+        region="us-east-1",
+        client_options={"allow_http": True},
+    )
+
+    async def fetch_all() -> list[bytes]:
+        if not spec.get("folder"):
+            return [bytes(await (await obstore.get_async(store, key)).bytes_async())]
+        keys = [m["path"] for batch in obstore.list(store, key.rstrip("/") + "/") for m in batch]
+        gate = asyncio.Semaphore(32)
+
+        async def one(k: str) -> bytes:
+            async with gate:
+                return bytes(await (await obstore.get_async(store, k)).bytes_async())
+
+        return await asyncio.gather(*(one(k) for k in sorted(keys)))
+
+    def run():
+        blobs = asyncio.run(fetch_all())
+        tables = [pq.read_table(pa.BufferReader(b), columns=spec.get("columns")) for b in blobs]
+        return pa.concat_tables(tables)
+
+    return run
+
+
+def streamer(name: str):
+    def register(make: Callable[[Spec], Callable[[], Any]]):
+        STREAMERS[name] = make
+        return make
+
+    return register
+
+
+@streamer("fastingest")
+def _fi_first(spec: Spec):
+    import fastingest
+
+    kwargs = {
+        "storage_options": storage_options(spec.get("s3")),
+        "config": fastingest.Config(**spec.get("config", {})),
+        "cache": False,
+        "columns": spec.get("columns"),
+    }
+    return lambda: next(iter(fastingest.iter_batches(_glob(spec), **kwargs)))
+
+
+@streamer("pyarrow")
+def _pa_first(spec: Spec):
+    import pyarrow.parquet as pq
+
+    fs, path = pyarrow_fs(spec["url"], spec.get("s3"))
+    return lambda: next(
+        pq.ParquetFile(path, filesystem=fs).iter_batches(columns=spec.get("columns"))
+    )
+
+
+@streamer("pyarrow-dataset")
+def _pa_ds_first(spec: Spec):
+    import pyarrow.dataset as ds
+
+    fs, path = pyarrow_fs(spec["url"], spec.get("s3"))
+    return lambda: next(
+        iter(
+            ds.dataset(path, format="parquet", filesystem=fs).to_batches(
+                columns=spec.get("columns")
+            )
+        )
+    )
+
+
+@streamer("polars-scan")
+def _pl_first(spec: Spec):
+    import polars as pl
+
+    opts = _polars_options(spec.get("s3"))
+
+    def run():
+        lf = pl.scan_parquet(_glob(spec), storage_options=opts)
+        if spec.get("columns"):
+            lf = lf.select(spec["columns"])
+        return next(iter(lf.collect_batches()))
+
+    return run
+
+
+def rows_of(result: Any) -> int | None:
+    if hasattr(result, "num_rows"):
+        return int(result.num_rows)
+    if hasattr(result, "height"):
+        return int(result.height)
+    return None  # a chunk set: no rows decoded
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    import pyarrow  # noqa: F401 - imported before the baseline by every reader
+
+    makers = STREAMERS if spec.get("first_batch") else READERS
+    run = makers[spec["reader"]](spec)
     before = rss_mib()
     started = time.perf_counter()
     result = run()
     seconds = time.perf_counter() - started
-    peak = peak_rss_mib()
-    report.update(seconds=seconds, rows=len(result), peak_mib=peak, before_mib=before)
-    if "stats" in report:
-        report["stats"] = report["stats"].to_dict()
+    report: dict[str, Any] = {
+        "seconds": seconds,
+        "rows": rows_of(result),
+        "peak_mib": peak_rss_mib(),
+        "before_mib": before,
+    }
+    if "_stats" in spec:
+        report["stats"] = spec["_stats"].to_dict()
     print(json.dumps(report))
 
 

@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# The benchmarks: installs what they need (cached), builds the extension in
-# release mode, and runs benches/bench_read.py, bench_cache.py and
-# bench_orc.py (pass --quick for a smoke run of each).
+# The benchmark suite (benches/suite.py): installs what it needs (cached),
+# builds the extension in release mode, generates the datasets once, starts
+# MinIO and toxiproxy, and writes benches/results/suite-<time>.{json,md,png}.
+# Pass --quick for a run under 3 minutes; other options go to suite.py.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$REPO_ROOT"
 scripts/install-python.sh
 scripts/install-tools.sh
 maturin develop --release --quiet
-python benches/bench_read.py "$@"
-python benches/bench_cache.py "$@"
-python benches/bench_orc.py "$@"
+python benches/suite.py "$@"

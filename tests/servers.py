@@ -162,7 +162,7 @@ class Servers:
         self.azure_endpoint: str | None = None
 
     # -- MinIO -------------------------------------------------------------
-    def start_minio(self) -> None:
+    def start_minio(self, extra_env: dict[str, str] | None = None) -> None:
         exe = TOOLS_BIN / "minio"
         if not exe.exists():
             self.missing["minio"] = f"{exe} not installed (run scripts/install-tools.sh)"
@@ -189,6 +189,7 @@ class Servers:
                     "MINIO_ROOT_PASSWORD": MINIO_PASSWORD,
                     "MINIO_BROWSER": "off",
                     "MINIO_UPDATE": "off",
+                    **(extra_env or {}),
                 },
             )
         )

@@ -367,3 +367,30 @@ def test_decoded_footers_are_reused_only_for_the_same_version(s3):
     other = pa.table({"z": pa.array(range(7), pa.int16())})
     s3.put(key, parquet_bytes(other))
     assert_tables_equal(fastingest.read_parquet(url, storage_options=s3.options()), other)
+
+
+def test_small_listed_files_take_one_request_each(s3):
+    """A glob lists each object's size: files under `small_file` are fetched
+    whole by the footer request, so each costs one GET (plus the LIST)."""
+    from .datagen import numeric_table, parquet_bytes
+
+    tables = [numeric_table(20_000, seed=i) for i in range(6)]  # ~330 KB: > footer_prefetch
+    for i, t in enumerate(tables):
+        s3.put(f"small/p{i}.parquet", parquet_bytes(t))
+    url = s3.url("small/*.parquet")
+    stats = fastingest.ReadStats()
+    got = fastingest.read_parquet(url, storage_options=s3.options(), stats=stats)
+    assert got.equals(pa.concat_tables(tables))
+    assert stats.requests == 1 + 6, stats  # LIST + one GET per file
+    # With the threshold below the files' size, footer and data are separate.
+    stats = fastingest.ReadStats()
+    config = fastingest.Config(small_file=1024)
+    fastingest.read_parquet(url, storage_options=s3.options(), stats=stats, config=config)
+    assert stats.requests == 1 + 2 * 6, stats
+    # Chunks and streams are served from the same first request.
+    stats = fastingest.ReadStats()
+    chunks = fastingest.read_chunks(url, storage_options=s3.options(), stats=stats)
+    assert stats.requests == 1 + 6 and len(chunks) == 6 * 5
+    stats = fastingest.ReadStats()
+    streamed = fastingest.iter_batches(url, storage_options=s3.options(), stats=stats).read_all()
+    assert streamed.equals(got) and stats.requests == 1 + 6

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from . import exceptions
 from ._fastingest import (
+    BatchStream,
     Cache,
     Chunk,
     ChunkInfo,
@@ -35,6 +36,7 @@ from ._fastingest import (
 )
 from ._fastingest import plan_orc as _plan_orc
 from ._fastingest import plan_parquet as _plan_parquet
+from ._fastingest import iter_batches as _iter_batches
 from ._fastingest import read_chunks as _read_chunks
 from ._fastingest import read_metadata as _read_metadata
 from ._fastingest import read_orc as _read_orc
@@ -180,6 +182,28 @@ async def read_parquet_async(
     own runtime and the event loop stays free meanwhile."""
     args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
     return await _run_async(_start_read_parquet, source, args)
+
+
+def iter_batches(
+    source: Any,
+    *,
+    columns: list[str] | None = None,
+    filters: Any = None,
+    row_groups: list[int] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    config: Config | None = None,
+    stats: ReadStats | None = None,
+    cache: CacheArg = None,
+) -> BatchStream:
+    """Read Parquet as a stream of :class:`pyarrow.RecordBatch`, each row group
+    handed over as soon as it is decoded (the same batches, in the same order,
+    as :func:`read_parquet`'s table holds).
+
+    See ``fastingest.pyi`` for the full description of every argument.
+    """
+    args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
+    with _cache_warnings(args):
+        return _iter_batches(source, args)
 
 
 def read_chunks(
@@ -331,6 +355,7 @@ def metadata(
 
 
 __all__ = [
+    "BatchStream",
     "Cache",
     "CacheWarning",
     "Chunk",
@@ -356,6 +381,7 @@ __all__ = [
     "cuda_available",
     "cuda_device_count",
     "exceptions",
+    "iter_batches",
     "metadata",
     "plan_orc",
     "plan_parquet",

@@ -69,6 +69,8 @@ class Config:
 
     - ``footer_prefetch`` (64 KiB): bytes read from the end of each file in the
       first request; a second request only when the footer is larger.
+    - ``small_file`` (1 MiB): a remote file that a glob listed at most this big
+      is fetched whole in its first request (one request per file, not two).
     - ``hole_limit`` (64 KiB): ranges closer than this are fetched together.
     - ``slice_size`` (8 MiB): the largest single request; longer ranges are
       split and fetched in parallel into one buffer.
@@ -82,6 +84,7 @@ class Config:
     """
 
     footer_prefetch: int
+    small_file: int
     hole_limit: int
     slice_size: int
     max_in_flight: int
@@ -203,6 +206,38 @@ def read_parquet(
 
     The GIL is released for the whole read; Ctrl-C cancels it.
     """
+
+class BatchStream:
+    """The batches of a read, in file and row order; iterate it, or
+    ``read_all()``. Closing it (or dropping it) stops the read."""
+
+    @property
+    def schema(self) -> pa.Schema: ...
+    def __iter__(self) -> BatchStream: ...
+    def __next__(self) -> pa.RecordBatch: ...
+    def read_all(self) -> pa.Table:
+        """The batches not yet taken, as one table."""
+    def close(self) -> None: ...
+    def __enter__(self) -> BatchStream: ...
+    def __exit__(self, *exc: object) -> None: ...
+
+def iter_batches(
+    source: Source,
+    *,
+    columns: Sequence[str] | None = None,
+    filters: Filters | None = None,
+    row_groups: Sequence[int] | None = None,
+    storage_options: dict[str, Any] | None = None,
+    config: Config | None = None,
+    stats: ReadStats | None = None,
+    cache: CacheArg = None,
+) -> BatchStream:
+    """:func:`read_parquet` as a stream: every footer is read first (the schema
+    is known and checked across files), then each row group's batches are
+    handed over as soon as they are decoded, while later bytes are still being
+    fetched; the next files' fetch starts while the current one is consumed.
+    A slow consumer holds the read back (a few batches and two files ahead),
+    so a dataset larger than memory can be streamed."""
 
 async def read_parquet_async(
     source: Source,

@@ -9,6 +9,7 @@ mod convert;
 mod errors;
 mod run;
 mod stats;
+mod stream;
 
 use bytes::Bytes;
 use fastingest::parquet::{self as pq, ReadOptions, Table};
@@ -305,6 +306,21 @@ fn read_chunks(
     }
 }
 
+/// A read's batches as they are decoded (see `fastingest.iter_batches`).
+#[pyfunction]
+fn iter_batches(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    args: ReadArgs<'_>,
+) -> PyResult<stream::PyBatchStream> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    let batches = run::block_on(py, async move {
+        pq::stream_parquet(&sources, &options).await
+    })?;
+    Ok(stream::PyBatchStream::new(batches))
+}
+
 /// Whether CUDA uploads can run here (driver, device, CUDA build).
 #[pyfunction]
 fn cuda_available() -> bool {
@@ -367,6 +383,8 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<chunks::PyDeviceChunk>()?;
     m.add_class::<chunks::PyDeviceChunkSet>()?;
     m.add_function(wrap_pyfunction!(read_chunks, m)?)?;
+    m.add_class::<stream::PyBatchStream>()?;
+    m.add_function(wrap_pyfunction!(iter_batches, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(_put, m)?)?;

@@ -16,6 +16,10 @@ const MIB: u64 = 1024 * KIB;
 pub struct Config {
     /// Bytes fetched from the end of a file in the first (speculative) request.
     pub footer_prefetch: u64,
+    /// A remote file whose size a listing already gave and that is at most
+    /// this big is fetched whole in that first request: footer and column
+    /// chunks together, one request per file instead of two.
+    pub small_file: u64,
     /// Ranges whose gap is at most this many bytes are merged into one request.
     pub hole_limit: u64,
     /// Largest single request; longer ranges are split into slices of this size.
@@ -43,6 +47,7 @@ impl Config {
     pub fn builtin() -> Self {
         Config {
             footer_prefetch: 64 * KIB,
+            small_file: MIB,
             hole_limit: 64 * KIB,
             slice_size: 8 * MIB,
             max_in_flight: 32,
@@ -75,6 +80,7 @@ impl Config {
     /// prefix, as environment variables).
     pub const KEYS: &'static [&'static str] = &[
         "footer_prefetch",
+        "small_file",
         "hole_limit",
         "slice_size",
         "max_in_flight",
@@ -110,6 +116,7 @@ impl Config {
         };
         match name {
             "footer_prefetch" => self.footer_prefetch = size()?,
+            "small_file" => self.small_file = size()?,
             "hole_limit" => self.hole_limit = size()?,
             "slice_size" => self.slice_size = size()?,
             "max_in_flight" => self.max_in_flight = count()?,

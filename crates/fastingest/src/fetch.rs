@@ -143,10 +143,32 @@ impl Fetcher {
         source: &Source,
         plan: &FilePlan,
     ) -> (Vec<SpanFuture>, Vec<AbortOnDrop<()>>) {
+        self.start_with(source, plan, None)
+    }
+
+    /// [`Fetcher::start`], serving spans that lie within `known` (bytes from
+    /// `known.0` on, e.g. the footer request's) without a request.
+    pub fn start_with(
+        &self,
+        source: &Source,
+        plan: &FilePlan,
+        known: Option<(u64, &Bytes)>,
+    ) -> (Vec<SpanFuture>, Vec<AbortOnDrop<()>>) {
         self.stats().add_needed(plan.bytes_needed());
         let mut futures = Vec::with_capacity(plan.spans.len());
         let mut guards = Vec::with_capacity(plan.spans.len());
         for span in &plan.spans {
+            if let Some((start, bytes)) = known {
+                let end = start + bytes.len() as u64;
+                if span.range.start >= start && span.range.end <= end {
+                    let from = (span.range.start - start) as usize;
+                    let part = bytes.slice(from..from + (span.range.end - span.range.start) as usize);
+                    let ready: BoxFuture<'static, Result<Bytes>> =
+                        futures::future::ready(Ok(part)).boxed();
+                    futures.push(ready.shared());
+                    continue;
+                }
+            }
             let (tx, rx) = tokio::sync::oneshot::channel();
             let task = tokio::spawn(
                 fetch_span(self.clone(), Arc::clone(source), span.clone()).map(move |r| {

@@ -65,6 +65,9 @@ pub struct ChunkFile {
     pub row_groups: Vec<usize>,
     /// Selected leaf columns, in file order.
     pub leaves: Vec<usize>,
+    /// The end of the file as the footer request brought it (served from
+    /// memory instead of fetched again).
+    tail: (u64, Bytes),
 }
 
 /// Every chunk of a read, in file, row-group and column order.
@@ -167,7 +170,8 @@ impl ChunkPlan {
             let mut guards = Vec::new();
             let mut pending = FuturesUnordered::new();
             for (f, (file, plan)) in files.iter().zip(&plans).enumerate() {
-                let (spans, g) = fetcher.start(&file.source, plan);
+                let known = Some((file.tail.0, &file.tail.1));
+                let (spans, g) = fetcher.start_with(&file.source, plan, known);
                 guards.push(g);
                 for (s, fut) in spans.into_iter().enumerate() {
                     let start = plan.spans[s].range.start;
@@ -266,7 +270,9 @@ async fn plan_file(
             ),
         });
     }
+    let (tail_start, tail) = prepared.footer.known_bytes();
     let file = ChunkFile {
+        tail: (tail_start, tail.clone()),
         source: prepared.source,
         metadata,
         row_groups,

@@ -26,6 +26,30 @@ pub struct Footer {
     pub metadata: Arc<ParquetMetaData>,
     /// The file's size in bytes.
     pub file_size: u64,
+    /// The bytes the footer request brought: the end of the file (all of it
+    /// for a small file), which later reads are served from.
+    pub tail: Bytes,
+}
+
+impl Footer {
+    /// Where [`Footer::tail`] starts in the file, and its bytes.
+    pub fn known_bytes(&self) -> (u64, &Bytes) {
+        (self.file_size - self.tail.len() as u64, &self.tail)
+    }
+}
+
+/// How much the footer request asks for: all of the file after its leading
+/// magic when a listing says it is small (one request instead of two), else
+/// the configured prefetch. (The leading 4 bytes are never needed, and
+/// leaving them out lets a cache holding the chunks and footer serve it.)
+fn first_request_len(fetcher: &Fetcher, source: &Source) -> u64 {
+    let config = fetcher.config();
+    match source.listed_version() {
+        Some(v) if !source.is_local() && v.size <= config.small_file => {
+            v.size.saturating_sub(4).max(config.footer_prefetch)
+        }
+        _ => config.footer_prefetch,
+    }
 }
 
 /// Reads and decodes the footer of `source`.
@@ -36,7 +60,7 @@ pub async fn read_footer(
 ) -> Result<Footer> {
     let location = source.location();
     let tail = fetcher
-        .fetch_tail(source, fetcher.config().footer_prefetch)
+        .fetch_tail(source, first_request_len(fetcher, source))
         .await?;
     let size = tail.size;
     // The tail told (or the cache pinned) the object's version: a footer
@@ -45,6 +69,7 @@ pub async fn read_footer(
         return Ok(Footer {
             metadata,
             file_size: size,
+            tail: tail.bytes,
         });
     }
     let corrupt = |range: Option<Range<u64>>, detail: String| Error::Corrupt {
@@ -125,6 +150,7 @@ pub async fn read_footer(
     };
     reject_encrypted_columns(location, &metadata)?;
     let metadata = fix_row_count(metadata);
+    let tail_bytes = tail.bytes.clone();
     let metadata = if with_page_index {
         load_page_index(fetcher, source, metadata, tail).await?
     } else {
@@ -135,6 +161,7 @@ pub async fn read_footer(
     Ok(Footer {
         metadata,
         file_size: size,
+        tail: tail_bytes,
     })
 }
 

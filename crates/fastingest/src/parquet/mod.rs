@@ -11,4 +11,7 @@ pub mod select;
 pub use chunks::{plan_chunks, read_chunks, ChunkLayout, ChunkMeta, ChunkPlan, ChunkSet};
 pub use filter::{CmpOp, Filter, Predicate};
 pub use footer::Footer;
-pub use read::{plan_parquet, read_metadata, read_parquet, PreparedFile, ReadOptions, Table};
+pub use read::{
+    plan_parquet, read_metadata, read_parquet, stream_parquet, BatchStream, PreparedFile,
+    ReadOptions, Table,
+};

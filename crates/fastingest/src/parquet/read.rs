@@ -5,16 +5,18 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
+use futures::future::BoxFuture;
 use futures::{stream, FutureExt, StreamExt, TryStreamExt};
+use tokio::sync::mpsc;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::file::metadata::ParquetMetaData;
 
 use super::decode::DecodeJob;
 use super::filter::Filter;
 use super::footer::{read_footer, Footer};
-use super::select::{project, validate_schema, Projection};
+use super::select::{project, same_fields, validate_schema, Projection};
 use crate::error::{Error, Result};
 use crate::fetch::{await_spans, each_file, unit_spans, FetchedSpans, Fetcher};
 use crate::plan::{FilePlan, PlanUnit};
@@ -270,8 +272,28 @@ async fn read_file(
     options: &ReadOptions,
 ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
     let prepared = prepare(fetcher, source, options).await?;
+    let units = start_units(fetcher, &prepared, options);
+    let per_unit: Vec<Vec<RecordBatch>> = stream::iter(units)
+        .buffered(prepared.plan.units.len().max(1))
+        .try_collect()
+        .await?;
+    Ok((
+        Arc::clone(&prepared.projection.output_schema),
+        per_unit.into_iter().flatten().collect(),
+    ))
+}
+
+/// One row group's decode, waiting for its spans; owns all it needs.
+type UnitFuture = BoxFuture<'static, Result<Vec<RecordBatch>>>;
+
+/// Starts fetching every span of a prepared file and returns one future per
+/// row group that decodes it as soon as its spans are in, while later spans
+/// are still on the wire. Dropping every future stops the fetch.
+fn start_units(fetcher: &Fetcher, prepared: &PreparedFile, options: &ReadOptions) -> Vec<UnitFuture> {
     let plan = &prepared.plan;
-    let (spans, _abort_guards) = fetcher.start(&prepared.source, plan);
+    let known = Some(prepared.footer.known_bytes());
+    let (spans, abort_guards) = fetcher.start_with(&prepared.source, plan, known);
+    let abort_guards = Arc::new(abort_guards);
     let job = DecodeJob {
         source: Arc::clone(&prepared.source),
         fetcher: fetcher.clone(),
@@ -279,33 +301,130 @@ async fn read_file(
         projection: prepared.projection.clone(),
         filter: options.filter.clone().map(Arc::new),
     };
-    // Each row group decodes as soon as its spans are in, while later spans
-    // are still on the wire; `buffered` keeps row-group order.
-    let units: Vec<_> = plan
-        .units
+    // Each unit holds the spans it needs; a span's bytes are freed as soon
+    // as the last row group using it is decoded.
+    plan.units
         .iter()
         .zip(prepared.selections.iter().cloned())
         .map(|(unit, selection)| {
             let needed = unit_spans(plan, &spans, unit);
             let job = job.clone();
             let rg = unit.index;
+            let guards = Arc::clone(&abort_guards);
             async move {
+                let _fetching = guards;
                 let fetched = await_spans(needed).await?;
                 job.decode_row_group(rg, selection, FetchedSpans::new(fetched))
                     .await
             }
             .boxed()
         })
-        .collect();
-    // Each unit now holds the spans it needs; a span's bytes are freed as soon
-    // as the last row group using it is decoded.
-    drop(spans);
-    let per_unit: Vec<Vec<RecordBatch>> = stream::iter(units)
-        .buffered(plan.units.len().max(1))
-        .try_collect()
-        .await?;
-    Ok((
-        Arc::clone(&prepared.projection.output_schema),
-        per_unit.into_iter().flatten().collect(),
-    ))
+        .collect()
+}
+
+/// A read's batches as they are decoded, in file and row order.
+pub struct BatchStream {
+    /// The schema of every batch.
+    pub schema: SchemaRef,
+    /// The batches; the read stops when this is dropped.
+    pub batches: mpsc::Receiver<Result<RecordBatch>>,
+}
+
+/// Files whose fetch starts ahead of the one being decoded.
+const FILES_AHEAD: usize = 2;
+/// Decoded batches waiting for the consumer.
+const BATCHES_AHEAD: usize = 4;
+
+/// Reads `sources` as a stream of batches: every footer first (so that the
+/// schema is known and checked), then each file's row groups decoded as
+/// their bytes arrive, with the next files' fetch already started. A slow
+/// consumer holds the read back: at most a few decoded batches and the
+/// files ahead are in memory, not the whole dataset.
+pub async fn stream_parquet(sources: &[String], options: &ReadOptions) -> Result<BatchStream> {
+    let fetcher = options.fetcher();
+    let prepared = with_files(sources, options, |files| {
+        let fetcher = fetcher.clone();
+        async move {
+            check_single_file(&files, options, "row_groups")?;
+            each_file(&fetcher, files, |f: Fetcher, s: Source| async move {
+                prepare(&f, s, options).await
+            })
+            .await
+        }
+    })
+    .await?;
+    let Some(first) = prepared.first() else {
+        return Err(Error::InvalidArgument("no files to read".into()));
+    };
+    let schema = Arc::clone(&first.projection.output_schema);
+    for p in &prepared[1..] {
+        if let Some(detail) = same_fields(&schema, &p.projection.output_schema) {
+            return Err(Error::SchemaMismatch {
+                location: p.source.location().to_string(),
+                first: first.source.location().to_string(),
+                detail,
+            });
+        }
+    }
+    let (tx, rx) = mpsc::channel(BATCHES_AHEAD);
+    let out_schema = Arc::clone(&schema);
+    let location = first.source.location().to_string();
+    let options = options.clone();
+    tokio::spawn(async move {
+        let files = stream::iter(prepared)
+            .map(|p| {
+                let units = start_units(&fetcher, &p, &options);
+                async move { units }
+            })
+            .buffered(FILES_AHEAD);
+        let mut batches = files
+            .flat_map(|units| {
+                let n = units.len().max(1);
+                stream::iter(units).buffered(n)
+            })
+            .boxed();
+        while let Some(unit) = batches.next().await {
+            let result = unit.and_then(|bs| {
+                bs.into_iter()
+                    .map(|b| relabel(&out_schema, b, &fetcher, &location))
+                    .collect::<Result<Vec<_>>>()
+            });
+            match result {
+                Ok(bs) => {
+                    for b in bs {
+                        if tx.send(Ok(b)).await.is_err() {
+                            return; // the consumer is gone: stop reading
+                        }
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+            }
+        }
+        if let Some(cache) = &options.cache {
+            cache.flush_counters();
+        }
+    });
+    Ok(BatchStream {
+        schema,
+        batches: rx,
+    })
+}
+
+/// A batch under the stream's schema (the first file's, with its metadata).
+fn relabel(
+    schema: &SchemaRef,
+    b: RecordBatch,
+    fetcher: &Fetcher,
+    location: &str,
+) -> Result<RecordBatch> {
+    fetcher.stats().add_rows(b.num_rows() as u64);
+    if Arc::ptr_eq(b.schema_ref(), schema) {
+        return Ok(b);
+    }
+    let opts = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+    RecordBatch::try_new_with_options(Arc::clone(schema), b.columns().to_vec(), &opts)
+        .map_err(|e| Error::from_arrow(location, e))
 }

@@ -1,0 +1,459 @@
+"""The suite's report: medians and ratios, the targets checked, the sweep's
+verdict on the defaults, and the plots; written as JSON, Markdown and PNG."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+from collections import defaultdict
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+FASTINGEST = {"fastingest", "fastingest-warm", "fastingest-chunks", "fastingest-orc"}
+DEFAULT_SLICE_MIB, DEFAULT_INFLIGHT = 8, 32
+PEERS = ["pyarrow", "polars", "fsspec", "s3fs", "obstore", "boto3", "numpy", "matplotlib"]
+
+
+def machine() -> dict:
+    mem_kb = 0
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                mem_kb = int(line.split()[1])
+    return {
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem_kb / 2**20, 1),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def versions() -> dict:
+    out = {}
+    for name in ["fastingest", *PEERS]:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def commit() -> str:
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True)
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def _med(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def summarize(run: Any) -> dict:
+    """Per (profile, dataset, reader): medians, min-max, and the ratios."""
+    sources = {s.name: s for s in run.sources}
+    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for r in run.results:
+        groups[(r["profile"], r["dataset"], r["reader"])].append(r)
+    rows = []
+    for (profile, dataset, reader), rs in groups.items():
+        src = sources[dataset]
+        ok = [r for r in rs if "error" not in r]
+        mbps = [src.size / 1e6 / r["seconds"] for r in ok]
+        timed_out = any(r.get("timed_out") for r in rs)
+        rows.append(
+            {
+                "profile": profile,
+                "dataset": dataset,
+                "reader": reader,
+                "runs": len(rs),
+                "errors": [r["error"] for r in rs if "error" in r],
+                "timed_out": timed_out,
+                "mbps": _med(mbps),
+                "mbps_min": min(mbps) if mbps else None,
+                "mbps_max": max(mbps) if mbps else None,
+                "rows_per_s": _med([src.rows / r["seconds"] for r in ok]),
+                "requests": _med([r.get("requests") for r in ok]),
+                "bytes_sent": _med([r.get("bytes_sent") for r in ok]),
+                "bytes_needed": src.needed,
+                "size": src.size,
+                "peak_mib": _med([r["peak_mib"] for r in ok]),
+            }
+        )
+    best: dict[tuple[str, str], tuple[str, float]] = {}
+    for row in rows:
+        if row["reader"] in FASTINGEST or row["mbps"] is None:
+            continue
+        key = (row["profile"], row["dataset"])
+        if key not in best or row["mbps"] > best[key][1]:
+            best[key] = (row["reader"], row["mbps"])
+    ceilings = {p: statistics.median(v) for p, v in run.ceilings.items()}
+    for row in rows:
+        peer = best.get((row["profile"], row["dataset"]))
+        row["best_peer"] = peer[0] if peer else None
+        row["vs_best_peer"] = row["mbps"] / peer[1] if peer and row["mbps"] else None
+        c = ceilings.get(row["profile"])
+        row["vs_ceiling"] = row["mbps"] / c if c and row["mbps"] else None
+    order = {p: i for i, p in enumerate(run.args.profiles)}
+    ds_order = {s.name: i for i, s in enumerate(run.sources)}
+    rows.sort(key=lambda r: (order[r["profile"]], ds_order[r["dataset"]], r["reader"]))
+    return {"rows": rows, "ceilings": ceilings}
+
+
+def targets(run: Any, rows: list[dict]) -> list[dict]:
+    """The issue's targets, each checked per dataset from the medians."""
+    sources = {s.name: s for s in run.sources}
+    out = []
+
+    def check(name: str, profile: str, reader: str, pick, measure: str, limit: float) -> None:
+        for row in rows:
+            if row["profile"] != profile or row["reader"] != reader or not pick(row):
+                continue
+            value = row[measure]
+            out.append(
+                {
+                    "target": name,
+                    "dataset": row["dataset"],
+                    "value": value,
+                    "limit": limit,
+                    "met": value is not None and value >= limit,
+                }
+            )
+
+    big = lambda r: sources[r["dataset"]].size >= 100e6 and sources[r["dataset"]].fmt == "parquet"  # noqa: E731
+    parquet = lambda r: sources[r["dataset"]].fmt == "parquet"  # noqa: E731
+    small = lambda r: sources[r["dataset"]].folder  # noqa: E731
+    check(
+        "cloud: fastingest >= 2.5x best peer (datasets >= 100 MB)",
+        "cloud",
+        "fastingest",
+        big,
+        "vs_best_peer",
+        2.5,
+    )
+    check(
+        "cloud: raw chunk reads >= 80% of the ceiling",
+        "cloud",
+        "fastingest-chunks",
+        big,
+        "vs_ceiling",
+        0.8,
+    )
+    for p in ("local", "minio"):
+        check(f"{p}: fastingest >= 1.0x best peer", p, "fastingest", parquet, "vs_best_peer", 1.0)
+    check(
+        "cloud: many small files >= 3x best peer", "cloud", "fastingest", small, "vs_best_peer", 3.0
+    )
+    check(
+        "cloud: ORC >= 1x pyarrow's ORC reader",
+        "cloud",
+        "fastingest-orc",
+        lambda r: True,
+        "vs_best_peer",
+        1.0,
+    )
+    return out
+
+
+def sweep_table(run: Any) -> dict:
+    cells: dict[str, dict[tuple[int, int], list[float]]] = defaultdict(lambda: defaultdict(list))
+    size = run.sources[0].size if run.sources else 0
+    for r in run.sweep:
+        if "error" not in r:
+            cells[r["profile"]][(r["slice_mib"], r["inflight"])].append(size / 1e6 / r["seconds"])
+    out = {}
+    for profile, grid in cells.items():
+        med = {k: statistics.median(v) for k, v in grid.items()}
+        best = max(med, key=med.get)
+        default = med.get((DEFAULT_SLICE_MIB, DEFAULT_INFLIGHT))
+        out[profile] = {
+            "cells": {f"{k[0]}x{k[1]}": v for k, v in med.items()},
+            "best": {"slice_mib": best[0], "inflight": best[1], "mbps": med[best]},
+            "default_mbps": default,
+            "default_vs_best": default / med[best] if default else None,
+        }
+    return out
+
+
+def epochs_table(run: Any) -> dict:
+    size = run.sources[0].size if run.sources else 0
+    by: dict[tuple[str, int], list[float]] = defaultdict(list)
+    reqs: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for r in run.epochs:
+        if "error" not in r:
+            by[(r["reader"], r["epoch"])].append(size / 1e6 / r["seconds"])
+            reqs[(r["reader"], r["epoch"])].append(r.get("requests") or 0)
+    return {
+        f"{reader}@{epoch}": {
+            "mbps": statistics.median(v),
+            "requests": statistics.median(reqs[(reader, epoch)]),
+        }
+        for (reader, epoch), v in sorted(by.items())
+    }
+
+
+def first_batch_table(run: Any) -> dict:
+    """Median seconds to the first batch, per profile and streaming reader,
+    next to the same reader's median full read."""
+    by: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in run.first_batch:
+        if "error" not in r:
+            by[(r["profile"], r["reader"])].append(r["seconds"])
+    name = run.sources[0].name if run.sources else ""
+    full: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in run.results:
+        if r["dataset"] == name and "error" not in r:
+            full[(r["profile"], r["reader"])].append(r["seconds"])
+    return {
+        f"{p}/{rd}": {
+            "first_batch_s": statistics.median(v),
+            "full_read_s": statistics.median(full[(p, rd)]) if full[(p, rd)] else None,
+        }
+        for (p, rd), v in by.items()
+    }
+
+
+def _fmt(x: Any, spec: str = ".0f", none: str = "-") -> str:
+    return none if x is None else format(x, spec)
+
+
+def markdown(
+    run: Any,
+    summary: dict,
+    checks: list[dict],
+    sweep: dict,
+    epochs: dict,
+    info: dict,
+    first: dict,
+) -> str:
+    a = run.args
+    lines = [
+        f"Suite run {info['stamp']} (commit {info['commit']}), {info['machine']['cores']} cores, "
+        f"{info['machine']['memory_gib']} GiB; {a.runs} interleaved runs per reader, each read "
+        f"in a fresh process; took {info['elapsed_s'] / 60:.1f} min.",
+        "Profiles: local disk (page cache dropped per file before each read), MinIO on loopback, "
+        "emulated cloud (toxiproxy: 30 ms +-5, 100 MB/s per connection), far region (100 ms "
+        "+-10, 50 MB/s per connection). MB/s = bytes of the file(s) / wall seconds; requests and "
+        "bytes sent are MinIO's own counters around each read; 'needed' = the column chunks the "
+        "read asks for.",
+        "Versions: " + ", ".join(f"{k} {v}" for k, v in info["versions"].items() if v) + ".",
+        "",
+        "Ceilings (raw parallel 8 MiB range GETs, 32 in flight, boto3): "
+        + ", ".join(f"{p} {c:.0f} MB/s" for p, c in summary["ceilings"].items()),
+        "",
+        "| profile | dataset | reader | MB/s median | min-max | Mrows/s | requests "
+        "| sent / needed | peak RSS MiB | vs best peer | vs ceiling |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in summary["rows"]:
+        if r["mbps"] is None:
+            lines.append(
+                f"| {r['profile']} | {r['dataset']} | {r['reader']} | failed: "
+                f"{r['errors'][0][:80]} | | | | | | | |"
+            )
+            continue
+        ratio = (
+            r["bytes_sent"] / r["bytes_needed"] if r["bytes_sent"] and r["bytes_needed"] else None
+        )
+        mrows = r["rows_per_s"] / 1e6 if r["rows_per_s"] else None
+        lines.append(
+            f"| {r['profile']} | {r['dataset']} | {r['reader']} | {r['mbps']:.0f} | "
+            f"{r['mbps_min']:.0f}-{r['mbps_max']:.0f} | {_fmt(mrows, '.1f')} | "
+            f"{_fmt(r['requests'])} | {_fmt(ratio, '.2f')} | {_fmt(r['peak_mib'])} | "
+            f"{_fmt(r['vs_best_peer'], '.2f')}x | {_fmt(r['vs_ceiling'], '.2f')} |"
+        )
+    lines += [
+        "",
+        "Targets (from this run's medians):",
+        "",
+        "| target | dataset | value | needed | met |",
+        "|---|---|---:|---:|---|",
+    ]
+    for c in checks:
+        lines.append(
+            f"| {c['target']} | {c['dataset']} | {_fmt(c['value'], '.2f')} | "
+            f"{c['limit']} | {'yes' if c['met'] else '**no**'} |"
+        )
+    if sweep:
+        lines += [
+            "",
+            "Sweep (fastingest on the first dataset; MB/s medians; rows = slice MiB, "
+            "columns = requests in flight):",
+            "",
+        ]
+        for profile, s in sweep.items():
+            slices = sorted({int(k.split("x")[0]) for k in s["cells"]})
+            infl = sorted({int(k.split("x")[1]) for k in s["cells"]})
+            lines += [
+                f"{profile}:",
+                "",
+                "| slice \\ in flight | " + " | ".join(map(str, infl)) + " |",
+                "|---" * (1 + len(infl)) + "|",
+            ]
+            for sl in slices:
+                lines.append(
+                    f"| {sl} | "
+                    + " | ".join(_fmt(s["cells"].get(f"{sl}x{i}")) for i in infl)
+                    + " |"
+                )
+            b = s["best"]
+            pct = 100 * s["default_vs_best"] if s["default_vs_best"] else None
+            lines += [
+                "",
+                f"best {b['slice_mib']} MiB x {b['inflight']}: {b['mbps']:.0f} MB/s; default "
+                f"{DEFAULT_SLICE_MIB} MiB x {DEFAULT_INFLIGHT}: {_fmt(s['default_mbps'])} MB/s "
+                f"= {_fmt(pct, '.0f')}% of the best",
+                "",
+            ]
+    if epochs:
+        lines += [
+            "",
+            "Epochs over the emulated cloud (fastingest through its cache, validate="
+            "'immutable'; peers have no cache): MB/s median (requests)",
+            "",
+        ]
+        readers = sorted({k.split("@")[0] for k in epochs})
+        n = max(int(k.split("@")[1]) for k in epochs)
+        lines += [
+            "| reader | " + " | ".join(f"epoch {e}" for e in range(1, n + 1)) + " |",
+            "|---" * (n + 1) + "|",
+        ]
+        for rd in readers:
+            cells = [epochs.get(f"{rd}@{e}") for e in range(1, n + 1)]
+            lines.append(
+                f"| {rd} | "
+                + " | ".join(f"{c['mbps']:.0f} ({c['requests']:.0f})" if c else "-" for c in cells)
+                + " |"
+            )
+    if run.notes:
+        lines += ["", *[f"Note: {n}" for n in run.notes]]
+    return "\n".join(lines)
+
+
+def plots(run: Any, summary: dict, sweep: dict, epochs: dict, prefix: Path) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    profiles = [p for p in run.args.profiles if any(r["profile"] == p for r in summary["rows"])]
+    if profiles:
+        fig, axes = plt.subplots(len(profiles), 1, figsize=(14, 3.2 * len(profiles)), squeeze=False)
+        for ax, profile in zip(axes[:, 0], profiles, strict=True):
+            rows = [r for r in summary["rows"] if r["profile"] == profile and r["mbps"]]
+            datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+            readers = list(dict.fromkeys(r["reader"] for r in rows))
+            width = 0.8 / max(1, len(readers))
+            for i, reader in enumerate(readers):
+                xs, ys = [], []
+                for j, d in enumerate(datasets):
+                    hit = [r for r in rows if r["dataset"] == d and r["reader"] == reader]
+                    if hit:
+                        xs.append(j + i * width)
+                        ys.append(hit[0]["mbps"])
+                ax.bar(xs, ys, width, label=reader)
+            if profile in summary["ceilings"]:
+                ax.axhline(summary["ceilings"][profile], color="k", ls="--", lw=1, label="ceiling")
+            ax.set_xticks([j + 0.4 - width / 2 for j in range(len(datasets))])
+            ax.set_xticklabels(datasets, rotation=20, ha="right", fontsize=7)
+            ax.set_ylabel("MB/s")
+            ax.set_title(f"{profile}: throughput (median)")
+        axes[0, 0].legend(ncol=6, fontsize=7, loc="upper right")
+        fig.tight_layout()
+        path = prefix.with_name(prefix.name + "-throughput.png")
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path.name)
+    if sweep:
+        fig, axes = plt.subplots(1, len(sweep), figsize=(5.5 * len(sweep), 4), squeeze=False)
+        for ax, (profile, s) in zip(axes[0], sweep.items(), strict=True):
+            slices = sorted({int(k.split("x")[0]) for k in s["cells"]})
+            infl = sorted({int(k.split("x")[1]) for k in s["cells"]})
+            grid = [[s["cells"].get(f"{sl}x{i}", float("nan")) for i in infl] for sl in slices]
+            im = ax.imshow(grid, cmap="viridis", aspect="auto")
+            for y, row in enumerate(grid):
+                for x, v in enumerate(row):
+                    ax.text(x, y, f"{v:.0f}", ha="center", va="center", color="w", fontsize=8)
+            ax.set_xticks(range(len(infl)), [str(i) for i in infl])
+            ax.set_yticks(range(len(slices)), [f"{sl} MiB" for sl in slices])
+            ax.set_xlabel("requests in flight")
+            ax.set_title(f"{profile}: MB/s by slice x in flight")
+            fig.colorbar(im, ax=ax)
+        fig.tight_layout()
+        path = prefix.with_name(prefix.name + "-sweep.png")
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path.name)
+    if epochs:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for reader in sorted({k.split("@")[0] for k in epochs}):
+            pts = sorted(
+                (int(k.split("@")[1]), v["mbps"])
+                for k, v in epochs.items()
+                if k.startswith(reader + "@")
+            )
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=reader)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("MB/s")
+        ax.set_xticks(sorted({int(k.split("@")[1]) for k in epochs}))
+        ax.set_title("emulated cloud: MB/s per epoch")
+        ax.legend()
+        fig.tight_layout()
+        path = prefix.with_name(prefix.name + "-epochs.png")
+        fig.savefig(path, dpi=90)
+        plt.close(fig)
+        written.append(path.name)
+    return written
+
+
+def write(run: Any, out: Path, elapsed: float) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    prefix = out / f"suite-{stamp}"
+    info = {
+        "stamp": stamp,
+        "commit": commit(),
+        "machine": machine(),
+        "versions": versions(),
+        "elapsed_s": elapsed,
+    }
+    summary = summarize(run)
+    checks = targets(run, summary["rows"])
+    sweep = sweep_table(run)
+    epochs = epochs_table(run)
+    first = first_batch_table(run)
+    md = markdown(run, summary, checks, sweep, epochs, info, first)
+    images = plots(run, summary, sweep, epochs, prefix)
+    md += "\n\n" + "\n".join(f"![{name}]({name})" for name in images) + "\n"
+    record = {
+        **info,
+        "args": {k: v for k, v in vars(run.args).items()},
+        "datasets": [
+            {**{k: str(v) if isinstance(v, Path) else v for k, v in vars(s).items()}}
+            for s in run.sources
+        ],
+        "results": run.results,
+        "ceilings": run.ceilings,
+        "sweep": run.sweep,
+        "epochs": run.epochs,
+        "first_batch": run.first_batch,
+        "first_batch_summary": first,
+        "summary": summary,
+        "targets": checks,
+        "sweep_summary": sweep,
+        "epochs_summary": epochs,
+        "notes": run.notes,
+    }
+    prefix.with_suffix(".json").write_text(json.dumps(record, indent=1, default=str))
+    prefix.with_suffix(".md").write_text(md)
+    print("\n" + md)
+    print(f"\nwrote {prefix}.json, .md and {len(images)} plots")
+    return prefix

@@ -1,0 +1,597 @@
+"""The benchmark suite: fastingest against its peers, across data shapes and
+storage profiles, with the fetch defaults checked by a sweep.
+
+    python benches/suite.py            # the full run (make bench)
+    python benches/suite.py --quick    # under 3 minutes (make bench-quick)
+
+It generates the datasets once (benches/data/), starts MinIO and toxiproxy,
+and for each storage profile runs every applicable reader on every dataset,
+interleaved (A B C A B C ...), each read in a fresh process. Requests and
+bytes sent are read from MinIO's own counters around each read, so they are
+measured the same way for every reader. Results: benches/results/suite-<time>
+.json (machine, versions, commit, every run), .md (summary and targets) and
+.png plots (throughput per reader and profile, the slice x in-flight heat
+map, MB/s per epoch).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+import datasets as ds  # noqa: E402
+import report  # noqa: E402
+from one_read import REMOTE_ONLY, SINGLE_FILE_ONLY, STREAMERS  # noqa: E402
+
+from tests.servers import MINIO_PASSWORD, MINIO_USER, Servers  # noqa: E402
+
+BUCKET = "bench"
+# The link each remote profile emulates (toxiproxy toxics; None: MinIO direct).
+PROFILES: dict[str, dict | None] = {
+    "local": None,
+    "minio": None,
+    "cloud": {"latency": 30, "jitter": 5, "rate_kbps": 100_000},
+    "far": {"latency": 100, "jitter": 10, "rate_kbps": 50_000},
+}
+PARQUET_READERS = [
+    "fastingest",
+    "fastingest-warm",
+    "fastingest-chunks",
+    "pyarrow",
+    "pyarrow-dataset",
+    "polars",
+    "polars-scan",
+    "s3fs",
+    "fsspec-parquet",
+    "obstore",
+]
+ORC_READERS = ["fastingest-orc", "pyarrow-orc"]
+FASTINGEST = {"fastingest", "fastingest-warm", "fastingest-chunks", "fastingest-orc"}
+# Every reader imports numpy (through pyarrow); its OpenBLAS starts one thread
+# per core that spins for a while after import, taking the CPU the read needs
+# on this 2-core machine (a 16 MB read: median 0.054 s with them, 0.030 s
+# without). No reader uses BLAS, so the readers run without those threads.
+READER_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+
+
+@dataclass
+class Source:
+    """A dataset as the readers see it."""
+
+    name: str
+    local: Path  # file or folder
+    key: str  # object key (or prefix) in the bucket
+    folder: bool
+    size: int  # bytes of the file(s)
+    rows: int
+    columns: list[str] | None
+    needed: int  # bytes of the column chunks the read needs
+    readers: list[str]
+    fmt: str = "parquet"
+
+
+@dataclass
+class Run:
+    """What the suite is asked to do, and what it found."""
+
+    args: argparse.Namespace
+    sources: list[Source] = field(default_factory=list)
+    results: list[dict] = field(default_factory=list)
+    ceilings: dict[str, list[float]] = field(default_factory=dict)
+    first_batch: list[dict] = field(default_factory=list)
+    sweep: list[dict] = field(default_factory=list)
+    epochs: list[dict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def parquet_files(path: Path) -> list[Path]:
+    return sorted(path.glob("*.parquet")) if path.is_dir() else [path]
+
+
+def describe(d: ds.Dataset, path: Path, readers: list[str]) -> Source:
+    import pyarrow.parquet as pq
+
+    import fastingest
+
+    files = parquet_files(path)
+    columns = ds.read_columns(d, files[0])
+    plan = fastingest.plan_parquet(
+        [str(f) for f in files] if path.is_dir() else str(path), columns=columns
+    )
+    plans = plan if isinstance(plan, list) else [plan]
+    rows = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+    key = f"{d.name}/" if path.is_dir() else path.name
+    if path.is_dir():
+        readers = [r for r in readers if r not in SINGLE_FILE_ONLY]
+    return Source(
+        name=d.name,
+        local=path,
+        key=key,
+        folder=path.is_dir(),
+        size=sum(f.stat().st_size for f in files),
+        rows=rows,
+        columns=columns,
+        needed=sum(p["bytes_needed"] for p in plans),
+        readers=readers,
+    )
+
+
+def orc_source(parquet: Source) -> Source:
+    """The first dataset as ORC: fastingest's ORC reader against pyarrow's."""
+    path = ds.orc_copy(parquet.local)
+    return Source(
+        name=f"{parquet.name} (orc)",
+        local=path,
+        key=path.name,
+        folder=False,
+        size=path.stat().st_size,
+        rows=parquet.rows,
+        columns=None,
+        needed=path.stat().st_size,
+        readers=ORC_READERS,
+        fmt="orc",
+    )
+
+
+# --- servers and counters ------------------------------------------------------
+
+
+class AuditCounter:
+    """Counts the requests MinIO serves, from its audit log: MinIO posts one
+    JSON event per request to this loopback HTTP endpoint (its Prometheus
+    counters are only refreshed every ~10 s, too late to attribute requests
+    to one read)."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        counter = self
+        self.lock = threading.Lock()
+        self.requests = 0
+        self.sent = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                self.send_response(200)
+                self.end_headers()
+                try:
+                    events = json.loads(body)
+                except ValueError:
+                    return
+                for event in events if isinstance(events, list) else [events]:
+                    api = event.get("api", {})
+                    if api.get("name", "").startswith(("Put", "CreateBucket", "NewMultipart")):
+                        continue
+                    with counter.lock:
+                        counter.requests += 1
+                        counter.sent += int(api.get("tx", 0) or 0)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def snapshot(self) -> tuple[int, int]:
+        with self.lock:
+            return self.requests, self.sent
+
+    def settled(self, quiet: float = 0.3, limit: float = 10.0) -> tuple[int, int]:
+        """The counts once no event has arrived for `quiet` seconds (events
+        are posted asynchronously, just after each request)."""
+        last, since, deadline = self.snapshot(), time.monotonic(), time.monotonic() + limit
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            now = self.snapshot()
+            if now != last:
+                last, since = now, time.monotonic()
+            elif time.monotonic() - since >= quiet:
+                break
+        return last
+
+
+class Store:
+    """MinIO (+ toxiproxy) holding every dataset, and its request counters."""
+
+    def __init__(self, servers: Servers) -> None:
+        import boto3
+
+        self.servers = servers
+        self.audit = AuditCounter()
+        servers.start_minio(
+            {
+                "MINIO_AUDIT_WEBHOOK_ENABLE_bench": "on",
+                "MINIO_AUDIT_WEBHOOK_ENDPOINT_bench": self.audit.url,
+            }
+        )
+        servers.start_toxiproxy()
+        if servers.s3_endpoint is None or servers.toxi is None:
+            raise SystemExit(f"cannot start MinIO/toxiproxy: {servers.missing}")
+        self.client = boto3.client(
+            "s3",
+            endpoint_url=servers.s3_endpoint,
+            aws_access_key_id=MINIO_USER,
+            aws_secret_access_key=MINIO_PASSWORD,
+            region_name="us-east-1",
+        )
+        self.client.create_bucket(Bucket=BUCKET)
+
+    def upload(self, source: Source) -> None:
+        if source.folder:
+            for f in parquet_files(source.local):
+                self.client.upload_file(str(f), BUCKET, source.key + f.name)
+        else:
+            self.client.upload_file(str(source.local), BUCKET, source.key)
+
+    def credentials(self, profile: str) -> dict:
+        endpoint = (
+            self.servers.s3_endpoint if profile == "minio" else self.servers.s3_proxy_endpoint
+        )
+        return {"key": MINIO_USER, "secret": MINIO_PASSWORD, "endpoint": endpoint}
+
+    def shape(self, profile: str) -> None:
+        """Sets toxiproxy's toxics to the profile's link."""
+        toxi = self.servers.toxi
+        toxi.clear("s3")
+        link = PROFILES[profile]
+        if link:
+            toxi.add_toxic("s3", "latency", {"latency": link["latency"], "jitter": link["jitter"]})
+            toxi.add_toxic("s3", "bandwidth", {"rate": link["rate_kbps"]})
+
+    def counters(self) -> tuple[int, int]:
+        """(requests, bytes sent) so far, every request's event counted."""
+        return self.audit.settled()
+
+
+# --- one read ------------------------------------------------------------------
+
+
+def drop_page_cache(paths: list[Path]) -> bool:
+    """Evicts the files from the page cache (POSIX_FADV_DONTNEED needs no
+    privilege for clean pages); False where that is not available."""
+    if not hasattr(os, "posix_fadvise"):
+        return False
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    return True
+
+
+def read_once(
+    reader: str,
+    source: Source,
+    profile: str,
+    store: Store | None,
+    *,
+    config: dict | None = None,
+    cache: dict | None = None,
+    first_batch: bool = False,
+    timeout: float = 1800,
+) -> dict:
+    """Runs one read in a fresh process; adds MinIO's request and byte counts."""
+    remote = profile != "local"
+    spec = {
+        "reader": reader,
+        "url": f"s3://{BUCKET}/{source.key}" if remote else str(source.local),
+        "folder": source.folder,
+        "s3": store.credentials(profile) if remote and store else None,
+        "columns": source.columns,
+        "config": config or {},
+        "cache": cache,
+        "first_batch": first_batch,
+    }
+    if not remote:
+        drop_page_cache(parquet_files(source.local) if source.folder else [source.local])
+    before = store.counters() if remote and store else None
+    try:
+        out = subprocess.run(
+            [sys.executable, str(HERE / "one_read.py"), json.dumps(spec)],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=timeout,
+            env=READER_ENV,
+        )
+    except subprocess.TimeoutExpired:
+        if store and remote:
+            store.counters()  # let the killed reader's requests settle
+        return {"error": f"timed out after {timeout:.0f} s", "timed_out": True}
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1][-300:] if out.stderr else "failed"}
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if before:
+        after = store.counters()
+        result["requests"] = after[0] - before[0]
+        result["bytes_sent"] = after[1] - before[1]
+    elif "stats" in result:
+        result["requests"] = result["stats"].get("requests")
+        result["bytes_sent"] = result["stats"].get("bytes_fetched")
+    return result
+
+
+def ceiling(source: Source, store: Store, profile: str, inflight: int = 32) -> float:
+    """The profile's ceiling: raw parallel 8 MiB range GETs of the largest
+    file (boto3, `inflight` at once), MB/s."""
+    import concurrent.futures as cf
+
+    import boto3
+    from botocore.config import Config as BotoConfig
+
+    creds = store.credentials(profile)
+    client = boto3.client(
+        "s3",
+        endpoint_url=creds["endpoint"],
+        aws_access_key_id=creds["key"],
+        aws_secret_access_key=creds["secret"],
+        region_name="us-east-1",
+        config=BotoConfig(max_pool_connections=inflight),
+    )
+    step = 8 << 20
+    size = source.size
+
+    def get(start: int) -> int:
+        end = min(size, start + step) - 1
+        rng = f"bytes={start}-{end}"
+        return len(client.get_object(Bucket=BUCKET, Key=source.key, Range=rng)["Body"].read())
+
+    started = time.perf_counter()
+    with cf.ThreadPoolExecutor(inflight) as pool:
+        total = sum(pool.map(get, range(0, size, step)))
+    assert total == size
+    return size / 1e6 / (time.perf_counter() - started)
+
+
+# --- the run ---------------------------------------------------------------------
+
+
+def applicable(reader: str, profile: str) -> bool:
+    if profile == "local":
+        return reader not in REMOTE_ONLY and reader != "fastingest-warm"
+    return True
+
+
+def plan_reads(run: Run) -> list[tuple[str, Source, str]]:
+    """Every measured read, in the order they run (interleaved per dataset)."""
+    reads = []
+    for profile in run.args.profiles:
+        for source in run.sources:
+            if (
+                profile == "far"
+                and run.args.far_datasets
+                and not any(s in source.name for s in run.args.far_datasets)
+            ):
+                continue
+            readers = [r for r in source.readers if applicable(r, profile)]
+            for _ in range(run.args.runs):
+                reads += [(profile, source, r) for r in readers]
+    return reads
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small datasets, one run: < 3 minutes")
+    ap.add_argument("--smallest", action="store_true", help="the quick mode's smallest case only")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--size-mb", type=int, default=256, help="in-memory size per dataset (MiB)")
+    ap.add_argument("--small-files", type=int, default=2000)
+    ap.add_argument("--small-kb", type=int, default=128)
+    ap.add_argument("--profiles", default="local,minio,cloud,far")
+    ap.add_argument("--datasets", default="", help="comma-separated name filters")
+    ap.add_argument("--far-datasets", default="mixed-unbounded-rl1-snappy,small,wide")
+    ap.add_argument("--readers", default="", help="comma-separated reader names (default: all)")
+    ap.add_argument("--sweep-runs", type=int, default=2)
+    ap.add_argument("--slices", default="1,4,8,16,32")
+    ap.add_argument("--inflight", default="4,8,16,32,64")
+    ap.add_argument("--epochs", type=int, default=3)
+    ap.add_argument(
+        "--read-timeout",
+        type=float,
+        default=300,
+        help="a read taking longer is stopped and reported as timed out (seconds)",
+    )
+    ap.add_argument(
+        "--slow",
+        type=float,
+        default=60,
+        help="a reader whose first run on a dataset takes longer is not repeated there",
+    )
+    ap.add_argument("--out", default=str(HERE / "results"))
+    ap.add_argument("--data", default=str(HERE / "data"))
+    ap.add_argument("--report-only", help="remake the report from a saved last-run.raw.json")
+    args = ap.parse_args()
+    if args.report_only:
+        run, elapsed = load_raw(Path(args.report_only))
+        report.write(run, Path(args.out), elapsed=elapsed)
+        return
+    if args.quick or args.smallest:
+        args.runs, args.size_mb, args.small_files, args.small_kb = 1, 16, 40, 64
+        args.profiles = "local,minio,cloud"
+        args.slices, args.inflight, args.sweep_runs, args.epochs = "4,8", "16,32", 1, 2
+    if args.smallest:
+        args.profiles, args.datasets = "local", "mixed"
+        args.readers = "fastingest,fastingest-chunks,pyarrow,polars"
+        args.slices = args.inflight = ""
+        args.epochs = 0
+    args.profiles = [p for p in args.profiles.split(",") if p]
+    args.far_datasets = [s for s in args.far_datasets.split(",") if s]
+    started = time.time()
+    run = Run(args)
+
+    from tqdm import tqdm
+
+    wanted = [r for r in args.readers.split(",") if r]
+    defs = ds.suite(args.quick or args.smallest, args.size_mb, args.small_files, args.small_kb)
+    defs = [
+        d for d in defs if not args.datasets or any(s in d.name for s in args.datasets.split(","))
+    ]
+    for d in tqdm(defs, desc="datasets", unit="dataset"):
+        readers = [r for r in PARQUET_READERS if not wanted or r in wanted]
+        run.sources.append(describe(d, ds.materialize(d, Path(args.data)), readers))
+    if not args.smallest:
+        run.sources.append(orc_source(run.sources[0]))
+
+    servers = Servers()
+    store = None
+    try:
+        if any(p != "local" for p in args.profiles):
+            store = Store(servers)
+            for s in tqdm(run.sources, desc="uploading", unit="dataset"):
+                store.upload(s)
+        measure(run, store)
+    finally:
+        servers.stop()
+    run.notes.append(
+        "local: each file is evicted from the page cache (posix_fadvise DONTNEED) before "
+        "each read, so local reads are cold."
+        if hasattr(os, "posix_fadvise")
+        else "local: the page cache could not be dropped here; local reads may be warm."
+    )
+    save_raw(run, Path(args.out) / "last-run.raw.json", time.time() - started)
+    report.write(run, Path(args.out), elapsed=time.time() - started)
+
+
+def save_raw(run: Run, path: Path, elapsed: float) -> None:
+    """Everything measured, before the report is made from it (so that
+    `--report-only` can remake a report without measuring again)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = {
+        "args": vars(run.args),
+        "elapsed": elapsed,
+        "sources": [{**vars(s), "local": str(s.local)} for s in run.sources],
+        **{k: getattr(run, k) for k in ("results", "ceilings", "sweep", "epochs", "first_batch")},
+        "notes": run.notes,
+    }
+    path.write_text(json.dumps(raw, default=str))
+
+
+def load_raw(path: Path) -> tuple[Run, float]:
+    raw = json.loads(path.read_text())
+    run = Run(argparse.Namespace(**raw["args"]))
+    run.sources = [Source(**{**s, "local": Path(s["local"])}) for s in raw["sources"]]
+    for k in ("results", "ceilings", "sweep", "epochs", "first_batch", "notes"):
+        setattr(run, k, raw[k])
+    return run, raw["elapsed"]
+
+
+def measure(run: Run, store: Store | None) -> None:
+    from tqdm import tqdm
+
+    args = run.args
+    reads = plan_reads(run)
+    sweep_profiles = [p for p in ("cloud", "local") if p in args.profiles]
+    slices = [s for s in args.slices.split(",") if s]
+    inflight = [i for i in args.inflight.split(",") if i]
+    n_sweep = len(sweep_profiles) * len(slices) * len(inflight) * args.sweep_runs
+    n_epochs = args.epochs * 3 * args.runs if "cloud" in args.profiles else 0
+    streamers = [r for r in STREAMERS if r in run.sources[0].readers]
+    n_first = len(args.profiles) * len(streamers) * args.runs
+    bar = tqdm(total=len(reads) + n_first + n_sweep + n_epochs, desc="reads", unit="read")
+    warm_dirs: dict[tuple[str, str], str] = {}
+    slow: set[tuple[str, str, str]] = set()
+    shaped = None
+    try:
+        for profile, source, reader in reads:
+            if store and profile != "local" and profile != shaped:
+                store.shape(profile)
+                shaped = profile
+                run.ceilings[profile] = [
+                    ceiling(max(run.sources, key=lambda s: s.size * (not s.folder)), store, profile)
+                    for _ in range(3)
+                ]
+            cache = None
+            if reader == "fastingest-warm":
+                key = (profile, source.name)
+                if key not in warm_dirs:  # fill once (not measured), then read warm
+                    warm_dirs[key] = tempfile.mkdtemp(prefix="fastingest-suite-cache-")
+                    read_once(
+                        "fastingest",
+                        source,
+                        profile,
+                        store,
+                        cache={"dir": warm_dirs[key], "validate": "immutable"},
+                    )
+                cache = {"dir": warm_dirs[key], "validate": "immutable"}
+            key3 = (profile, source.name, reader)
+            if key3 in slow:  # one run was long enough to say where it stands
+                bar.update()
+                continue
+            bar.set_postfix_str(f"{profile} {source.name[:28]} {reader}")
+            r = read_once(reader, source, profile, store, cache=cache, timeout=args.read_timeout)
+            run.results.append({"profile": profile, "dataset": source.name, "reader": reader, **r})
+            if r.get("timed_out") or r.get("seconds", 0) > args.slow:
+                slow.add(key3)
+                run.notes.append(
+                    f"{profile} / {source.name} / {reader}: "
+                    + (r["error"] if "error" in r else f"{r['seconds']:.0f} s")
+                    + " in its first run, so it was run once."
+                )
+            bar.update()
+        main_source = run.sources[0]
+        for profile in args.profiles:  # time to first batch, streaming readers
+            if store and profile != "local":
+                store.shape(profile)
+            for _ in range(args.runs):
+                for reader in streamers:
+                    bar.set_postfix_str(f"first batch {profile} {reader}")
+                    r = read_once(reader, main_source, profile, store, first_batch=True)
+                    run.first_batch.append({"profile": profile, "reader": reader, **r})
+                    bar.update()
+        for profile in sweep_profiles:
+            if store and profile != "local":
+                store.shape(profile)
+            for _ in range(args.sweep_runs):
+                for sl in slices:
+                    for inf in inflight:
+                        cfg = {"slice_size": f"{sl}M", "max_in_flight": int(inf)}
+                        bar.set_postfix_str(f"sweep {profile} {sl} MiB x {inf}")
+                        r = read_once("fastingest", main_source, profile, store, config=cfg)
+                        run.sweep.append(
+                            {"profile": profile, "slice_mib": int(sl), "inflight": int(inf), **r}
+                        )
+                        bar.update()
+        if n_epochs and store:
+            store.shape("cloud")
+            for _ in range(args.runs):
+                cache_dir = tempfile.mkdtemp(prefix="fastingest-suite-epochs-")
+                try:
+                    for epoch in range(1, args.epochs + 1):
+                        for reader in ("fastingest", "pyarrow", "polars"):
+                            cache = (
+                                {"dir": cache_dir, "validate": "immutable"}
+                                if reader == "fastingest"
+                                else None
+                            )
+                            bar.set_postfix_str(f"epoch {epoch} {reader}")
+                            r = read_once(reader, main_source, "cloud", store, cache=cache)
+                            run.epochs.append({"epoch": epoch, "reader": reader, **r})
+                            bar.update()
+                finally:
+                    shutil.rmtree(cache_dir, ignore_errors=True)
+    finally:
+        bar.close()
+        for d in warm_dirs.values():
+            shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
