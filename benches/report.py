@@ -224,6 +224,32 @@ def _fmt(x: Any, spec: str = ".0f", none: str = "-") -> str:
     return none if x is None else format(x, spec)
 
 
+def headline(summary: dict) -> list[str]:
+    """One line per profile and dataset: fastingest next to the best peer."""
+    rows: dict[tuple[str, str], dict[str, dict]] = defaultdict(dict)
+    for r in summary["rows"]:
+        rows[(r["profile"], r["dataset"])][r["reader"]] = r
+    out = [
+        "| profile | dataset | fastingest MB/s | best peer | peer MB/s | ratio "
+        "| raw chunks MB/s | chunks / ceiling | warm cache MB/s |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|",
+    ]
+    for (profile, dataset), by in rows.items():
+        fi = by.get("fastingest") or by.get("fastingest-orc")
+        if not fi or fi["mbps"] is None:
+            continue
+        peer = by.get(fi["best_peer"]) if fi["best_peer"] else None
+        chunks = by.get("fastingest-chunks")
+        warm = by.get("fastingest-warm")
+        out.append(
+            f"| {profile} | {dataset} | {fi['mbps']:.0f} | {fi['best_peer'] or '-'} | "
+            f"{_fmt(peer and peer['mbps'])} | {_fmt(fi['vs_best_peer'], '.2f')}x | "
+            f"{_fmt(chunks and chunks['mbps'])} | {_fmt(chunks and chunks['vs_ceiling'], '.2f')} | "
+            f"{_fmt(warm and warm['mbps'])} |"
+        )
+    return out
+
+
 def markdown(
     run: Any,
     summary: dict,
@@ -247,6 +273,10 @@ def markdown(
         "",
         "Ceilings (raw parallel 8 MiB range GETs, 32 in flight, boto3): "
         + ", ".join(f"{p} {c:.0f} MB/s" for p, c in summary["ceilings"].items()),
+        "",
+        *headline(summary),
+        "",
+        "Every reader:",
         "",
         "| profile | dataset | reader | MB/s median | min-max | Mrows/s | requests "
         "| sent / needed | peak RSS MiB | vs best peer | vs ceiling |",
@@ -281,6 +311,21 @@ def markdown(
             f"| {c['target']} | {c['dataset']} | {_fmt(c['value'], '.2f')} | "
             f"{c['limit']} | {'yes' if c['met'] else '**no**'} |"
         )
+    if first:
+        lines += [
+            "",
+            f"Time to first batch ({run.sources[0].name}; readers with a streaming API: "
+            "fastingest.iter_batches, ParquetFile.iter_batches, dataset.to_batches, "
+            "scan_parquet().collect_batches(); seconds, median):",
+            "",
+            "| profile | reader | first batch s | full read s |",
+            "|---|---|---:|---:|",
+        ]
+        for key, v in first.items():
+            p, rd = key.split("/", 1)
+            lines.append(
+                f"| {p} | {rd} | {v['first_batch_s']:.3f} | {_fmt(v['full_read_s'], '.3f')} |"
+            )
     if sweep:
         lines += [
             "",
@@ -345,6 +390,8 @@ def plots(run: Any, summary: dict, sweep: dict, epochs: dict, prefix: Path) -> l
 
     written = []
     profiles = [p for p in run.args.profiles if any(r["profile"] == p for r in summary["rows"])]
+    all_readers = list(dict.fromkeys(r["reader"] for r in summary["rows"]))
+    palette = plt.get_cmap("tab20")
     if profiles:
         fig, axes = plt.subplots(len(profiles), 1, figsize=(14, 3.2 * len(profiles)), squeeze=False)
         for ax, profile in zip(axes[:, 0], profiles, strict=True):
@@ -353,20 +400,22 @@ def plots(run: Any, summary: dict, sweep: dict, epochs: dict, prefix: Path) -> l
             readers = list(dict.fromkeys(r["reader"] for r in rows))
             width = 0.8 / max(1, len(readers))
             for i, reader in enumerate(readers):
+                color = palette(all_readers.index(reader) % 20)
                 xs, ys = [], []
                 for j, d in enumerate(datasets):
                     hit = [r for r in rows if r["dataset"] == d and r["reader"] == reader]
                     if hit:
                         xs.append(j + i * width)
                         ys.append(hit[0]["mbps"])
-                ax.bar(xs, ys, width, label=reader)
+                ax.bar(xs, ys, width, label=reader, color=color)
             if profile in summary["ceilings"]:
                 ax.axhline(summary["ceilings"][profile], color="k", ls="--", lw=1, label="ceiling")
             ax.set_xticks([j + 0.4 - width / 2 for j in range(len(datasets))])
             ax.set_xticklabels(datasets, rotation=20, ha="right", fontsize=7)
-            ax.set_ylabel("MB/s")
-            ax.set_title(f"{profile}: throughput (median)")
-        axes[0, 0].legend(ncol=6, fontsize=7, loc="upper right")
+            ax.set_ylabel("MB/s (log)")
+            ax.set_yscale("log")
+            ax.set_title(f"{profile}: throughput (median; MB/s of the file's bytes)")
+            ax.legend(ncol=7, fontsize=6, loc="upper left")
         fig.tight_layout()
         path = prefix.with_name(prefix.name + "-throughput.png")
         fig.savefig(path, dpi=90)

@@ -34,6 +34,7 @@ sys.path.insert(0, str(HERE))
 
 import datasets as ds  # noqa: E402
 import report  # noqa: E402
+from bench_read import ceiling_probe  # noqa: E402
 from one_read import REMOTE_ONLY, SINGLE_FILE_ONLY, STREAMERS  # noqa: E402
 
 from tests.servers import MINIO_PASSWORD, MINIO_USER, Servers  # noqa: E402
@@ -329,36 +330,11 @@ def read_once(
     return result
 
 
-def ceiling(source: Source, store: Store, profile: str, inflight: int = 32) -> float:
-    """The profile's ceiling: raw parallel 8 MiB range GETs of the largest
-    file (boto3, `inflight` at once), MB/s."""
-    import concurrent.futures as cf
-
-    import boto3
-    from botocore.config import Config as BotoConfig
-
-    creds = store.credentials(profile)
-    client = boto3.client(
-        "s3",
-        endpoint_url=creds["endpoint"],
-        aws_access_key_id=creds["key"],
-        aws_secret_access_key=creds["secret"],
-        region_name="us-east-1",
-        config=BotoConfig(max_pool_connections=inflight),
-    )
-    step = 8 << 20
-    size = source.size
-
-    def get(start: int) -> int:
-        end = min(size, start + step) - 1
-        rng = f"bytes={start}-{end}"
-        return len(client.get_object(Bucket=BUCKET, Key=source.key, Range=rng)["Body"].read())
-
-    started = time.perf_counter()
-    with cf.ThreadPoolExecutor(inflight) as pool:
-        total = sum(pool.map(get, range(0, size, step)))
-    assert total == size
-    return size / 1e6 / (time.perf_counter() - started)
+def ceiling(source: Source, store: Store, profile: str) -> float:
+    """The profile's ceiling: raw parallel 8 MiB range GETs (32 in flight) of
+    the largest file, MB/s."""
+    url = f"s3://{BUCKET}/{source.key}"
+    return ceiling_probe(url, store.credentials(profile), source.size)
 
 
 # --- the run ---------------------------------------------------------------------

@@ -34,9 +34,9 @@ from ._fastingest import (
     cuda_available,
     cuda_device_count,
 )
+from ._fastingest import iter_batches as _iter_batches
 from ._fastingest import plan_orc as _plan_orc
 from ._fastingest import plan_parquet as _plan_parquet
-from ._fastingest import iter_batches as _iter_batches
 from ._fastingest import read_chunks as _read_chunks
 from ._fastingest import read_metadata as _read_metadata
 from ._fastingest import read_orc as _read_orc
@@ -45,7 +45,6 @@ from ._fastingest import read_parquet as _read_parquet
 from ._fastingest import start_read_orc as _start_read_orc
 from ._fastingest import start_read_parquet as _start_read_parquet
 from ._filters import normalize as _normalize_filters
-from ._torch import read_torch, to_torch
 from .exceptions import (
     CacheWarning,
     ColumnNotFoundError,
@@ -231,6 +230,21 @@ def read_chunks(
     args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
     with _cache_warnings(args):
         return _read_chunks(source, args, device, staging_size, staging_buffers, streams)
+
+
+def to_torch(data: Any, device: Any = "cuda:0", *, strings: str = "error") -> dict[str, Any]:
+    """Columns of a pyarrow Table (or batches) as ``dict[str, torch.Tensor]``;
+    see ``fastingest.pyi``. (NumPy and Torch are imported on first use.)"""
+    from ._torch import to_torch as convert
+
+    return convert(data, device, strings=strings)
+
+
+def read_torch(
+    source: Any, device: Any = "cuda:0", *, strings: str = "error", **read_args: Any
+) -> dict[str, Any]:
+    """:func:`read_parquet` then :func:`to_torch`; see ``fastingest.pyi``."""
+    return to_torch(read_parquet(source, **read_args), device, strings=strings)
 
 
 async def _run_async(start: Any, source: Any, args: dict[str, Any]) -> pa.Table:

@@ -187,13 +187,3 @@ def to_torch(data: Any, device: Any = "cuda:0", *, strings: str = "error") -> di
     torch.cuda.current_stream(target).synchronize()
     del staged
     return out
-
-
-def read_torch(
-    source: Any, device: Any = "cuda:0", *, strings: str = "error", **read_args: Any
-) -> dict[str, Any]:
-    """:func:`fastingest.read_parquet` then :func:`to_torch`: the columns of
-    the read as tensors on ``device``. ``read_args`` are read_parquet's."""
-    from . import read_parquet
-
-    return to_torch(read_parquet(source, **read_args), device, strings=strings)

@@ -315,9 +315,10 @@ fn iter_batches(
 ) -> PyResult<stream::PyBatchStream> {
     let sources = convert::sources(source)?;
     let options = args.into_options()?;
-    let batches = run::block_on(py, async move {
-        pq::stream_parquet(&sources, &options).await
-    })?;
+    let batches = run::block_on(
+        py,
+        async move { pq::stream_parquet(&sources, &options).await },
+    )?;
     Ok(stream::PyBatchStream::new(batches))
 }
 

@@ -63,7 +63,6 @@ impl PyBatchStream {
             }
         }
     }
-
 }
 
 /// What waiting for the next batch gave.
@@ -89,7 +88,11 @@ impl PyBatchStream {
     #[getter]
     fn schema(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let obj = PySchema::new(Arc::clone(&self.schema)).into_pyobject(py)?;
-        Ok(py.import("pyarrow")?.getattr("schema")?.call1((obj,))?.unbind())
+        Ok(py
+            .import("pyarrow")?
+            .getattr("schema")?
+            .call1((obj,))?
+            .unbind())
     }
 
     fn __iter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {

@@ -32,6 +32,7 @@ struct Inner {
     config: Config,
     stats: ReadStats,
     requests: Semaphore,
+    local_reads: Semaphore,
     budget: Semaphore,
     budget_units: u32,
     decode: Semaphore,
@@ -64,6 +65,7 @@ impl Fetcher {
         let decode = config.effective_decode_parallelism();
         Fetcher(Arc::new(Inner {
             requests: Semaphore::new(config.max_in_flight),
+            local_reads: Semaphore::new(local_read_limit(config.max_in_flight)),
             budget: Semaphore::new(budget_units as usize),
             budget_units,
             decode: Semaphore::new(decode),
@@ -94,6 +96,11 @@ impl Fetcher {
     /// Waits for a decode slot (bounds CPU-heavy work to the cores).
     pub(crate) async fn decode_permit(&self) -> Result<SemaphorePermit<'_>> {
         self.0.decode.acquire().await.map_err(closed)
+    }
+
+    /// A slot for one local read (see [`local_read_limit`]).
+    async fn local_permit(&self) -> Result<SemaphorePermit<'_>> {
+        self.0.local_reads.acquire().await.map_err(closed)
     }
 
     async fn permits(&self, len: u64) -> Result<(SemaphorePermit<'_>, SemaphorePermit<'_>)> {
@@ -162,7 +169,8 @@ impl Fetcher {
                 let end = start + bytes.len() as u64;
                 if span.range.start >= start && span.range.end <= end {
                     let from = (span.range.start - start) as usize;
-                    let part = bytes.slice(from..from + (span.range.end - span.range.start) as usize);
+                    let part =
+                        bytes.slice(from..from + (span.range.end - span.range.start) as usize);
                     let ready: BoxFuture<'static, Result<Bytes>> =
                         futures::future::ready(Ok(part)).boxed();
                     futures.push(ready.shared());
@@ -267,6 +275,15 @@ where
         .await
 }
 
+/// Local reads at once: four per core (at most `max_in_flight`). Each is a
+/// blocking `pread` that faults in fresh pages; more of them than that only
+/// contend for the cores (the local sweep on 2 cores: 8-16 at once read the
+/// same file ~18% faster than 32), while a remote request mostly waits.
+fn local_read_limit(max_in_flight: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    max_in_flight.min(4 * cores).max(1)
+}
+
 /// The fetcher's semaphores are never closed; should that change, a read
 /// fails cleanly rather than panicking.
 fn closed(_: tokio::sync::AcquireError) -> Error {
@@ -322,6 +339,10 @@ pub(crate) async fn fetch_slice_uncached(
     range: Range<u64>,
     mut part: BytesMut,
 ) -> Result<BytesMut> {
+    let _local = match source.is_local() {
+        true => Some(fetcher.local_permit().await?),
+        false => None,
+    };
     let _permits = fetcher.permits(range.end - range.start).await?;
     let mut retry = Retry::new(
         fetcher.config(),

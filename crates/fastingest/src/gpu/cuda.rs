@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream, DriverError};
 
-use super::target::{Device, DeviceMemory, DeviceTarget, StagingBuffer, Ticket};
+use super::target::{check_copy, Device, DeviceMemory, DeviceTarget, StagingBuffer, Ticket};
 use crate::error::{Error, Result};
 
 fn device_error(what: &str) -> impl Fn(DriverError) -> Error + '_ {
@@ -177,13 +177,7 @@ impl DeviceTarget for CudaTarget {
         offset: usize,
     ) -> Result<Box<dyn Ticket>> {
         let src = staging.as_mut_slice();
-        if len > src.len() || offset.checked_add(len).is_none_or(|end| end > dst.len()) {
-            return Err(Error::Device(format!(
-                "copy of {len} bytes to offset {offset} does not fit (staging {}, destination {})",
-                src.len(),
-                dst.len()
-            )));
-        }
+        check_copy(len, src.len(), offset, dst.len())?;
         let stream = &self.streams[stream % self.streams.len()];
         self.ctx
             .bind_to_thread()

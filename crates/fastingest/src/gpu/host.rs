@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
 
-use super::target::{Device, DeviceMemory, DeviceTarget, StagingBuffer, Ticket};
+use super::target::{check_copy, Device, DeviceMemory, DeviceTarget, StagingBuffer, Ticket};
 use crate::error::{Error, Result};
 
 /// Device allocations are aligned like CUDA's (256 bytes).
@@ -163,13 +163,7 @@ impl DeviceTarget for HostTarget {
         offset: usize,
     ) -> Result<Box<dyn Ticket>> {
         let src = staging.as_mut_slice();
-        if len > src.len() || offset.checked_add(len).is_none_or(|end| end > dst.len()) {
-            return Err(Error::Device(format!(
-                "copy of {len} bytes to offset {offset} does not fit (staging {}, destination {})",
-                src.len(),
-                dst.len()
-            )));
-        }
+        check_copy(len, src.len(), offset, dst.len())?;
         let dst_ptr = (dst.ptr() as *mut u8).wrapping_add(offset);
         let Some(worker) = self.workers.get(stream % self.workers.len().max(1)) else {
             // SAFETY: checked above that both ranges hold `len` bytes.

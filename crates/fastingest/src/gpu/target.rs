@@ -95,3 +95,13 @@ pub trait DeviceTarget: Send + Sync {
     /// Waits for every copy started so far.
     fn synchronize(&self) -> Result<()>;
 }
+
+/// Checks a copy request against its buffers (every target does the same).
+pub(crate) fn check_copy(len: usize, staging: usize, offset: usize, dst: usize) -> Result<()> {
+    if len > staging || offset.checked_add(len).is_none_or(|end| end > dst) {
+        return Err(Error::Device(format!(
+            "copy of {len} bytes to offset {offset} does not fit (staging {staging}, destination {dst})"
+        )));
+    }
+    Ok(())
+}

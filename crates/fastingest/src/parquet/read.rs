@@ -9,9 +9,9 @@ use arrow_array::{RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 use futures::future::BoxFuture;
 use futures::{stream, FutureExt, StreamExt, TryStreamExt};
-use tokio::sync::mpsc;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::file::metadata::ParquetMetaData;
+use tokio::sync::mpsc;
 
 use super::decode::DecodeJob;
 use super::filter::Filter;
@@ -289,7 +289,11 @@ type UnitFuture = BoxFuture<'static, Result<Vec<RecordBatch>>>;
 /// Starts fetching every span of a prepared file and returns one future per
 /// row group that decodes it as soon as its spans are in, while later spans
 /// are still on the wire. Dropping every future stops the fetch.
-fn start_units(fetcher: &Fetcher, prepared: &PreparedFile, options: &ReadOptions) -> Vec<UnitFuture> {
+fn start_units(
+    fetcher: &Fetcher,
+    prepared: &PreparedFile,
+    options: &ReadOptions,
+) -> Vec<UnitFuture> {
     let plan = &prepared.plan;
     let known = Some(prepared.footer.known_bytes());
     let (spans, abort_guards) = fetcher.start_with(&prepared.source, plan, known);
