@@ -30,6 +30,17 @@ def need_torch():
     return torch
 
 
+def need_cupy():
+    """CuPy, or a skip saying it is absent (a failure where it must be)."""
+    try:
+        import cupy
+    except ImportError:
+        if REQUIRE_GPU:
+            pytest.fail("CuPy is required (FASTINGEST_REQUIRE_GPU=1) but not installed")
+        pytest.skip("CuPy is not installed here (the GPU machine has it)")
+    return cupy
+
+
 def need_gpu():
     """A CUDA device fastingest can use, or a skip saying why not."""
     if not fastingest.cuda_available():

@@ -115,6 +115,7 @@ def test_several_files_pack_into_one(tmp_path):
     want = pa.concat_tables([pq.read_table(p, columns=["id", "name"]) for p in (a, b)])
     assert got.equals(want)
     assert len(chunks.footers) == 2
+    assert chunks.footers[1] is chunks.footers[1]  # encoded once, not per access
     for footer, path in zip(chunks.footers, (a, b), strict=True):
         raw = path.read_bytes()
         n = int.from_bytes(raw[-8:-4], "little")

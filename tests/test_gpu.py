@@ -11,7 +11,7 @@ import pytest
 
 import fastingest
 
-from .conftest import need_gpu, need_torch
+from .conftest import need_cupy, need_gpu, need_torch
 from .datagen import all_types_table, numeric_table, parquet_bytes
 
 
@@ -44,11 +44,7 @@ def test_device_chunks_are_the_host_bytes(gpu, chunks):
 
 
 def test_cupy_reads_device_chunks_zero_copy(gpu, chunks):
-    try:
-        import cupy
-    except ImportError:
-        need_torch()  # same rule: required on the GPU machine
-        pytest.skip("CuPy is not installed")
+    cupy = need_cupy()
     _, host = chunks
     dev = host.to_device("cuda:0")
     for h, d in zip(host, dev, strict=True):

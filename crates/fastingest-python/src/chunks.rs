@@ -10,6 +10,7 @@ use fastingest::parquet::chunks::{ChunkLayout, ChunkMeta, ChunkSet};
 use pyo3::exceptions::{PyAttributeError, PyBufferError, PyIndexError};
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::errors::to_py;
@@ -62,14 +63,26 @@ fn meta_repr(kind: &str, m: &ChunkMeta, extra: &str) -> String {
     )
 }
 
-/// Footer bytes of every file, in file order.
-fn footers<'py>(py: Python<'py>, layout: &ChunkLayout) -> PyResult<Bound<'py, PyList>> {
-    let out = PyList::empty(py);
-    for f in &layout.files {
-        let bytes = f.footer_bytes().map_err(to_py)?;
-        out.append(PyBytes::new(py, &bytes))?;
+/// Footer bytes of every file, in file order: encoded on first use, then
+/// the same `bytes` objects on every access (`set.footers[c.file]` in a loop
+/// over chunks must not re-encode a footer per chunk).
+#[derive(Default)]
+pub struct Footers(PyOnceLock<Vec<Py<PyBytes>>>);
+
+impl Footers {
+    fn list<'py>(&self, py: Python<'py>, layout: &ChunkLayout) -> PyResult<Bound<'py, PyList>> {
+        let all = self.0.get_or_try_init(py, || {
+            layout
+                .files
+                .iter()
+                .map(|f| {
+                    let bytes = f.footer_bytes().map_err(to_py)?;
+                    Ok(PyBytes::new(py, &bytes).unbind())
+                })
+                .collect::<PyResult<Vec<_>>>()
+        })?;
+        PyList::new(py, all.iter().map(|b| b.bind(py)))
     }
-    Ok(out)
 }
 
 /// What a column chunk is: the metadata `Chunk` and `DeviceChunk` share.
@@ -203,7 +216,17 @@ impl PyChunk {
 /// The column chunks of a read (see `fastingest.read_chunks`).
 #[pyclass(name = "ChunkSet", module = "fastingest", frozen)]
 pub struct PyChunkSet {
-    pub set: Arc<ChunkSet>,
+    set: Arc<ChunkSet>,
+    footers: Footers,
+}
+
+impl PyChunkSet {
+    pub fn new(set: ChunkSet) -> Self {
+        PyChunkSet {
+            set: Arc::new(set),
+            footers: Footers::default(),
+        }
+    }
 }
 
 #[pymethods]
@@ -245,7 +268,7 @@ impl PyChunkSet {
     /// Each file's footer (Thrift `FileMetaData`, original offsets).
     #[getter]
     fn footers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        footers(py, &self.set.layout)
+        self.footers.list(py, &self.set.layout)
     }
 
     /// A minimal Parquet file holding exactly these row groups and columns.
@@ -281,10 +304,7 @@ impl PyChunkSet {
                 gpu::upload_set(target.as_ref(), &set, &options)
             })
             .map_err(to_py)?;
-        Ok(PyDeviceChunkSet {
-            layout: Arc::new(self.set.layout.clone()),
-            chunks: Arc::new(chunks),
-        })
+        Ok(PyDeviceChunkSet::new(self.set.layout.clone(), chunks))
     }
 
     fn __repr__(&self) -> String {
@@ -300,8 +320,19 @@ impl PyChunkSet {
 /// Column chunks in device memory (one allocation).
 #[pyclass(name = "DeviceChunkSet", module = "fastingest", frozen)]
 pub struct PyDeviceChunkSet {
-    pub layout: Arc<ChunkLayout>,
-    pub chunks: Arc<DeviceChunks>,
+    layout: Arc<ChunkLayout>,
+    chunks: Arc<DeviceChunks>,
+    footers: Footers,
+}
+
+impl PyDeviceChunkSet {
+    fn new(layout: ChunkLayout, chunks: DeviceChunks) -> Self {
+        PyDeviceChunkSet {
+            layout: Arc::new(layout),
+            chunks: Arc::new(chunks),
+            footers: Footers::default(),
+        }
+    }
 }
 
 #[pymethods]
@@ -345,7 +376,7 @@ impl PyDeviceChunkSet {
     /// Each file's footer (Thrift `FileMetaData`, original offsets).
     #[getter]
     fn footers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        footers(py, &self.layout)
+        self.footers.list(py, &self.layout)
     }
 
     /// How the upload went: copies, staging buffers, overlap with the fetch.
@@ -617,8 +648,5 @@ pub fn read_to_device(
         let target = gpu::target_for(device, upload.streams)?;
         gpu::read_chunks_to_device(&sources, &options, target, upload).await
     })?;
-    Ok(PyDeviceChunkSet {
-        layout: Arc::new(layout),
-        chunks: Arc::new(chunks),
-    })
+    Ok(PyDeviceChunkSet::new(layout, chunks))
 }

@@ -292,9 +292,7 @@ fn read_chunks(
     match device {
         None => {
             let set = run::block_on(py, async move { pq::read_chunks(&sources, &options).await })?;
-            let set = chunks::PyChunkSet {
-                set: std::sync::Arc::new(set),
-            };
+            let set = chunks::PyChunkSet::new(set);
             Ok(Py::new(py, set)?.into_any())
         }
         Some(d) => {

@@ -93,6 +93,28 @@ where
     result
 }
 
+/// Resolves `sources` (the frame of [`with_files`]) and runs `per_file` on
+/// each file with `fetcher`, several at once, results in source order.
+/// `unit` names what `options.row_groups` selects (row groups, stripes),
+/// which takes a single file.
+pub(crate) async fn each_source<T, F, Fut>(
+    sources: &[String],
+    options: &ReadOptions,
+    unit: &str,
+    fetcher: &Fetcher,
+    per_file: F,
+) -> Result<Vec<T>>
+where
+    F: Fn(Fetcher, Source) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    with_files(sources, options, |files| async move {
+        check_single_file(&files, options, unit)?;
+        crate::fetch::each_file(fetcher, files, per_file).await
+    })
+    .await
+}
+
 /// `row_groups` (or stripes, as `unit` says) select parts of a single file.
 pub(crate) fn check_single_file(files: &[Source], options: &ReadOptions, unit: &str) -> Result<()> {
     if options.row_groups.is_some() && files.len() != 1 {
@@ -117,24 +139,40 @@ pub(crate) fn concat(
     let first = first_source.location().to_string();
     let mut batches = Vec::new();
     for (source, file_schema, file_batches) in results {
-        if let Some(detail) = same_fields(&schema, &file_schema) {
-            return Err(Error::SchemaMismatch {
-                location: source.location().to_string(),
-                first,
-                detail,
-            });
-        }
+        check_same_schema(&schema, &first, &file_schema, source.location())?;
         for b in file_batches {
-            let b = if Arc::ptr_eq(b.schema_ref(), &schema) {
-                b
-            } else {
-                let opts = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
-                RecordBatch::try_new_with_options(Arc::clone(&schema), b.columns().to_vec(), &opts)
-                    .map_err(|e| Error::from_arrow(source.location(), e))?
-            };
+            let b = relabel(&schema, b, source.location())?;
             fetcher.stats().add_rows(b.num_rows() as u64);
             batches.push(b);
         }
     }
     Ok(Table { schema, batches })
+}
+
+/// Files of one read must share the first file's fields (`first` names it).
+pub(crate) fn check_same_schema(
+    schema: &SchemaRef,
+    first: &str,
+    file_schema: &SchemaRef,
+    location: &str,
+) -> Result<()> {
+    match same_fields(schema, file_schema) {
+        Some(detail) => Err(Error::SchemaMismatch {
+            location: location.to_string(),
+            first: first.to_string(),
+            detail,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A batch under the read's schema (the same fields, with the first file's
+/// metadata); no copy.
+pub(crate) fn relabel(schema: &SchemaRef, b: RecordBatch, location: &str) -> Result<RecordBatch> {
+    if Arc::ptr_eq(b.schema_ref(), schema) {
+        return Ok(b);
+    }
+    let opts = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+    RecordBatch::try_new_with_options(Arc::clone(schema), b.columns().to_vec(), &opts)
+        .map_err(|e| Error::from_arrow(location, e))
 }

@@ -22,7 +22,7 @@ use super::tail::{read_tail, OrcTail};
 use crate::error::{Error, Result};
 use crate::fetch::{await_spans, each_file, unit_spans, FetchedSpans, Fetcher};
 use crate::plan::{FilePlan, PlanUnit};
-use crate::read::{check_single_file, concat, with_files, ReadOptions, Table};
+use crate::read::{check_single_file, concat, each_source, with_files, ReadOptions, Table};
 use crate::source::Source;
 
 /// Rows per record batch handed out.
@@ -67,15 +67,13 @@ pub async fn read_orc(sources: &[String], options: &ReadOptions) -> Result<Table
 /// column data is not.
 pub async fn plan_orc(sources: &[String], options: &ReadOptions) -> Result<Vec<PreparedOrc>> {
     check_options(options)?;
-    with_files(sources, options, |files| async move {
-        check_single_file(&files, options, "stripes")?;
-        each_file(
-            &options.fetcher(),
-            files,
-            |fetcher: Fetcher, s: Source| async move { prepare(&fetcher, s, options).await },
-        )
-        .await
-    })
+    each_source(
+        sources,
+        options,
+        "stripes",
+        &options.fetcher(),
+        |fetcher: Fetcher, s: Source| async move { prepare(&fetcher, s, options).await },
+    )
     .await
 }
 

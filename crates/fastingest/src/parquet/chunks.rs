@@ -22,9 +22,9 @@ use tokio::sync::mpsc;
 use super::read::prepare;
 use super::select::project;
 use crate::error::{Error, Result};
-use crate::fetch::{each_file, Fetcher};
+use crate::fetch::Fetcher;
 use crate::plan::{FilePlan, PlanUnit};
-use crate::read::{check_single_file, with_files, ReadOptions};
+use crate::read::{each_source, ReadOptions};
 use crate::source::Source;
 
 /// What a column chunk is, without its bytes.
@@ -120,16 +120,13 @@ pub async fn read_chunks(sources: &[String], options: &ReadOptions) -> Result<Ch
 /// Reads the footers and plans a chunk read without fetching column data.
 pub async fn plan_chunks(sources: &[String], options: &ReadOptions) -> Result<ChunkPlan> {
     let fetcher = options.fetcher();
-    let planned = with_files(sources, options, |files| {
-        let fetcher = fetcher.clone();
-        async move {
-            check_single_file(&files, options, "row_groups")?;
-            each_file(&fetcher, files, |f: Fetcher, s: Source| async move {
-                plan_file(&f, s, options).await
-            })
-            .await
-        }
-    })
+    let planned = each_source(
+        sources,
+        options,
+        "row_groups",
+        &fetcher,
+        |f: Fetcher, s: Source| async move { plan_file(&f, s, options).await },
+    )
     .await?;
     let mut layout = ChunkLayout::default();
     let mut plans = Vec::with_capacity(planned.len());
@@ -230,17 +227,23 @@ async fn plan_file(
     let location = prepared.source.location().to_string();
     let metadata = Arc::clone(&prepared.footer.metadata);
     // Only the requested columns: a filter's columns pruned row groups but
-    // are not returned.
-    let projection = project(
-        &location,
-        &metadata,
-        prepared.reader_metadata.schema(),
-        options.columns.as_deref(),
-        &BTreeSet::new(),
-    )?;
+    // are not returned (without a filter, the read's projection is that).
+    let mask = match &options.filter {
+        None => prepared.projection.mask.clone(),
+        Some(_) => {
+            project(
+                &location,
+                &metadata,
+                prepared.reader_metadata.schema(),
+                options.columns.as_deref(),
+                &BTreeSet::new(),
+            )?
+            .mask
+        }
+    };
     let descr = metadata.file_metadata().schema_descr();
     let leaves: Vec<usize> = (0..descr.num_columns())
-        .filter(|&l| projection.mask.leaf_included(l))
+        .filter(|&l| mask.leaf_included(l))
         .collect();
     let row_groups: Vec<usize> = prepared.plan.units.iter().map(|u| u.index).collect();
     let mut units = Vec::with_capacity(row_groups.len());

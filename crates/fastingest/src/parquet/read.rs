@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use futures::future::BoxFuture;
 use futures::{stream, FutureExt, StreamExt, TryStreamExt};
@@ -16,11 +16,11 @@ use tokio::sync::mpsc;
 use super::decode::DecodeJob;
 use super::filter::Filter;
 use super::footer::{read_footer, Footer};
-use super::select::{project, same_fields, validate_schema, Projection};
+use super::select::{project, validate_schema, Projection};
 use crate::error::{Error, Result};
 use crate::fetch::{await_spans, each_file, unit_spans, FetchedSpans, Fetcher};
 use crate::plan::{FilePlan, PlanUnit};
-use crate::read::{check_single_file, concat, with_files};
+use crate::read::{check_same_schema, check_single_file, concat, each_source, relabel, with_files};
 pub use crate::read::{ReadOptions, Table};
 use crate::source::Source;
 
@@ -51,15 +51,13 @@ pub async fn read_parquet(sources: &[String], options: &ReadOptions) -> Result<T
 
 /// Plans the read of `sources` without fetching column data (footers only).
 pub async fn plan_parquet(sources: &[String], options: &ReadOptions) -> Result<Vec<PreparedFile>> {
-    with_files(sources, options, |files| async move {
-        check_single_file(&files, options, "row_groups")?;
-        each_file(
-            &options.fetcher(),
-            files,
-            |fetcher: Fetcher, s: Source| async move { prepare(&fetcher, s, options).await },
-        )
-        .await
-    })
+    each_source(
+        sources,
+        options,
+        "row_groups",
+        &options.fetcher(),
+        |fetcher: Fetcher, s: Source| async move { prepare(&fetcher, s, options).await },
+    )
     .await
 }
 
@@ -346,33 +344,25 @@ const BATCHES_AHEAD: usize = 4;
 /// files ahead are in memory, not the whole dataset.
 pub async fn stream_parquet(sources: &[String], options: &ReadOptions) -> Result<BatchStream> {
     let fetcher = options.fetcher();
-    let prepared = with_files(sources, options, |files| {
-        let fetcher = fetcher.clone();
-        async move {
-            check_single_file(&files, options, "row_groups")?;
-            each_file(&fetcher, files, |f: Fetcher, s: Source| async move {
-                prepare(&f, s, options).await
-            })
-            .await
-        }
-    })
+    let prepared = each_source(
+        sources,
+        options,
+        "row_groups",
+        &fetcher,
+        |f: Fetcher, s: Source| async move { prepare(&f, s, options).await },
+    )
     .await?;
     let Some(first) = prepared.first() else {
         return Err(Error::InvalidArgument("no files to read".into()));
     };
     let schema = Arc::clone(&first.projection.output_schema);
+    let location = first.source.location().to_string();
     for p in &prepared[1..] {
-        if let Some(detail) = same_fields(&schema, &p.projection.output_schema) {
-            return Err(Error::SchemaMismatch {
-                location: p.source.location().to_string(),
-                first: first.source.location().to_string(),
-                detail,
-            });
-        }
+        let file_schema = &p.projection.output_schema;
+        check_same_schema(&schema, &location, file_schema, p.source.location())?;
     }
     let (tx, rx) = mpsc::channel(BATCHES_AHEAD);
     let out_schema = Arc::clone(&schema);
-    let location = first.source.location().to_string();
     let options = options.clone();
     tokio::spawn(async move {
         let files = stream::iter(prepared)
@@ -390,7 +380,10 @@ pub async fn stream_parquet(sources: &[String], options: &ReadOptions) -> Result
         while let Some(unit) = batches.next().await {
             let result = unit.and_then(|bs| {
                 bs.into_iter()
-                    .map(|b| relabel(&out_schema, b, &fetcher, &location))
+                    .map(|b| {
+                        fetcher.stats().add_rows(b.num_rows() as u64);
+                        relabel(&out_schema, b, &location)
+                    })
                     .collect::<Result<Vec<_>>>()
             });
             match result {
@@ -415,20 +408,4 @@ pub async fn stream_parquet(sources: &[String], options: &ReadOptions) -> Result
         schema,
         batches: rx,
     })
-}
-
-/// A batch under the stream's schema (the first file's, with its metadata).
-fn relabel(
-    schema: &SchemaRef,
-    b: RecordBatch,
-    fetcher: &Fetcher,
-    location: &str,
-) -> Result<RecordBatch> {
-    fetcher.stats().add_rows(b.num_rows() as u64);
-    if Arc::ptr_eq(b.schema_ref(), schema) {
-        return Ok(b);
-    }
-    let opts = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
-    RecordBatch::try_new_with_options(Arc::clone(schema), b.columns().to_vec(), &opts)
-        .map_err(|e| Error::from_arrow(location, e))
 }
