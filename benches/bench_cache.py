@@ -25,7 +25,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_read import make_dataset, one, start_cloud, write_results  # noqa: E402
 
-from tests.servers import Servers  # noqa: E402
+from devtools.servers import Servers  # noqa: E402
 
 STEPS = ["local disk", "epoch 1 (cold)", "epoch 2 (warm)", "epoch 3 (warm)", "warm, once"]
 

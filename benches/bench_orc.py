@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_read import make_dataset, one, start_cloud, write_results  # noqa: E402
 
-from tests.servers import Servers  # noqa: E402
+from devtools.servers import Servers  # noqa: E402
 
 READERS = ["fastingest-orc", "pyarrow-orc"]
 

@@ -27,7 +27,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.servers import MINIO_PASSWORD, MINIO_USER, Servers  # noqa: E402
+from devtools.cloud import CloudStore  # noqa: E402
+from devtools.servers import Servers  # noqa: E402
 
 READERS = ["fastingest", "pyarrow", "polars"]
 
@@ -70,36 +71,14 @@ def make_dataset(path: Path, target_mb: int) -> Path:
     return path
 
 
-def upload(servers: Servers, path: Path) -> str:
-    import boto3
-
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=servers.s3_endpoint,
-        aws_access_key_id=MINIO_USER,
-        aws_secret_access_key=MINIO_PASSWORD,
-        region_name="us-east-1",
-    )
-    s3.create_bucket(Bucket="bench")
-    s3.upload_file(str(path), "bench", path.name)
-    return f"s3://bench/{path.name}"
-
-
 def start_cloud(servers: Servers, data: Path) -> tuple[str, dict, dict]:
     """Starts MinIO with `data` uploaded and toxiproxy in front of it shaped
     like a cloud store (30 ms +-5 latency, 100 MB/s per connection). Returns
     the object's URL and the credentials for MinIO direct and proxied."""
-    servers.start_minio()
-    url = upload(servers, data)
-    servers.start_toxiproxy()
-    servers.toxi.add_toxic("s3", "latency", {"latency": 30, "jitter": 5})
-    servers.toxi.add_toxic("s3", "bandwidth", {"rate": 100_000})  # KB/s per connection
-    creds = {"key": MINIO_USER, "secret": MINIO_PASSWORD}
-    return (
-        url,
-        {**creds, "endpoint": servers.s3_endpoint},
-        {**creds, "endpoint": servers.s3_proxy_endpoint},
-    )
+    store = CloudStore(servers)
+    url = store.upload(data)
+    store.shape("cloud")
+    return url, store.options("minio"), store.options("cloud")
 
 
 def one(

@@ -37,16 +37,12 @@ import report  # noqa: E402
 from bench_read import ceiling_probe  # noqa: E402
 from one_read import REMOTE_ONLY, SINGLE_FILE_ONLY, STREAMERS  # noqa: E402
 
-from tests.servers import MINIO_PASSWORD, MINIO_USER, Servers  # noqa: E402
+from devtools.cloud import BUCKET, CloudStore  # noqa: E402
+from devtools.cloud import PROFILES as LINKS  # noqa: E402
+from devtools.servers import Servers  # noqa: E402
 
-BUCKET = "bench"
-# The link each remote profile emulates (toxiproxy toxics; None: MinIO direct).
-PROFILES: dict[str, dict | None] = {
-    "local": None,
-    "minio": None,
-    "cloud": {"latency": 30, "jitter": 5, "rate_kbps": 100_000},
-    "far": {"latency": 100, "jitter": 10, "rate_kbps": 50_000},
-}
+# The profiles: local disk, then the links devtools.cloud emulates.
+PROFILES: dict[str, dict | None] = {"local": None, **LINKS}
 PARQUET_READERS = [
     "fastingest",
     "fastingest-warm",
@@ -207,53 +203,28 @@ class AuditCounter:
         return last
 
 
-class Store:
+class Store(CloudStore):
     """MinIO (+ toxiproxy) holding every dataset, and its request counters."""
 
     def __init__(self, servers: Servers) -> None:
-        import boto3
-
-        self.servers = servers
         self.audit = AuditCounter()
-        servers.start_minio(
+        super().__init__(
+            servers,
             {
                 "MINIO_AUDIT_WEBHOOK_ENABLE_bench": "on",
                 "MINIO_AUDIT_WEBHOOK_ENDPOINT_bench": self.audit.url,
-            }
+            },
         )
-        servers.start_toxiproxy()
-        if servers.s3_endpoint is None or servers.toxi is None:
-            raise SystemExit(f"cannot start MinIO/toxiproxy: {servers.missing}")
-        self.client = boto3.client(
-            "s3",
-            endpoint_url=servers.s3_endpoint,
-            aws_access_key_id=MINIO_USER,
-            aws_secret_access_key=MINIO_PASSWORD,
-            region_name="us-east-1",
-        )
-        self.client.create_bucket(Bucket=BUCKET)
 
-    def upload(self, source: Source) -> None:
+    def upload_source(self, source: Source) -> None:
         if source.folder:
             for f in parquet_files(source.local):
-                self.client.upload_file(str(f), BUCKET, source.key + f.name)
+                self.upload(f, source.key + f.name)
         else:
-            self.client.upload_file(str(source.local), BUCKET, source.key)
+            self.upload(source.local, source.key)
 
     def credentials(self, profile: str) -> dict:
-        endpoint = (
-            self.servers.s3_endpoint if profile == "minio" else self.servers.s3_proxy_endpoint
-        )
-        return {"key": MINIO_USER, "secret": MINIO_PASSWORD, "endpoint": endpoint}
-
-    def shape(self, profile: str) -> None:
-        """Sets toxiproxy's toxics to the profile's link."""
-        toxi = self.servers.toxi
-        toxi.clear("s3")
-        link = PROFILES[profile]
-        if link:
-            toxi.add_toxic("s3", "latency", {"latency": link["latency"], "jitter": link["jitter"]})
-            toxi.add_toxic("s3", "bandwidth", {"rate": link["rate_kbps"]})
+        return self.options(profile)
 
     def counters(self) -> tuple[int, int]:
         """(requests, bytes sent) so far, every request's event counted."""
@@ -432,7 +403,7 @@ def main() -> None:
         if any(p != "local" for p in args.profiles):
             store = Store(servers)
             for s in tqdm(run.sources, desc="uploading", unit="dataset"):
-                store.upload(s)
+                store.upload_source(s)
         measure(run, store)
     finally:
         servers.stop()

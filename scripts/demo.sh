@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The main job on local data, from nothing: installs the pinned Python tools
-# (cached), builds the extension in release mode, and runs scripts/demo.py.
+# (cached), builds the extension (optimised; the same build the tests use),
+# and runs scripts/demo.py: fastingest, pyarrow and polars side by side.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$REPO_ROOT"
+echo "==> Python venv with the pinned tools and peers (first time ~1 min, then cached)"
 scripts/install-python.sh
-maturin develop --release --quiet
+echo "==> building fastingest (optimised, profile $BUILD_PROFILE: first time ~5 min on 2 cores, then seconds)"
+maturin develop --quiet --profile "$BUILD_PROFILE"
+echo "==> demo"
 python scripts/demo.py "$@"

@@ -17,3 +17,6 @@ fi
 export VENV_DIR
 export PATH="$VENV_DIR/bin:$TOOLS_BIN:$PATH"
 export VIRTUAL_ENV="$VENV_DIR"
+# The cargo profile of the demo and the tests (Cargo.toml: optimised, no LTO):
+# one build serves both. Benchmarks and wheels use `release`.
+export BUILD_PROFILE="${FASTINGEST_BUILD_PROFILE:-local}"

@@ -11,8 +11,7 @@ import pyarrow as pa
 import pytest
 
 import fastingest
-
-from .servers import MINIO_PASSWORD, MINIO_USER, Servers
+from devtools.servers import MINIO_PASSWORD, MINIO_USER, Servers
 
 REQUIRE_SERVERS = os.environ.get("FASTINGEST_REQUIRE_SERVERS") == "1"
 # Set on the GPU machine, where Torch, CuPy and a GPU must be present.
@@ -244,3 +243,11 @@ def fast_retry_config() -> fastingest.Config:
         request_timeout=5,
         connect_timeout=2,
     )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Marks every test that uses the loopback servers `remote`, so that
+    `-m "not remote"` (`make quick`) runs the rest without starting them."""
+    for item in items:
+        if "servers" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.remote)

@@ -20,10 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import fastingest
+from devtools.servers import MINIO_PASSWORD
 
 from .conftest import assert_tables_equal
 from .datagen import numeric_table, parquet_bytes
-from .servers import MINIO_PASSWORD
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -423,3 +423,67 @@ def test_iter_batches_errors_and_early_close(tmp_path):
     assert first.num_rows == 1000 and first.column(0)[0].as_py() == 0
     stream.close()
     assert list(stream) == []
+
+
+def test_every_core_error_variant_maps_to_its_own_exception_class():
+    """Each variant of the Rust core's error becomes a specific class of
+    fastingest.exceptions (never the bare base class a new, unmapped variant
+    would fall back to)."""
+    from fastingest import _fastingest, exceptions
+
+    pairs = _fastingest._error_classes()
+    variants = [v for v, _ in pairs]
+    assert len(variants) == len(set(variants)) >= 11
+    for variant, name in pairs:
+        assert name != "FastIngestError", f"{variant} has no exception class of its own"
+        cls = getattr(exceptions, name)
+        assert issubclass(cls, exceptions.FastIngestError), (variant, name)
+
+
+def test_read_calls_take_exactly_their_options_keywords(numeric_file):
+    """The shared keywords are defined once (fastingest.ParquetOptions /
+    OrcOptions / StoreOptions); a misspelt or foreign keyword is a TypeError
+    naming the call, as Python's own would be."""
+    parquet_keys = list(fastingest.ParquetOptions.__annotations__)
+    assert parquet_keys == [
+        "storage_options",
+        "config",
+        "stats",
+        "cache",
+        "columns",
+        "filters",
+        "row_groups",
+    ]
+    assert set(fastingest.OrcOptions.__annotations__) == {
+        "storage_options",
+        "config",
+        "stats",
+        "cache",
+        "columns",
+        "stripes",
+    }
+    source = str(numeric_file)
+    with pytest.raises(
+        TypeError, match=r"read_parquet\(\) got an unexpected keyword argument 'colums'"
+    ):
+        fastingest.read_parquet(source, colums=["id"])
+    with pytest.raises(TypeError, match=r"iter_batches\(\) .* 'stripes'"):
+        fastingest.iter_batches(source, stripes=[0])
+    with pytest.raises(TypeError, match=r"read_orc\(\) .* 'filters'"):
+        fastingest.read_orc(source, filters=[("id", ">", 1)])
+    with pytest.raises(TypeError, match=r"metadata\(\) .* 'columns'"):
+        fastingest.metadata(source, columns=["id"])
+    # Every keyword each call documents is accepted.
+    stats = fastingest.ReadStats()
+    table = fastingest.read_parquet(
+        source,
+        columns=["id"],
+        filters=[("id", ">=", 0)],
+        row_groups=[0],
+        storage_options=None,
+        config=fastingest.Config(),
+        stats=stats,
+        cache=False,
+    )
+    assert table.column_names == ["id"] and stats.files == 1
+    assert "row_groups" in (fastingest.read_parquet.__doc__ or "")

@@ -275,39 +275,89 @@ def test_s3_read_in_forked_child_after_parent_read(s3):
     assert fastingest.read_parquet(url, storage_options=opts).num_rows == 2000
 
 
-def test_ctrl_c_interrupts_a_slow_read(s3, toxi, fault_table):
+# The child installs Python's own Ctrl-C handler explicitly: a process started
+# as a background job of a non-interactive shell (`make test &`, some CI
+# runners) inherits SIGINT *ignored*, and Python then installs no handler, so
+# no program could be interrupted there. That, not fastingest, made the
+# earlier form of this test fail on some machines.
+_CTRL_C_CHILD = """
+import json, signal, sys, time, fastingest
+signal.signal(signal.SIGINT, signal.default_int_handler)
+url, options = sys.argv[1], json.loads(sys.argv[2])
+for call in sys.argv[3:]:
+    try:
+        # Inside the try: a signal sent at once may land right after it.
+        print("start", flush=True)
+        if call == "read_parquet":
+            fastingest.read_parquet(url, storage_options=options)
+        else:
+            for _ in fastingest.iter_batches(url, storage_options=options):
+                pass
+        print("finished", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+"""
+
+# Seconds after the child says "start" at which Ctrl-C is sent: at once
+# (while the runtime is built and the first connection opened), early in the
+# footer request, and while it hangs.
+_CTRL_C_DELAYS = [0.0, 0.01, 0.05, 0.2, 0.5, 1.0]
+
+
+def test_ctrl_c_interrupts_a_slow_read_at_any_moment(s3, toxi, fault_table):
+    """Ctrl-C at any moment of a read, its first milliseconds included,
+    raises KeyboardInterrupt within a bounded time, for the one-shot read and
+    for the batch stream, one read after another in the same process."""
+    import json
     import signal
     import subprocess
     import sys
     import time
 
     url, _ = _put_fault_file(s3, fault_table)
-    # Requests get no answer: without Ctrl-C the read would wait out its timeouts.
+    # Requests get no answer: without Ctrl-C each read would wait out its
+    # request timeout (60 s).
     toxi.add_toxic("s3", "timeout", {"timeout": 0})
-    code = (
-        "import json, sys, fastingest\n"
-        "print('start', flush=True)\n"
-        "try:\n"
-        "    fastingest.read_parquet(sys.argv[1], storage_options=json.loads(sys.argv[2]))\n"
-        "except KeyboardInterrupt:\n"
-        "    print('interrupted', flush=True)\n"
-    )
-    import json
-
+    calls = [
+        ("read_parquet" if i % 2 == 0 else "iter_batches", delay)
+        for i, delay in enumerate(_CTRL_C_DELAYS + _CTRL_C_DELAYS[::-1])
+    ]
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, url, json.dumps(s3.options(proxied=True))],
+        [sys.executable, "-c", _CTRL_C_CHILD, url, json.dumps(s3.options(proxied=True))]
+        + [call for call, _ in calls],
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert proc.stdout.readline().strip() == "start"
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
+    waits = []
     try:
-        out, _ = proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        pytest.fail("the read did not stop on SIGINT")
-    assert "interrupted" in out
+        for call, delay in calls:
+            assert proc.stdout.readline().strip() == "start"
+            time.sleep(delay)
+            sent = time.monotonic()
+            proc.send_signal(signal.SIGINT)
+            line = _readline_within(proc, 10.0)
+            waits.append(time.monotonic() - sent)
+            assert line == "interrupted", f"{call}, Ctrl-C after {delay} s: got {line!r}"
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # The read looks for a signal every 50 ms; allow for a loaded machine.
+    assert max(waits) < 5.0, waits
+
+
+def _readline_within(proc, seconds: float) -> str:
+    """The child's next line, or a failure naming the wait if none comes."""
+    import threading
+
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(seconds)
+    if not got:
+        pytest.fail(f"the read did not stop within {seconds} s of Ctrl-C")
+    return got[0].strip()
 
 
 def test_object_replaced_mid_read_is_an_error_not_a_mixed_table(s3, toxi):

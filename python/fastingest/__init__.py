@@ -15,7 +15,7 @@ import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal, Unpack
 
 import pyarrow as pa
 
@@ -44,7 +44,23 @@ from ._fastingest import read_orc_metadata as _read_orc_metadata
 from ._fastingest import read_parquet as _read_parquet
 from ._fastingest import start_read_orc as _start_read_orc
 from ._fastingest import start_read_parquet as _start_read_parquet
-from ._filters import normalize as _normalize_filters
+from ._options import (
+    ORC_KEYS,
+    PARQUET_KEYS,
+    STORE_KEYS,
+    CacheArg,
+    Filters,
+    Metadata,
+    OrcMetadata,
+    OrcOptions,
+    OrcPlan,
+    ParquetMetadata,
+    ParquetOptions,
+    ParquetPlan,
+    Source,
+    StoreOptions,
+    read_args,
+)
 from .exceptions import (
     CacheWarning,
     ColumnNotFoundError,
@@ -60,8 +76,6 @@ from .exceptions import (
     SchemaMismatchError,
     UnsupportedError,
 )
-
-CacheArg = Cache | str | os.PathLike[str] | bool | None
 
 # One Cache per directory and process, so that "once" validation and the size
 # estimate are shared by every read that names the directory.
@@ -100,7 +114,7 @@ def _cache_arg(cache: CacheArg) -> Cache | None:
         return None
     if isinstance(cache, Cache):
         return cache
-    if isinstance(cache, (str, os.PathLike)):
+    if isinstance(cache, str | os.PathLike):
         return _shared_cache(cache)
     raise InvalidArgumentError(
         f"cache must be a fastingest.Cache, a directory or False, not {type(cache).__name__}"
@@ -123,128 +137,134 @@ def _cache_warnings(args: dict[str, Any]) -> Iterator[None]:
         _warn_cache(args["cache"], stacklevel=4)
 
 
-def _read_args(
-    columns: Any,
-    filters: Any,
-    row_groups: Any,
-    storage_options: dict[str, Any] | None,
-    config: Config | None,
-    stats: ReadStats | None,
-    cache: CacheArg,
-) -> dict[str, Any]:
-    """Checks and normalises the keyword arguments shared by the read calls."""
-    if isinstance(columns, str):
-        raise InvalidArgumentError("columns must be a list of names, not a single str")
-    return {
-        "columns": None if columns is None else list(columns),
-        "filters": _normalize_filters(filters),
-        "row_groups": None if row_groups is None else list(row_groups),
-        "storage_options": storage_options,
-        "config": config,
-        "stats": stats,
-        "cache": _cache_arg(cache),
-    }
+def _args(call: str, options: dict[str, Any], allowed: tuple[str, ...]) -> dict[str, Any]:
+    return read_args(call, options, allowed, _cache_arg)
 
 
-def read_parquet(
-    source: Any,
-    *,
-    columns: list[str] | None = None,
-    filters: Any = None,
-    row_groups: list[int] | None = None,
-    storage_options: dict[str, Any] | None = None,
-    config: Config | None = None,
-    stats: ReadStats | None = None,
-    cache: CacheArg = None,
-) -> pa.Table:
-    """Read Parquet file(s) into a :class:`pyarrow.Table`.
+_OPTIONS_DOC = """
+    Keywords (:class:`fastingest.ParquetOptions`; ORC calls take ``stripes``
+    in place of ``filters`` and ``row_groups``):
 
-    See ``fastingest.pyi`` for the full description of every argument.
+    - ``columns``: top-level names or dotted paths into structs, returned in
+      this order.
+    - ``filters``: pyarrow's DNF, e.g. ``[("a", ">", 1)]``; rows to keep. Row
+      groups (and pages) whose statistics rule them out are not fetched.
+    - ``row_groups``: indices into the file (a single file only).
+    - ``storage_options``: object_store keys for the URL's backend, e.g.
+      ``access_key_id``, ``secret_access_key``, ``endpoint_url``, ``region``,
+      ``allow_http``; ``AWS_*``/``GOOGLE_*``/``AZURE_*`` variables also apply.
+    - ``config``: a :class:`Config` (fetch tuning).
+    - ``stats``: a :class:`ReadStats` the read adds its counters to.
+    - ``cache``: a :class:`Cache`, a cache directory, or ``False``; by default
+      the cache ``FASTINGEST_CACHE_DIR`` names, if any.
+
+    The GIL is released for the whole read; Ctrl-C cancels it.
+"""
+
+
+def _documented(fn: Any) -> Any:
+    """Appends the shared keyword documentation to a read call's docstring."""
+    fn.__doc__ = (fn.__doc__ or "").rstrip() + "\n" + _OPTIONS_DOC
+    return fn
+
+
+@_documented
+def read_parquet(source: Source, **options: Unpack[ParquetOptions]) -> pa.Table:
+    """Read Parquet into a :class:`pyarrow.Table` equal to
+    ``pyarrow.parquet.read_table`` with the same arguments (schema with its
+    metadata, rows, order).
+
+    ``source``: a path, a ``file://``, ``s3://``, ``gs://``, ``az://``/``abfs[s]://``,
+    ``http(s)://`` or ``memory://`` URL, a glob of those, or a list of any of these;
+    several files are read in parallel and joined in source order.
     """
-    args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
+    args = _args("read_parquet", dict(options), PARQUET_KEYS)
     with _cache_warnings(args):
         return _read_parquet(source, args)
 
 
-async def read_parquet_async(
-    source: Any,
-    *,
-    columns: list[str] | None = None,
-    filters: Any = None,
-    row_groups: list[int] | None = None,
-    storage_options: dict[str, Any] | None = None,
-    config: Config | None = None,
-    stats: ReadStats | None = None,
-    cache: CacheArg = None,
-) -> pa.Table:
-    """Like :func:`read_parquet`, as a coroutine: the read runs on fastingest's
-    own runtime and the event loop stays free meanwhile."""
-    args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
+@_documented
+async def read_parquet_async(source: Source, **options: Unpack[ParquetOptions]) -> pa.Table:
+    """:func:`read_parquet` as a coroutine: the read runs on fastingest's own
+    runtime and the event loop stays free meanwhile."""
+    args = _args("read_parquet_async", dict(options), PARQUET_KEYS)
     return await _run_async(_start_read_parquet, source, args)
 
 
-def iter_batches(
-    source: Any,
-    *,
-    columns: list[str] | None = None,
-    filters: Any = None,
-    row_groups: list[int] | None = None,
-    storage_options: dict[str, Any] | None = None,
-    config: Config | None = None,
-    stats: ReadStats | None = None,
-    cache: CacheArg = None,
-) -> BatchStream:
-    """Read Parquet as a stream of :class:`pyarrow.RecordBatch`, each row group
-    handed over as soon as it is decoded (the same batches, in the same order,
-    as :func:`read_parquet`'s table holds).
-
-    See ``fastingest.pyi`` for the full description of every argument.
-    """
-    args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
+@_documented
+def iter_batches(source: Source, **options: Unpack[ParquetOptions]) -> BatchStream:
+    """:func:`read_parquet` as a stream of :class:`pyarrow.RecordBatch` (the
+    same batches, in the same order, as the table holds): every footer is read
+    first (the schema is known and checked across files), then each row
+    group's batches are handed over as soon as they are decoded, while later
+    bytes are still being fetched. A slow consumer holds the read back (a few
+    batches and two files ahead), so a dataset larger than memory can be
+    streamed. Closing the stream (or dropping it) stops the read."""
+    args = _args("iter_batches", dict(options), PARQUET_KEYS)
     with _cache_warnings(args):
         return _iter_batches(source, args)
 
 
+@_documented
+def plan_parquet(source: Source, **options: Unpack[ParquetOptions]) -> list[ParquetPlan]:
+    """Each file's read plan, fetching footers only: ``location``,
+    ``file_size``, ``row_groups``, ``ranges`` (needed column chunks),
+    ``spans`` (coalesced), ``requests`` (slices), ``bytes_needed``,
+    ``bytes_to_fetch`` and ``num_requests``."""
+    args = _args("plan_parquet", dict(options), PARQUET_KEYS)
+    with _cache_warnings(args):
+        return _plan_parquet(source, args)  # type: ignore[return-value]
+
+
+@_documented
 def read_chunks(
-    source: Any,
+    source: Source,
     *,
-    columns: list[str] | None = None,
-    row_groups: list[int] | None = None,
-    filters: Any = None,
-    storage_options: dict[str, Any] | None = None,
-    config: Config | None = None,
-    stats: ReadStats | None = None,
-    cache: CacheArg = None,
     device: int | str | None = None,
     staging_size: int | None = None,
     staging_buffers: int | None = None,
     streams: int | None = None,
+    **options: Unpack[ParquetOptions],
 ) -> ChunkSet | DeviceChunkSet:
-    """Read the raw column chunks a read selects (compressed, encoded, exactly
-    the file's bytes) with their metadata. With ``device``, each chunk is
-    uploaded while later ones are still being fetched and a
-    :class:`DeviceChunkSet` is returned.
+    """The raw column chunks a read selects (compressed and encoded, exactly
+    the file's bytes) with their metadata, fetched with the same plan,
+    retries and cache as :func:`read_parquet`. ``filters`` prune row groups
+    by their statistics; chunks are always whole (apply the filter after
+    decoding). Returns a :class:`ChunkSet`.
 
-    See ``fastingest.pyi`` for the full description of every argument.
-    """
-    args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
+    With ``device`` (``0``, ``"cuda:1"``; ``"cpu"`` runs the same pipeline
+    into host memory) each chunk is uploaded while later ones are still on
+    the network, through ``staging_buffers`` pinned buffers of
+    ``staging_size`` bytes (default 4 x 8 MiB) on ``streams`` copy streams
+    (default 2), and a :class:`DeviceChunkSet` is returned."""
+    args = _args("read_chunks", dict(options), PARQUET_KEYS)
     with _cache_warnings(args):
         return _read_chunks(source, args, device, staging_size, staging_buffers, streams)
 
 
 def to_torch(data: Any, device: Any = "cuda:0", *, strings: str = "error") -> dict[str, Any]:
-    """Columns of a pyarrow Table (or batches) as ``dict[str, torch.Tensor]``;
-    see ``fastingest.pyi``. (NumPy and Torch are imported on first use.)"""
+    """Columns of a pyarrow Table (or batches) as ``dict[str, torch.Tensor]``:
+    integers, floats, booleans; dates, times and timestamps as int64. A column
+    with nulls adds ``"<name>.validity"``. Strings raise naming the column,
+    unless ``strings="offsets"`` (``"<name>"`` bytes as uint8 and
+    ``"<name>.offsets"`` int64). CPU tensors share Arrow's buffers where the
+    layout allows; CUDA tensors are copied through pinned memory. (NumPy and
+    Torch are imported on first use.)"""
     from ._torch import to_torch as convert
 
     return convert(data, device, strings=strings)
 
 
+@_documented
 def read_torch(
-    source: Any, device: Any = "cuda:0", *, strings: str = "error", **read_args: Any
+    source: Source,
+    device: Any = "cuda:0",
+    *,
+    strings: str = "error",
+    **options: Unpack[ParquetOptions],
 ) -> dict[str, Any]:
-    """:func:`read_parquet` then :func:`to_torch`; see ``fastingest.pyi``."""
-    return to_torch(read_parquet(source, **read_args), device, strings=strings)
+    """:func:`read_parquet` then :func:`to_torch`."""
+    return to_torch(read_parquet(source, **options), device, strings=strings)
 
 
 async def _run_async(start: Any, source: Any, args: dict[str, Any]) -> pa.Table:
@@ -268,87 +288,62 @@ async def _run_async(start: Any, source: Any, args: dict[str, Any]) -> pa.Table:
         return await future
 
 
-def read_orc(
-    source: Any,
-    *,
-    columns: list[str] | None = None,
-    stripes: list[int] | None = None,
-    storage_options: dict[str, Any] | None = None,
-    config: Config | None = None,
-    stats: ReadStats | None = None,
-    cache: CacheArg = None,
-) -> pa.Table:
-    """Read ORC file(s) into a :class:`pyarrow.Table` equal to
-    ``pyarrow.orc.read_table`` with the same columns (file order)."""
-    args = _read_args(columns, None, stripes, storage_options, config, stats, cache)
+@_documented
+def read_orc(source: Source, **options: Unpack[OrcOptions]) -> pa.Table:
+    """Read ORC into a :class:`pyarrow.Table` equal to ``pyarrow.orc.read_table``
+    with the same ``columns`` (returned in file order, as pyarrow does).
+
+    The file tail comes from one speculative request, then the selected
+    stripes' footers, then only the projected columns' streams (coalesced,
+    sliced, fetched in parallel, through the cache when one is given);
+    stripes decode while later ones are still on the wire. ``stripes``:
+    stripe indices (a single file only)."""
+    args = _args("read_orc", dict(options), ORC_KEYS)
     with _cache_warnings(args):
         return _read_orc(source, args)
 
 
-def plan_orc(
-    source: Any,
-    *,
-    columns: list[str] | None = None,
-    stripes: list[int] | None = None,
-    storage_options: dict[str, Any] | None = None,
-    config: Config | None = None,
-    stats: ReadStats | None = None,
-    cache: CacheArg = None,
-) -> list[dict[str, Any]]:
-    """The read plan of each ORC file (tails and stripe footers are fetched,
-    column streams are not): ``stripes``, ``ranges`` (the projected streams),
-    ``spans``, ``requests``, ``bytes_needed``, ``bytes_to_fetch``."""
-    args = _read_args(columns, None, stripes, storage_options, config, stats, cache)
-    with _cache_warnings(args):
-        return _plan_orc(source, args)
-
-
-async def read_orc_async(
-    source: Any,
-    *,
-    columns: list[str] | None = None,
-    stripes: list[int] | None = None,
-    storage_options: dict[str, Any] | None = None,
-    config: Config | None = None,
-    stats: ReadStats | None = None,
-    cache: CacheArg = None,
-) -> pa.Table:
+@_documented
+async def read_orc_async(source: Source, **options: Unpack[OrcOptions]) -> pa.Table:
     """:func:`read_orc` as a coroutine; the event loop stays free."""
-    args = _read_args(columns, None, stripes, storage_options, config, stats, cache)
+    args = _args("read_orc_async", dict(options), ORC_KEYS)
     return await _run_async(_start_read_orc, source, args)
 
 
-def plan_parquet(
-    source: Any,
-    *,
-    columns: list[str] | None = None,
-    filters: Any = None,
-    row_groups: list[int] | None = None,
-    storage_options: dict[str, Any] | None = None,
-    config: Config | None = None,
-    stats: ReadStats | None = None,
-    cache: CacheArg = None,
-) -> list[dict[str, Any]]:
-    """The read plan of each file (footers are fetched, column data is not)."""
-    args = _read_args(columns, filters, row_groups, storage_options, config, stats, cache)
+@_documented
+def plan_orc(source: Source, **options: Unpack[OrcOptions]) -> list[OrcPlan]:
+    """Each ORC file's read plan (tail and stripe footers are fetched, column
+    streams are not): ``location``, ``file_size``, ``stripes``, ``ranges``
+    (the projected streams), ``spans``, ``requests``, ``bytes_needed``,
+    ``bytes_to_fetch``, ``num_requests``."""
+    args = _args("plan_orc", dict(options), ORC_KEYS)
     with _cache_warnings(args):
-        return _plan_parquet(source, args)
+        return _plan_orc(source, args)  # type: ignore[return-value]
 
 
+@_documented
 def metadata(
-    source: Any,
+    source: Source,
     *,
-    storage_options: dict[str, Any] | None = None,
-    config: Config | None = None,
-    stats: ReadStats | None = None,
-    cache: CacheArg = None,
-    format: str | None = None,
-) -> dict[str, Any] | list[dict[str, Any]]:
-    """Footer metadata: schema, row count, row groups (Parquet) or stripes
-    (ORC) with their statistics. ``format``: ``"parquet"``, ``"orc"``, or
-    ``None`` to tell by the name (``.orc``) or else by the content. A dict for
-    a single file, a list for several."""
-    args = _read_args(None, None, None, storage_options, config, stats, cache)
+    format: Literal["parquet", "orc"] | None = None,
+    **options: Unpack[StoreOptions],
+) -> Metadata | list[Metadata]:
+    """File metadata, read from the footer only. ``format``: by default told
+    by the name (``.orc``) or else by the content.
+
+    Parquet (``"format": "parquet"``, :class:`ParquetMetadata`): ``schema``
+    (pyarrow), ``num_rows``, ``num_row_groups``, ``created_by``, and
+    ``row_groups`` with each column chunk's ``path``, ``codec``,
+    ``encodings``, ``file_offset``, sizes and ``statistics``.
+
+    ORC (``"format": "orc"``, :class:`OrcMetadata`): ``schema``, ``num_rows``,
+    ``num_stripes``, ``compression``, ``file_format_version``,
+    ``row_index_stride``, ``statistics`` (per top-level column), and
+    ``stripes`` with each stripe's offsets, lengths, ``num_rows`` and
+    ``statistics``.
+
+    A dict for one file, a list for a glob or list."""
+    args = _args("metadata", dict(options), STORE_KEYS)
     names = [source] if isinstance(source, str | os.PathLike) else list(source)
     if format is None and names and all(os.fspath(n).endswith(".orc") for n in names):
         format = "orc"
@@ -365,12 +360,14 @@ def metadata(
                     raise
                 files = _read_orc_metadata(source, args)
     single = isinstance(source, str) and not any(c in source for c in "*?[")
-    return files[0] if single and len(files) == 1 else files
+    result: list[Metadata] = files  # type: ignore[assignment]
+    return result[0] if single and len(result) == 1 else result
 
 
 __all__ = [
     "BatchStream",
     "Cache",
+    "CacheArg",
     "CacheWarning",
     "Chunk",
     "ChunkInfo",
@@ -383,13 +380,22 @@ __all__ = [
     "DeviceError",
     "DeviceUnavailableError",
     "FastIngestError",
+    "Filters",
     "InvalidArgumentError",
     "NotFoundError",
+    "OrcMetadata",
+    "OrcOptions",
+    "OrcPlan",
+    "ParquetMetadata",
+    "ParquetOptions",
+    "ParquetPlan",
     "PermissionDeniedError",
     "ReadStats",
     "RemoteIOError",
     "RequestTimeoutError",
     "SchemaMismatchError",
+    "Source",
+    "StoreOptions",
     "UnsupportedError",
     "__version__",
     "cuda_available",
@@ -399,9 +405,9 @@ __all__ = [
     "metadata",
     "plan_orc",
     "plan_parquet",
+    "read_chunks",
     "read_orc",
     "read_orc_async",
-    "read_chunks",
     "read_parquet",
     "read_parquet_async",
     "read_torch",

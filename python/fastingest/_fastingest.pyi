@@ -1,26 +1,312 @@
-"""The compiled extension; use the wrappers in ``fastingest`` instead."""
+"""The compiled extension (``crates/fastingest-python``). Use the wrappers in
+``fastingest``: these stubs describe the classes they hand out and the raw
+calls they make, and are checked against the built module by stubtest."""
 
-from typing import Any
+from collections.abc import Iterator
+from os import PathLike
+from typing import Any, Literal, Self, TypeAlias, final
 
-from . import BatchStream as BatchStream
-from . import Cache as Cache
-from . import Chunk as Chunk
-from . import ChunkInfo as ChunkInfo
-from . import ChunkSet as ChunkSet
-from . import Config as Config
-from . import DeviceChunk as DeviceChunk
-from . import DeviceChunkSet as DeviceChunkSet
-from . import ReadStats as ReadStats
+import pyarrow as pa
+from typing_extensions import disjoint_base
 
 __version__: str
+__all__ = [
+    "BatchStream",
+    "Cache",
+    "Chunk",
+    "ChunkInfo",
+    "ChunkSet",
+    "Config",
+    "DeviceChunk",
+    "DeviceChunkSet",
+    "ReadStats",
+    "__version__",
+    "_allocator_purge_delay",
+    "_error_classes",
+    "_put",
+    "cuda_available",
+    "cuda_device_count",
+    "iter_batches",
+    "plan_orc",
+    "plan_parquet",
+    "read_chunks",
+    "read_metadata",
+    "read_orc",
+    "read_orc_metadata",
+    "read_parquet",
+    "start_read_orc",
+    "start_read_parquet",
+]
 
-# `args` is the dict `fastingest._read_args` builds: columns, filters,
-# row_groups, storage_options, config, stats, cache.
-def read_parquet(source: Any, args: dict[str, Any]) -> Any: ...
+Size: TypeAlias = int | str
+"""A byte count: an int, or text such as ``"512M"`` or ``"10G"`` (binary units)."""
+
+@final
+class Config:
+    """Fetch tuning. Keyword arguments override ``FASTINGEST_<NAME>``
+    environment variables, which override the defaults.
+
+    Sizes accept ints or strings such as ``"8M"``; durations are seconds.
+
+    - ``footer_prefetch`` (64 KiB): bytes read from the end of each file in the
+      first request; a second request only when the footer is larger.
+    - ``small_file`` (1 MiB): a remote file that a glob listed at most this big
+      is fetched whole in its first request (one request per file, not two).
+    - ``hole_limit`` (64 KiB): ranges closer than this are fetched together.
+    - ``slice_size`` (8 MiB): the largest single request; longer ranges are
+      split and fetched in parallel into one buffer.
+    - ``max_in_flight`` (32): requests in flight at once, all files together.
+    - ``memory_budget`` (512 MiB): bytes of requests in flight at once.
+    - ``max_retries`` (5), ``retry_backoff`` (0.1 s), ``retry_backoff_max``
+      (5 s): retries of transient failures, exponential backoff with jitter.
+    - ``request_timeout`` (60 s): one attempt, first byte to last.
+    - ``connect_timeout`` (5 s).
+    - ``decode_parallelism`` (0 = one per core): row groups decoded at once.
+    """
+
+    footer_prefetch: int
+    small_file: int
+    hole_limit: int
+    slice_size: int
+    max_in_flight: int
+    memory_budget: int
+    max_retries: int
+    retry_backoff: float
+    retry_backoff_max: float
+    request_timeout: float
+    connect_timeout: float
+    decode_parallelism: int
+    def __new__(cls, **kwargs: float | str) -> Self: ...
+    def to_dict(self) -> dict[str, int | float]: ...
+
+@final
+class ReadStats:
+    """Counters of the reads it is passed to (``stats=``); they accumulate."""
+
+    files: int
+    requests: int
+    retries: int
+    bytes_fetched: int
+    bytes_needed: int
+    unplanned_requests: int
+    fetch_seconds: float
+    decode_seconds: float
+    rows: int
+    cache_hits: int
+    """Ranges (or pieces of ranges) served from the cache."""
+    cache_misses: int
+    """Ranges the cache did not hold, fetched from the store."""
+    cache_corrupt: int
+    """Damaged cache entries found (removed and fetched again)."""
+    bytes_from_cache: int
+    def __init__(self) -> None: ...
+    def to_dict(self) -> dict[str, int | float]: ...
+
+@final
+class Cache:
+    """An on-disk cache of remote bytes (object stores and HTTP; local files
+    are never cached), safe to share between threads and processes.
+
+    Pass it as ``cache=`` to the read calls; ``cache="some/dir"`` is shorthand
+    for ``Cache("some/dir")`` (one per directory and process), and
+    ``FASTINGEST_CACHE_DIR`` turns a cache on for every read
+    (``FASTINGEST_CACHE_MAX_BYTES``, ``..._MIN_FREE_BYTES``, ``..._VALIDATE``
+    set its options); ``cache=False`` turns it off.
+
+    - ``max_bytes``: most bytes the cache holds. Above 90 % of it, least
+      recently used entries are evicted in the background down to 75 %; a
+      write that would pass the limit is skipped.
+    - ``min_free_bytes`` (1 GiB): space left free on the disk whatever
+      ``max_bytes`` says; short of it, reads go uncached (one
+      :class:`CacheWarning`) while eviction frees space.
+    - ``validate``: when cached objects are checked against the store:
+      ``"immutable"`` never (warm reads make no request, glob listings are
+      cached too); ``"once"`` once per process (a HEAD per object, or one
+      LIST per prefix); ``"always"`` on every read; a number: after that many
+      seconds. A changed object's old bytes are dropped, never served.
+
+    The directory is created with mode 0700. Names in it are hashes: no
+    credentials or URL signatures are written.
+    """
+
+    def __new__(
+        cls,
+        path: str | PathLike[str],
+        *,
+        max_bytes: Size | None = None,
+        min_free_bytes: Size | None = None,
+        validate: Literal["immutable", "once", "always"] | float | None = None,
+    ) -> Self: ...
+    @property
+    def path(self) -> PathLike[str]: ...
+    @property
+    def max_bytes(self) -> int | None: ...
+    @property
+    def min_free_bytes(self) -> int: ...
+    @property
+    def validate(self) -> str: ...
+    def info(self) -> dict[str, Any]:
+        """``path``, ``bytes``, ``entries``, ``objects``, ``hits``, ``misses``,
+        ``hit_ratio``, ``bytes_served``, ``corrupt`` (counters of every process
+        that used the directory), and the options."""
+    def prune(self, max_bytes: Size | None = None) -> dict[str, int]:
+        """Evicts least-recently-used entries down to ``max_bytes`` (default:
+        75 % of the cache's own limit). Returns ``entries_removed`` and
+        ``bytes_removed``."""
+    def clear(self) -> dict[str, int]:
+        """Deletes every entry, record and listing."""
+    def _take_warnings(self) -> list[str]: ...
+
+@final
+class BatchStream:
+    """The batches of a read, in file and row order; iterate it, or
+    ``read_all()``. Closing it (or dropping it) stops the read."""
+
+    @property
+    def schema(self) -> pa.Schema: ...
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> pa.RecordBatch: ...
+    def read_all(self) -> pa.Table:
+        """The batches not yet taken, as one table."""
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, _t: object, _v: object, _tb: object) -> None: ...
+
+@disjoint_base
+class ChunkInfo:
+    """What a column chunk is (shared by :class:`Chunk` and :class:`DeviceChunk`)."""
+
+    @property
+    def source(self) -> str:
+        """The file, as named in the read."""
+    @property
+    def file(self) -> int:
+        """Index of the file in the set (into ``sources`` and ``footers``)."""
+    @property
+    def row_group(self) -> int: ...
+    @property
+    def column(self) -> str:
+        """Dotted Parquet path of the leaf (``a``, ``s.x``, ``l.list.element``)."""
+    @property
+    def leaf(self) -> int:
+        """Leaf column index in the file's schema."""
+    @property
+    def file_offset(self) -> int:
+        """Where the chunk starts in the file (its dictionary page, if any)."""
+    @property
+    def length(self) -> int:
+        """Bytes, compressed, page headers included."""
+    @property
+    def codec(self) -> str:
+        """``UNCOMPRESSED``, ``SNAPPY``, ``GZIP``, ``BROTLI``, ``LZ4``, ``ZSTD``, ``LZ4_RAW``."""
+    @property
+    def num_values(self) -> int: ...
+    @property
+    def physical_type(self) -> str:
+        """``BOOLEAN``, ``INT32``, ``INT64``, ``INT96``, ``FLOAT``, ``DOUBLE``,
+        ``BYTE_ARRAY`` or ``FIXED_LEN_BYTE_ARRAY``."""
+    @property
+    def logical_type(self) -> str | None: ...
+    def __len__(self) -> int: ...
+
+@final
+class Chunk(ChunkInfo):
+    """One column chunk's bytes in host memory: exactly the file's bytes at
+    ``file_offset``. Supports the (read-only) buffer protocol:
+    ``memoryview(chunk)`` does not copy."""
+
+    def __buffer__(self, flags: int) -> memoryview: ...
+
+@final
+class ChunkSet:
+    """The column chunks of a read, in file, row-group and column order."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> Chunk: ...
+    def __iter__(self) -> Iterator[Chunk]: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def sources(self) -> list[str]: ...
+    @property
+    def footers(self) -> list[bytes]:
+        """Each file's footer (Thrift ``FileMetaData``, original offsets, no
+        page index): what cuDF's hybrid-scan reader is built from."""
+    def to_parquet_bytes(self) -> bytes:
+        """A minimal Parquet file holding exactly these row groups and columns
+        (footer rewritten with the new offsets; several files join when their
+        selected schemas agree). ``cudf.read_parquet`` accepts it as host bytes."""
+    def to_device(
+        self,
+        device: int | str | None = None,
+        stream: Any = None,
+        *,
+        staging_size: int | None = None,
+        staging_buffers: int | None = None,
+        streams: int | None = None,
+    ) -> DeviceChunkSet:
+        """Uploads every chunk to ``device`` (``0``, ``"cuda:1"``; ``"cpu"``
+        runs the same pipeline into host memory) through a bounded pool of
+        pinned staging buffers (``staging_buffers`` × ``staging_size``,
+        default 4 × 8 MiB) on ``streams`` copy streams (default 2). Returns
+        when every copy has completed, so ``stream`` needs no synchronisation.
+        Raises :class:`DeviceUnavailableError` without a GPU."""
+
+@final
+class DeviceChunk(ChunkInfo):
+    """One column chunk in device memory: a 1-D ``uint8`` array exported
+    without copying through ``__dlpack__`` (``torch.from_dlpack``) and
+    ``__cuda_array_interface__`` v3 (``cupy.asarray``); ``ptr`` and ``size``
+    make it a cuDF device span."""
+
+    @property
+    def ptr(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]: ...
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any: ...
+    def __dlpack_device__(self) -> tuple[int, int]: ...
+
+@final
+class DeviceChunkSet:
+    """Column chunks in one device allocation, each 256-byte aligned."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int, /) -> DeviceChunk: ...
+    def __iter__(self) -> Iterator[DeviceChunk]: ...
+    @property
+    def device(self) -> str: ...
+    @property
+    def ptr(self) -> int:
+        """Address of the allocation holding every chunk."""
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def footers(self) -> list[bytes]: ...
+    @property
+    def upload_report(self) -> dict[str, Any]:
+        """``bytes``, ``copies``, ``staging_allocated``, ``staging_waits``,
+        ``copies_before_last_arrival`` (> 0: the upload overlapped the fetch),
+        ``wait_for_data_s``, ``staging_copy_s``, ``total_s``."""
+
+# The raw calls. `args` is the dict `fastingest._options.read_args` builds:
+# columns, filters, row_groups, storage_options, config, stats, cache.
+def read_parquet(source: Any, args: dict[str, Any]) -> pa.Table: ...
 def start_read_parquet(callback: Any, source: Any, args: dict[str, Any]) -> None: ...
+def iter_batches(source: Any, args: dict[str, Any]) -> BatchStream: ...
 def plan_parquet(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
 def read_metadata(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
-def read_orc(source: Any, args: dict[str, Any]) -> Any: ...
+def read_orc(source: Any, args: dict[str, Any]) -> pa.Table: ...
 def start_read_orc(callback: Any, source: Any, args: dict[str, Any]) -> None: ...
 def plan_orc(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
 def read_orc_metadata(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
@@ -31,8 +317,13 @@ def read_chunks(
     staging_size: int | None = None,
     staging_buffers: int | None = None,
     streams: int | None = None,
-) -> Any: ...
-def iter_batches(source: Any, args: dict[str, Any]) -> BatchStream: ...
-def cuda_available() -> bool: ...
-def cuda_device_count() -> int: ...
+) -> ChunkSet | DeviceChunkSet: ...
+def cuda_available() -> bool:
+    """Whether CUDA uploads can run here (CUDA build, driver, a device)."""
+
+def cuda_device_count() -> int:
+    """CUDA devices; raises :class:`DeviceUnavailableError` saying why there are none."""
+
 def _put(url: str, data: bytes, storage_options: dict[str, str] | None = None) -> None: ...
+def _allocator_purge_delay() -> int: ...
+def _error_classes() -> list[tuple[str, str]]: ...

@@ -21,24 +21,49 @@ fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
         .map_err(Into::into)
 }
 
+/// The name of the `fastingest.exceptions` class an error becomes.
+pub fn exception_name(err: &Error) -> &'static str {
+    match err {
+        Error::NotFound { .. } => "NotFoundError",
+        Error::PermissionDenied { .. } => "PermissionDeniedError",
+        Error::Corrupt { .. } => "CorruptFileError",
+        Error::Unsupported { .. } => "UnsupportedError",
+        Error::ColumnNotFound { .. } => "ColumnNotFoundError",
+        Error::SchemaMismatch { .. } => "SchemaMismatchError",
+        Error::Io {
+            timed_out: true, ..
+        } => "RequestTimeoutError",
+        Error::Io { .. } => "RemoteIOError",
+        Error::InvalidArgument(_) | Error::InvalidConfig(_) => "InvalidArgumentError",
+        Error::Unavailable(_) => "DeviceUnavailableError",
+        Error::Device(_) => "DeviceError",
+        // The core's error is non-exhaustive; `_error_classes` (tested in
+        // tests/test_local.py) shows a new variant landing here.
+        _ => "FastIngestError",
+    }
+}
+
+/// Every core error variant and the exception it becomes (for a test).
+#[pyfunction]
+pub fn _error_classes() -> Vec<(String, &'static str)> {
+    Error::one_of_each()
+        .iter()
+        .map(|e| {
+            let variant = format!("{e:?}");
+            let name = variant
+                .split(|c: char| !c.is_alphanumeric())
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            (name, exception_name(e))
+        })
+        .collect()
+}
+
 /// Converts a core error to the matching `fastingest` exception.
 pub fn to_py(err: Error) -> PyErr {
     Python::attach(|py| {
-        let name = match &err {
-            Error::NotFound { .. } => "NotFoundError",
-            Error::PermissionDenied { .. } => "PermissionDeniedError",
-            Error::Corrupt { .. } => "CorruptFileError",
-            Error::Unsupported { .. } => "UnsupportedError",
-            Error::ColumnNotFound { .. } => "ColumnNotFoundError",
-            Error::SchemaMismatch { .. } => "SchemaMismatchError",
-            Error::Io {
-                timed_out: true, ..
-            } => "RequestTimeoutError",
-            Error::Io { .. } => "RemoteIOError",
-            Error::InvalidArgument(_) | Error::InvalidConfig(_) => "InvalidArgumentError",
-            Error::Unavailable(_) => "DeviceUnavailableError",
-            Error::Device(_) => "DeviceError",
-        };
+        let name = exception_name(&err);
         let message = err.to_string();
         match class(py, name) {
             Ok(cls) => PyErr::from_type(cls, message),

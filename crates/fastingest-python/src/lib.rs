@@ -387,5 +387,6 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(_put, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::_error_classes, m)?)?;
     Ok(())
 }

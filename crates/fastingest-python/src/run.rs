@@ -2,6 +2,7 @@
 //! released, interruptible by Ctrl-C.
 
 use std::future::Future;
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
 use pyo3::exceptions::PyRuntimeError;
@@ -9,8 +10,14 @@ use pyo3::prelude::*;
 
 use crate::errors::to_py;
 
-/// Runs `fut` to completion with the GIL released. Signals (KeyboardInterrupt)
-/// are checked every 100 ms; on one, the read is cancelled and the signal raised.
+/// How often a waiting call looks for a pending signal (Ctrl-C).
+pub(crate) const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// Runs `fut` to completion on the shared runtime with the GIL released.
+/// Signals (KeyboardInterrupt) are checked every [`SIGNAL_POLL`]; on one, the
+/// read is cancelled and the signal raised. The wait is a timed wait on a
+/// channel, not a runtime timer, so a runtime whose workers are all busy
+/// cannot delay the check.
 pub fn block_on<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
 where
     T: Send + 'static,
@@ -18,25 +25,32 @@ where
 {
     let rt = fastingest::runtime::shared()
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start the I/O runtime: {e}")))?;
-    let mut handle = rt.spawn(fut);
+    // A signal that arrived while the runtime was being built (or before):
+    // raise it before any request goes out.
+    py.check_signals()?;
+    let (tx, rx) = mpsc::sync_channel(1);
+    let task = rt.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    let mut rx = rx;
     loop {
-        let waited = py.detach(|| {
-            rt.block_on(async {
-                tokio::time::timeout(Duration::from_millis(100), &mut handle).await
-            })
-        });
+        // The receiver travels into the GIL-free closure and back (it is Send
+        // but not Sync, so it cannot be borrowed there).
+        let (waited, back) = py.detach(move || (rx.recv_timeout(SIGNAL_POLL), rx));
+        rx = back;
         match waited {
-            Ok(Ok(result)) => return result.map_err(to_py),
-            Ok(Err(join)) => {
-                return Err(PyRuntimeError::new_err(format!(
-                    "fastingest read failed: {join}"
-                )));
-            }
-            Err(_elapsed) => {
+            Ok(result) => return result.map_err(to_py),
+            Err(RecvTimeoutError::Timeout) => {
                 if let Err(e) = py.check_signals() {
-                    handle.abort();
+                    task.abort();
                     return Err(e);
                 }
+            }
+            // The task ended without sending: it panicked (caught by tokio).
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err(
+                    "fastingest read failed: the read task panicked",
+                ));
             }
         }
     }

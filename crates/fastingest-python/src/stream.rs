@@ -1,7 +1,6 @@
 //! `BatchStream`: a read's record batches in Python as they are decoded.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -40,7 +39,7 @@ impl PyBatchStream {
                     return Next::End; // closed or exhausted
                 };
                 let waited = rt.block_on(async {
-                    tokio::time::timeout(Duration::from_millis(100), rx.recv()).await
+                    tokio::time::timeout(crate::run::SIGNAL_POLL, rx.recv()).await
                 });
                 match waited {
                     Ok(Some(Ok(batch))) => Next::Batch(batch),

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use fastingest::parquet::{read_parquet, ReadOptions};
+use fastingest::{read_parquet, ReadOptions};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

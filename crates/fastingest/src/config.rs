@@ -10,8 +10,9 @@ const MIB: u64 = 1024 * KIB;
 
 /// How a read plans and fetches its bytes.
 ///
-/// `Config::default()` reads `FASTINGEST_*` environment variables over the
-/// built-in defaults; [`Config::builtin`] ignores the environment.
+/// `Config::default()` (the same as [`Config::builtin`]) is the built-in
+/// defaults and never looks at the environment; [`Config::from_env`] applies
+/// `FASTINGEST_*` environment variables over them (the Python binding does).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Bytes fetched from the end of a file in the first (speculative) request.
@@ -170,7 +171,7 @@ impl Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config::from_env().unwrap_or_else(|_| Config::builtin())
+        Config::builtin()
     }
 }
 
@@ -202,6 +203,15 @@ mod tests {
         assert_eq!(parse_size("1g"), Some(1024 * MIB));
         assert_eq!(parse_size("x"), None);
         assert_eq!(parse_size(""), None);
+    }
+
+    #[test]
+    fn default_ignores_the_environment() {
+        // A variable no other test reads, so setting it here races with nothing.
+        std::env::set_var("FASTINGEST_FOOTER_PREFETCH", "1M");
+        assert_eq!(Config::default(), Config::builtin());
+        assert_eq!(Config::from_env().unwrap().footer_prefetch, MIB);
+        std::env::remove_var("FASTINGEST_FOOTER_PREFETCH");
     }
 
     #[test]

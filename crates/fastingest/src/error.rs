@@ -8,6 +8,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What went wrong, with the object (and byte range where it matters) it concerns.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The object or file does not exist.
     #[error("{location}: not found ({detail})")]
@@ -53,7 +54,9 @@ pub enum Error {
     )]
     Io {
         location: String,
-        range: Range<u64>,
+        /// The bytes being read, when the request was for a range (not a
+        /// listing or a HEAD).
+        range: Option<Range<u64>>,
         attempts: u32,
         detail: String,
         /// Whether the last failure was a timeout.
@@ -78,11 +81,10 @@ pub enum Error {
     Device(String),
 }
 
-fn describe_read(range: &Range<u64>) -> String {
-    if range.is_empty() {
-        "read".to_string()
-    } else {
-        format!("read of bytes {}..{}", range.start, range.end)
+fn describe_read(range: &Option<Range<u64>>) -> String {
+    match range {
+        Some(r) => format!("read of bytes {}..{}", r.start, r.end),
+        None => "read".to_string(),
     }
 }
 
@@ -108,6 +110,73 @@ impl Error {
             | Error::InvalidConfig(_)
             | Error::Unavailable(_)
             | Error::Device(_) => None,
+        }
+    }
+
+    /// One error of every variant, for tests that each is handled (the
+    /// Python binding maps every one to an exception class).
+    #[doc(hidden)]
+    pub fn one_of_each() -> Vec<Error> {
+        let s = |t: &str| t.to_string();
+        vec![
+            Error::NotFound {
+                location: s("f"),
+                detail: s("d"),
+            },
+            Error::PermissionDenied {
+                location: s("f"),
+                detail: s("d"),
+            },
+            Error::Corrupt {
+                location: s("f"),
+                range: Some(0..4),
+                detail: s("d"),
+            },
+            Error::Unsupported {
+                location: s("f"),
+                detail: s("d"),
+            },
+            Error::ColumnNotFound {
+                location: s("f"),
+                column: s("c"),
+                available: vec![],
+            },
+            Error::SchemaMismatch {
+                location: s("f"),
+                first: s("g"),
+                detail: s("d"),
+            },
+            Error::Io {
+                location: s("f"),
+                range: None,
+                attempts: 1,
+                detail: s("d"),
+                timed_out: false,
+            },
+            Error::InvalidArgument(s("d")),
+            Error::InvalidConfig(s("d")),
+            Error::Unavailable(s("d")),
+            Error::Device(s("d")),
+        ]
+    }
+
+    /// The variant's position in the enum; the match has no wildcard, so a
+    /// new variant must be numbered here (and then listed in `one_of_each`,
+    /// which a test checks).
+    #[doc(hidden)]
+    pub fn variant_index(&self) -> usize {
+        match self {
+            Error::NotFound { .. } => 0,
+            Error::PermissionDenied { .. } => 1,
+            Error::Corrupt { .. } => 2,
+            Error::Unsupported { .. } => 3,
+            Error::ColumnNotFound { .. } => 4,
+            Error::SchemaMismatch { .. } => 5,
+            Error::Io { .. } => 6,
+            Error::InvalidArgument(_) => 7,
+            Error::InvalidConfig(_) => 8,
+            Error::Unavailable(_) => 9,
+            Error::Device(_) => 10,
         }
     }
 
@@ -197,5 +266,46 @@ impl Error {
                 detail: other.to_string(),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_of_each_lists_every_variant_once() {
+        let indices: Vec<usize> = Error::one_of_each()
+            .iter()
+            .map(Error::variant_index)
+            .collect();
+        let expected: Vec<usize> = (0..indices.len()).collect();
+        assert_eq!(indices, expected);
+    }
+
+    #[test]
+    fn messages_name_the_file_and_the_range() {
+        let e = Error::Io {
+            location: "s3://b/k".into(),
+            range: Some(10..20),
+            attempts: 3,
+            detail: "reset".into(),
+            timed_out: false,
+        };
+        assert_eq!(
+            e.to_string(),
+            "s3://b/k: read of bytes 10..20 failed after 3 attempt(s): reset"
+        );
+        let listing = Error::Io {
+            location: "s3://b/*".into(),
+            range: None,
+            attempts: 1,
+            detail: "denied".into(),
+            timed_out: false,
+        };
+        assert_eq!(
+            listing.to_string(),
+            "s3://b/*: read failed after 1 attempt(s): denied"
+        );
     }
 }

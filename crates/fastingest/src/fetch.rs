@@ -125,7 +125,7 @@ impl Fetcher {
     pub(crate) async fn fetch_tail_uncached(&self, source: &Source, len: u64) -> Result<Tail> {
         let _p = self.permits(len).await?;
         let started = Instant::now();
-        let tail = with_retries(self.config(), self.stats(), source.location(), 0..0, || {
+        let tail = with_retries(self.config(), self.stats(), source.location(), None, || {
             source.read_tail(len)
         })
         .await
@@ -189,7 +189,7 @@ impl Fetcher {
                 rx.await.unwrap_or_else(|_| {
                     Err(Error::Io {
                         location,
-                        range: 0..0,
+                        range: None,
                         attempts: 0,
                         detail: "fetch task was cancelled".into(),
                         timed_out: false,
@@ -348,7 +348,7 @@ pub(crate) async fn fetch_slice_uncached(
         fetcher.config(),
         fetcher.stats(),
         source.location(),
-        range.clone(),
+        Some(range.clone()),
     );
     let want = (range.end - range.start) as usize;
     loop {

@@ -15,7 +15,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> fastingest::Result<()> {
-//! use fastingest::parquet::{read_parquet, ReadOptions};
+//! use fastingest::{read_parquet, ReadOptions};
 //! let options = ReadOptions {
 //!     columns: Some(vec!["id".into(), "value".into()]),
 //!     ..Default::default()
@@ -40,8 +40,17 @@ pub mod source;
 pub mod stats;
 pub mod store;
 
+// The entry points and the types they take and return. A service needs
+// nothing below these; the modules stay public for the Python binding.
 pub use cache::{Cache, CacheInfo, CacheOptions, Validate};
 pub use config::Config;
 pub use error::{Error, Result};
+pub use gpu::{cuda_available, cuda_device_count};
+pub use orc::{plan_orc, read_orc, read_orc_metadata, OrcTail, PreparedOrc};
+pub use parquet::{
+    plan_chunks, plan_parquet, read_chunks, read_metadata, read_parquet, stream_parquet,
+    BatchStream, ChunkSet, CmpOp, Filter, Footer, Predicate, PreparedFile,
+};
+pub use read::{ReadOptions, Table};
 pub use stats::{ReadStats, StatsSnapshot};
 pub use store::StorageOptions;

@@ -146,7 +146,7 @@ fn resolve_local(path: &str, location: String) -> Result<Vec<Source>> {
     for entry in entries {
         let p = entry.map_err(|e| Error::Io {
             location: path.to_string(),
-            range: 0..0,
+            range: None,
             attempts: 1,
             detail: e.to_string(),
             timed_out: false,
@@ -200,7 +200,7 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Sour
         None => {
             // A listing is retried as a whole, like any other request.
             let listed: Vec<object_store::ObjectMeta> =
-                with_retries(config, cx.stats, spec, 0..0, || async {
+                with_retries(config, cx.stats, spec, None, || async {
                     store
                         .list(prefix_path.as_ref())
                         .try_collect()
@@ -284,7 +284,7 @@ async fn validate_by_listing(sources: &mut [Source], cache: &Cache, cx: Context<
         let prefix_path = (!prefix.is_empty()).then(|| Path::from(prefix.as_str()));
         let limit = PAGE * (members.len() - 1);
         let location = sources[members[0]].location().to_string();
-        let listed = with_retries(cx.config, cx.stats, &location, 0..0, || async {
+        let listed = with_retries(cx.config, cx.stats, &location, None, || async {
             let mut found = Vec::new();
             let mut stream = store.list(prefix_path.as_ref());
             let mut seen = 0usize;

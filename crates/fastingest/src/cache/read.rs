@@ -22,7 +22,7 @@ type Piece = (Range<u64>, Option<Range<u64>>);
 fn task_failed(location: &str, e: tokio::task::JoinError) -> Error {
     Error::Io {
         location: location.to_string(),
-        range: 0..0,
+        range: None,
         attempts: 1,
         detail: format!("cache task failed: {e}"),
         timed_out: false,
@@ -59,7 +59,7 @@ impl Cache {
                     fetcher.config(),
                     fetcher.stats(),
                     source.location(),
-                    0..0,
+                    None,
                     || source.head(),
                 )
                 .await

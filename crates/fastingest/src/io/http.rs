@@ -55,7 +55,7 @@ impl HttpSource {
         if status == StatusCode::PRECONDITION_FAILED {
             return Err(Failure::Permanent(Error::Io {
                 location: self.url.clone(),
-                range: 0..0,
+                range: None,
                 attempts: 1,
                 detail: "the file changed while it was being read (ETag no longer matches)".into(),
                 timed_out: false,
@@ -78,7 +78,7 @@ impl HttpSource {
             }
             _ => Failure::Permanent(Error::Io {
                 location,
-                range: 0..0,
+                range: None,
                 attempts: 1,
                 detail,
                 timed_out: false,
@@ -132,7 +132,7 @@ impl RangeSource for HttpSource {
                 let size = total.ok_or_else(|| {
                     Failure::Permanent(Error::Io {
                         location: self.url.clone(),
-                        range: 0..0,
+                        range: None,
                         attempts: 1,
                         detail: "server sent 206 without a Content-Range total".into(),
                         timed_out: false,

@@ -54,7 +54,7 @@ pub(crate) fn io_error(location: &str, e: std::io::Error) -> Error {
         K::PermissionDenied => Error::PermissionDenied { location, detail },
         _ => Error::Io {
             location,
-            range: 0..0,
+            range: None,
             attempts: 1,
             detail,
             timed_out: false,
@@ -109,7 +109,7 @@ impl RangeSource for LocalSource {
                         ..
                     } => Error::Io {
                         location,
-                        range: range.clone(),
+                        range: Some(range.clone()),
                         attempts,
                         detail: if short {
                             format!("file is shorter than {} bytes", range.end)

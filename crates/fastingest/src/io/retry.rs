@@ -38,7 +38,7 @@ pub(crate) struct Retry<'a> {
     config: &'a Config,
     stats: &'a ReadStats,
     location: &'a str,
-    range: Range<u64>,
+    range: Option<Range<u64>>,
     tries: u32,
 }
 
@@ -47,7 +47,7 @@ impl<'a> Retry<'a> {
         config: &'a Config,
         stats: &'a ReadStats,
         location: &'a str,
-        range: Range<u64>,
+        range: Option<Range<u64>>,
     ) -> Self {
         Retry {
             config,
@@ -80,8 +80,8 @@ impl<'a> Retry<'a> {
         match failure {
             Failure::Permanent(mut err) => {
                 if let Error::Io { range, .. } = &mut err {
-                    if range.is_empty() {
-                        *range = self.range.clone();
+                    if range.is_none() {
+                        range.clone_from(&self.range);
                     }
                 }
                 Err(err)
@@ -110,7 +110,7 @@ pub(crate) async fn with_retries<T, F, Fut>(
     config: &Config,
     stats: &ReadStats,
     location: &str,
-    range: Range<u64>,
+    range: Option<Range<u64>>,
     mut attempt: F,
 ) -> Result<T, Error>
 where
@@ -158,7 +158,7 @@ mod tests {
     async fn transient_failures_are_retried_then_succeed() {
         let calls = AtomicU32::new(0);
         let stats = ReadStats::new();
-        let out = with_retries(&fast_config(3), &stats, "x", 0..1, || async {
+        let out = with_retries(&fast_config(3), &stats, "x", Some(0..1), || async {
             if calls.fetch_add(1, Ordering::SeqCst) < 2 {
                 Err(Failure::transient("reset"))
             } else {
@@ -175,7 +175,7 @@ mod tests {
     #[tokio::test]
     async fn exhausted_retries_name_location_and_range() {
         let stats = ReadStats::new();
-        let err = with_retries(&fast_config(2), &stats, "s3://b/k", 10..20, || async {
+        let err = with_retries(&fast_config(2), &stats, "s3://b/k", Some(10..20), || async {
             Err::<(), _>(Failure::transient("503 SlowDown"))
         })
         .await
@@ -192,7 +192,7 @@ mod tests {
     async fn permanent_failures_are_not_retried() {
         let calls = AtomicU32::new(0);
         let stats = ReadStats::new();
-        let err = with_retries(&fast_config(5), &stats, "x", 0..1, || async {
+        let err = with_retries(&fast_config(5), &stats, "x", Some(0..1), || async {
             calls.fetch_add(1, Ordering::SeqCst);
             Err::<(), _>(Failure::Permanent(Error::NotFound {
                 location: "x".into(),
@@ -208,7 +208,7 @@ mod tests {
     #[tokio::test]
     async fn hung_attempts_time_out_and_count_as_transient() {
         let stats = ReadStats::new();
-        let err = with_retries(&fast_config(1), &stats, "x", 0..1, || async {
+        let err = with_retries(&fast_config(1), &stats, "x", Some(0..1), || async {
             tokio::time::sleep(Duration::from_secs(30)).await;
             Ok::<(), Failure>(())
         })

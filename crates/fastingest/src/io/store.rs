@@ -106,7 +106,7 @@ pub(crate) fn classify(location: &str, err: object_store::Error) -> Failure {
         }
         E::Precondition { .. } => Failure::Permanent(Error::Io {
             location,
-            range: 0..0,
+            range: None,
             attempts: 1,
             detail: format!("the object changed while it was being read ({detail})"),
             timed_out: false,
@@ -121,7 +121,7 @@ pub(crate) fn classify(location: &str, err: object_store::Error) -> Failure {
                 };
                 Failure::Permanent(Error::Io {
                     location,
-                    range: 0..0,
+                    range: None,
                     attempts: 1,
                     detail: format!("{kind}: {detail}"),
                     timed_out: false,
@@ -134,7 +134,7 @@ pub(crate) fn classify(location: &str, err: object_store::Error) -> Failure {
         },
         _ => Failure::Permanent(Error::Io {
             location,
-            range: 0..0,
+            range: None,
             attempts: 1,
             detail,
             timed_out: false,

@@ -332,6 +332,17 @@ pub struct BatchStream {
     pub batches: mpsc::Receiver<Result<RecordBatch>>,
 }
 
+impl futures::Stream for BatchStream {
+    type Item = Result<RecordBatch>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        self.batches.poll_recv(cx)
+    }
+}
+
 /// Files whose fetch starts ahead of the one being decoded.
 const FILES_AHEAD: usize = 2;
 /// Decoded batches waiting for the consumer.

@@ -1,0 +1,195 @@
+//! The crate as a service uses it: only the entry points re-exported at the
+//! root, reading local files and `memory://` objects.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use bytes::Bytes;
+use fastingest::{
+    plan_parquet, read_metadata, read_parquet, stream_parquet, CmpOp, Config, Error, Filter,
+    Predicate, ReadOptions,
+};
+use futures::StreamExt;
+use object_store::ObjectStoreExt;
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+
+const ROWS: i64 = 10_000;
+const ROWS_PER_GROUP: usize = 2_500;
+
+/// A Parquet file of `ROWS` rows (`id` 0.., `name`), four row groups.
+fn parquet_file() -> Vec<u8> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("id", DataType::Int64, false),
+        Field::new("name", DataType::Utf8, true),
+    ]));
+    let ids = Int64Array::from_iter_values(0..ROWS);
+    let names = StringArray::from_iter((0..ROWS).map(|i| (i % 7 != 0).then(|| format!("n{i}"))));
+    let batch = RecordBatch::try_new(Arc::clone(&schema), vec![Arc::new(ids), Arc::new(names)])
+        .expect("a valid batch");
+    let props = WriterProperties::builder()
+        .set_max_row_group_row_count(Some(ROWS_PER_GROUP))
+        .build();
+    let mut out = Vec::new();
+    let mut writer = ArrowWriter::try_new(&mut out, schema, Some(props)).expect("writer");
+    writer.write(&batch).expect("write");
+    writer.close().expect("close");
+    out
+}
+
+fn ids(batches: &[RecordBatch]) -> Vec<i64> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let col = b
+                .column_by_name("id")
+                .expect("an id column")
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .expect("int64")
+                .clone();
+            (0..col.len()).map(move |i| col.value(i))
+        })
+        .collect()
+}
+
+fn local_file(dir: &std::path::Path) -> String {
+    let path = dir.join("t.parquet");
+    std::fs::write(&path, parquet_file()).expect("write the file");
+    path.to_string_lossy().into_owned()
+}
+
+#[tokio::test]
+async fn reads_a_local_file_whole_and_by_columns() {
+    let dir = tempdir();
+    let path = local_file(dir.path());
+    let options = ReadOptions::default();
+    let table = read_parquet(std::slice::from_ref(&path), &options)
+        .await
+        .expect("read");
+    assert_eq!(table.num_rows(), ROWS as usize);
+    assert_eq!(ids(&table.batches), (0..ROWS).collect::<Vec<_>>());
+    let names = table.schema.field_with_name("name").expect("name");
+    assert!(names.is_nullable());
+
+    let options = ReadOptions {
+        columns: Some(vec!["id".into()]),
+        ..Default::default()
+    };
+    let table = read_parquet(&[path], &options)
+        .await
+        .expect("read one column");
+    assert_eq!(table.schema.fields().len(), 1);
+    let snapshot = options.stats.snapshot();
+    assert!(snapshot.bytes_needed > 0 && snapshot.bytes_fetched >= snapshot.bytes_needed);
+}
+
+#[tokio::test]
+async fn a_filter_prunes_row_groups_and_rows() {
+    let dir = tempdir();
+    let path = local_file(dir.path());
+    let filter = Filter::new(vec![vec![Predicate {
+        column: "id".into(),
+        op: CmpOp::Lt,
+        value: Arc::new(Int64Array::from(vec![100])),
+    }]])
+    .expect("a valid filter");
+    let options = ReadOptions {
+        filter: Some(filter),
+        ..Default::default()
+    };
+    let plans = plan_parquet(std::slice::from_ref(&path), &options)
+        .await
+        .expect("plan");
+    assert_eq!(
+        plans[0].plan.units.len(),
+        1,
+        "only the first row group can match"
+    );
+    let table = read_parquet(&[path], &options).await.expect("read");
+    assert_eq!(ids(&table.batches), (0..100).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn streams_batches_in_order() {
+    let dir = tempdir();
+    let path = local_file(dir.path());
+    let mut stream = stream_parquet(&[path], &ReadOptions::default())
+        .await
+        .expect("stream");
+    let mut batches = Vec::new();
+    while let Some(batch) = stream.next().await {
+        batches.push(batch.expect("a batch"));
+    }
+    assert_eq!(batches.len(), ROWS as usize / ROWS_PER_GROUP);
+    assert_eq!(ids(&batches), (0..ROWS).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn reads_memory_objects_and_their_footers() {
+    let url = "memory:///public-api/t.parquet".to_string();
+    let parsed = url::Url::parse(&url).expect("url");
+    let (store, path) =
+        fastingest::store::store_for(&parsed, &Default::default(), &Config::default())
+            .expect("the memory store");
+    store
+        .put(&path, Bytes::from(parquet_file()).into())
+        .await
+        .expect("put");
+    let options = ReadOptions::default();
+    let table = read_parquet(std::slice::from_ref(&url), &options)
+        .await
+        .expect("read");
+    assert_eq!(ids(&table.batches), (0..ROWS).collect::<Vec<_>>());
+    let files = read_metadata(&[url], &options).await.expect("metadata");
+    assert_eq!(files[0].1.metadata.num_row_groups(), 4);
+}
+
+#[tokio::test]
+async fn errors_name_the_file() {
+    let dir = tempdir();
+    let missing = dir
+        .path()
+        .join("missing.parquet")
+        .to_string_lossy()
+        .into_owned();
+    match read_parquet(std::slice::from_ref(&missing), &ReadOptions::default()).await {
+        Err(e @ Error::NotFound { .. }) => assert!(e.to_string().contains(&missing)),
+        other => panic!("expected NotFound, got {other:?}"),
+    }
+    let not_parquet = dir.path().join("x.parquet");
+    std::fs::write(&not_parquet, b"this is not a parquet file at all").expect("write");
+    let not_parquet = not_parquet.to_string_lossy().into_owned();
+    match read_parquet(std::slice::from_ref(&not_parquet), &ReadOptions::default()).await {
+        Err(e @ Error::Corrupt { .. }) => assert!(e.to_string().contains(&not_parquet)),
+        other => panic!("expected Corrupt, got {other:?}"),
+    }
+}
+
+/// A temporary directory removed on drop (no extra dependency for one helper).
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tempdir() -> TempDir {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir().join(format!(
+        "fastingest-public-api-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    TempDir(dir)
+}

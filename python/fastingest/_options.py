@@ -1,0 +1,171 @@
+"""The keyword arguments the read calls share, defined once, and the shapes of
+the dicts they return. The calls take ``**options: Unpack[ParquetOptions]``
+(or ``OrcOptions``), so editors and type checkers see every keyword while the
+list lives here alone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from os import PathLike
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
+
+from ._filters import normalize as _normalize_filters
+from .exceptions import InvalidArgumentError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from ._fastingest import Cache, Config, ReadStats
+
+Source: TypeAlias = "str | PathLike[str] | Sequence[str | PathLike[str]]"
+"""A path, a ``file://``, ``s3://``, ``gs://``, ``az://``/``abfs[s]://``,
+``http(s)://`` or ``memory://`` URL, a glob of those (``*``, ``?``, ``[..]``,
+``**``), or a list of any of these. Files are read in the given order; a
+glob's matches in sorted order."""
+
+Op: TypeAlias = Literal["==", "=", "!=", "<", "<=", ">", ">=", "in", "not in"]
+Term: TypeAlias = "tuple[str, Op, Any]"
+Filters: TypeAlias = "Sequence[Term] | Sequence[Sequence[Term]]"
+"""pyarrow's DNF: a list of (column, op, value) tuples is an AND; a list of
+such lists is an OR of ANDs. Rows where a comparison is null do not match."""
+
+CacheArg: TypeAlias = "Cache | str | PathLike[str] | bool | None"
+"""``cache=``: a :class:`Cache`, a cache directory (one ``Cache`` per directory
+and process), ``False`` (no cache even when ``FASTINGEST_CACHE_DIR`` names
+one), or ``None`` (the cache ``FASTINGEST_CACHE_DIR`` names, if any)."""
+
+
+class StoreOptions(TypedDict, total=False):
+    """Where the bytes come from and how they are fetched: every call takes these."""
+
+    storage_options: dict[str, Any] | None
+    """object_store keys for the URL's backend (``access_key_id``,
+    ``secret_access_key``, ``endpoint_url``, ``region``, ``allow_http``, ...);
+    ``AWS_*``/``GOOGLE_*``/``AZURE_*`` environment variables also apply."""
+    config: Config | None
+    """Fetch tuning (:class:`Config`); by default the built-in values under
+    the ``FASTINGEST_*`` environment variables."""
+    stats: ReadStats | None
+    """Counters the call adds to (:class:`ReadStats`)."""
+    cache: CacheArg
+    """The on-disk cache remote bytes go through (see :data:`CacheArg`)."""
+
+
+class ParquetOptions(StoreOptions, total=False):
+    """The keywords of the Parquet reads (``read_parquet``, ``iter_batches``,
+    ``read_parquet_async``, ``plan_parquet``, ``read_chunks``, ``read_torch``)."""
+
+    columns: Sequence[str] | None
+    """Top-level names or dotted paths into structs, returned in this order."""
+    filters: Filters | None
+    """Rows to keep; row groups (and pages) that statistics rule out are not fetched."""
+    row_groups: Sequence[int] | None
+    """Row-group indices into the file (a single file only)."""
+
+
+class OrcOptions(StoreOptions, total=False):
+    """The keywords of the ORC reads (``read_orc``, ``read_orc_async``, ``plan_orc``)."""
+
+    columns: Sequence[str] | None
+    """Top-level names; returned in file order, as pyarrow's ORC reader does."""
+    stripes: Sequence[int] | None
+    """Stripe indices into the file (a single file only)."""
+
+
+class Plan(TypedDict):
+    """One file's read plan (``plan_parquet``, ``plan_orc``)."""
+
+    location: str
+    file_size: int
+    ranges: list[tuple[int, int]]
+    """The byte ranges the read needs (column chunks, or ORC streams)."""
+    spans: list[tuple[int, int]]
+    """The ranges after coalescing small gaps."""
+    requests: list[tuple[int, int]]
+    """The spans split into slices: one request each."""
+    bytes_needed: int
+    bytes_to_fetch: int
+    num_requests: int
+
+
+class ParquetPlan(Plan):
+    row_groups: list[int]
+
+
+class OrcPlan(Plan):
+    stripes: list[int]
+
+
+class ParquetMetadata(TypedDict):
+    """``metadata()`` of a Parquet file."""
+
+    format: Literal["parquet"]
+    location: str
+    file_size: int
+    schema: pa.Schema
+    num_rows: int
+    num_row_groups: int
+    created_by: str | None
+    format_version: int
+    row_groups: list[dict[str, Any]]
+    """Each with ``index``, ``num_rows``, ``total_byte_size``,
+    ``compressed_size`` and ``columns``: every column chunk's ``path``,
+    ``physical_type``, ``codec``, ``encodings``, ``file_offset``, sizes,
+    ``num_values`` and ``statistics``."""
+
+
+class OrcMetadata(TypedDict):
+    """``metadata()`` of an ORC file."""
+
+    format: Literal["orc"]
+    location: str
+    file_size: int
+    schema: pa.Schema
+    num_rows: int
+    num_stripes: int
+    compression: str
+    file_format_version: str
+    row_index_stride: int
+    statistics: list[dict[str, Any]]
+    """Per top-level column: ``num_values``, ``has_null``, ``min``/``max``."""
+    stripes: list[dict[str, Any]]
+    """Each stripe's ``offset``, ``index_length``, ``data_length``,
+    ``footer_length``, ``num_rows`` and ``statistics``."""
+
+
+Metadata: TypeAlias = "ParquetMetadata | OrcMetadata"
+
+# The keys each call accepts, in the order every signature lists them.
+_STORE_KEYS = tuple(StoreOptions.__annotations__)
+PARQUET_KEYS = ("columns", "filters", "row_groups", *_STORE_KEYS)
+ORC_KEYS = ("columns", "stripes", *_STORE_KEYS)
+STORE_KEYS = _STORE_KEYS
+
+
+def check_keywords(call: str, options: dict[str, Any], allowed: Sequence[str]) -> None:
+    """Raises TypeError for a keyword `call` does not take, as Python would."""
+    for name in options:
+        if name not in allowed:
+            raise TypeError(f"{call}() got an unexpected keyword argument {name!r}")
+
+
+def read_args(
+    call: str, options: dict[str, Any], allowed: Sequence[str], cache_arg: Any
+) -> dict[str, Any]:
+    """Checks and normalises a call's keywords into the dict the extension
+    takes (`columns`, `filters`, `row_groups`, `storage_options`, `config`,
+    `stats`, `cache`; ORC's `stripes` travel as `row_groups`)."""
+    check_keywords(call, options, allowed)
+    columns = options.get("columns")
+    if isinstance(columns, str):
+        raise InvalidArgumentError("columns must be a list of names, not a single str")
+    units = options.get("row_groups", options.get("stripes"))
+    return {
+        "columns": None if columns is None else list(columns),
+        "filters": _normalize_filters(options.get("filters")),
+        "row_groups": None if units is None else list(units),
+        "storage_options": options.get("storage_options"),
+        "config": options.get("config"),
+        "stats": options.get("stats"),
+        "cache": cache_arg(options.get("cache")),
+    }
