@@ -7,7 +7,7 @@ source "$(dirname "$0")/env.sh"
 cd "$REPO_ROOT"
 echo "==> Python venv with the pinned tools and peers (first time ~1 min, then cached)"
 scripts/install-python.sh
-echo "==> building fastingest (optimised, profile $BUILD_PROFILE: first time ~5 min on 2 cores, then seconds)"
+echo "==> building fastingest (optimised, profile $BUILD_PROFILE: the first time ~9 min on 2 cores, mostly the Rust dependencies; then seconds)"
 maturin develop --quiet --profile "$BUILD_PROFILE"
 echo "==> demo"
 python scripts/demo.py "$@"

@@ -23,10 +23,10 @@ tools_pid=$!
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo clippy -D warnings (first time ~2 min)"
+step "cargo clippy -D warnings (first time ~3 min)"
 cargo clippy --workspace --all-targets --profile "$BUILD_PROFILE" -- -D warnings
 
-step "cargo test (profile $BUILD_PROFILE, shared with the extension and the demo; first time ~5 min)"
+step "cargo test (profile $BUILD_PROFILE, one build shared with the extension and the demo; first time ~10 min on 2 cores, seconds after make demo)"
 cargo test --workspace --profile "$BUILD_PROFILE"
 
 step "ruff (lint and format check)"
@@ -36,7 +36,7 @@ ruff format --check python tests benches scripts devtools
 step "docs (mkdocs build --strict)"
 mkdocs build --strict --quiet
 
-step "building the extension (maturin develop, profile $BUILD_PROFILE; ~1 min after cargo test)"
+step "building the extension (maturin develop, profile $BUILD_PROFILE; ~30 s after cargo test)"
 maturin develop --quiet --profile "$BUILD_PROFILE"
 
 step "stubs (stubtest: python/fastingest/_fastingest.pyi against the built module)"

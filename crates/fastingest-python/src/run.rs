@@ -28,11 +28,10 @@ where
     // A signal that arrived while the runtime was being built (or before):
     // raise it before any request goes out.
     py.check_signals()?;
-    let (tx, rx) = mpsc::sync_channel(1);
+    let (tx, mut rx) = mpsc::sync_channel(1);
     let task = rt.spawn(async move {
         let _ = tx.send(fut.await);
     });
-    let mut rx = rx;
     loop {
         // The receiver travels into the GIL-free closure and back (it is Send
         // but not Sync, so it cannot be borrowed there).

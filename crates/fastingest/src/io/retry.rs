@@ -175,9 +175,13 @@ mod tests {
     #[tokio::test]
     async fn exhausted_retries_name_location_and_range() {
         let stats = ReadStats::new();
-        let err = with_retries(&fast_config(2), &stats, "s3://b/k", Some(10..20), || async {
-            Err::<(), _>(Failure::transient("503 SlowDown"))
-        })
+        let err = with_retries(
+            &fast_config(2),
+            &stats,
+            "s3://b/k",
+            Some(10..20),
+            || async { Err::<(), _>(Failure::transient("503 SlowDown")) },
+        )
         .await
         .unwrap_err();
         let msg = err.to_string();
