@@ -40,20 +40,12 @@ class CloudStore:
     of it, one bucket created. Raises RuntimeError when a server is missing."""
 
     def __init__(self, servers: Servers, minio_env: dict[str, str] | None = None) -> None:
-        import boto3
-
         self.servers = servers
         servers.start_minio(minio_env)
         servers.start_toxiproxy()
         if servers.s3_endpoint is None or servers.toxi is None:
             raise RuntimeError(f"cannot start MinIO/toxiproxy: {servers.missing}")
-        self.client = boto3.client(
-            "s3",
-            endpoint_url=servers.s3_endpoint,
-            aws_access_key_id=MINIO_USER,
-            aws_secret_access_key=MINIO_PASSWORD,
-            region_name="us-east-1",
-        )
+        self.client = servers.minio_client()
         self.client.create_bucket(Bucket=BUCKET)
 
     def upload(self, path: Path, key: str | None = None) -> str:

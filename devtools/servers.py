@@ -346,6 +346,21 @@ class Servers:
             "allow_http": "true",
         }
 
+    def minio_client(self):
+        """A boto3 S3 client for the running MinIO (path-style, SigV4), for
+        set-up: buckets and uploads."""
+        import boto3
+        from botocore.config import Config as BotoConfig
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.s3_endpoint,
+            aws_access_key_id=MINIO_USER,
+            aws_secret_access_key=MINIO_PASSWORD,
+            region_name="us-east-1",
+            config=BotoConfig(signature_version="s3v4", s3={"addressing_style": "path"}),
+        )
+
     def stop(self) -> None:
         for s in reversed(self.running):
             s.stop()

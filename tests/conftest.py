@@ -166,19 +166,9 @@ class S3:
     """A fresh MinIO bucket, reachable directly and through toxiproxy."""
 
     def __init__(self, servers: Servers) -> None:
-        import boto3
-        from botocore.config import Config as BotoConfig
-
         self.servers = servers
         self.bucket = f"t-{uuid.uuid4().hex[:12]}"
-        self.client = boto3.client(
-            "s3",
-            endpoint_url=servers.s3_endpoint,
-            aws_access_key_id=MINIO_USER,
-            aws_secret_access_key=MINIO_PASSWORD,
-            region_name="us-east-1",
-            config=BotoConfig(signature_version="s3v4", s3={"addressing_style": "path"}),
-        )
+        self.client = servers.minio_client()
         self.client.create_bucket(Bucket=self.bucket)
 
     def options(self, *, proxied: bool = False) -> dict[str, str]:
