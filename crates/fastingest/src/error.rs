@@ -12,38 +12,68 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub enum Error {
     /// The object or file does not exist.
     #[error("{location}: not found ({detail})")]
-    NotFound { location: String, detail: String },
+    NotFound {
+        /// The file or object, as the user named it (credentials and URL
+        /// signatures removed).
+        location: String,
+        /// What went wrong, in words.
+        detail: String,
+    },
 
     /// Access denied or credentials rejected.
     #[error("{location}: permission denied ({detail})")]
-    PermissionDenied { location: String, detail: String },
+    PermissionDenied {
+        /// The file or object, as the user named it (credentials and URL
+        /// signatures removed).
+        location: String,
+        /// What went wrong, in words.
+        detail: String,
+    },
 
     /// The file is not a valid file of its format: bad magic, truncated,
     /// corrupt footer or page, footer length beyond the file.
     #[error("{location}: corrupt or invalid file{}: {detail}", fmt_range(range))]
     Corrupt {
+        /// The file or object, as the user named it (credentials and URL
+        /// signatures removed).
         location: String,
+        /// The damaged bytes, where known.
         range: Option<Range<u64>>,
+        /// What went wrong, in words.
         detail: String,
     },
 
     /// The file uses a feature this reader does not support (e.g. encryption).
     #[error("{location}: unsupported: {detail}")]
-    Unsupported { location: String, detail: String },
+    Unsupported {
+        /// The file or object, as the user named it (credentials and URL
+        /// signatures removed).
+        location: String,
+        /// What went wrong, in words.
+        detail: String,
+    },
 
     /// A requested column does not exist.
     #[error("{location}: no column named {column:?}; available columns: {}", available.join(", "))]
     ColumnNotFound {
+        /// The file or object, as the user named it (credentials and URL
+        /// signatures removed).
         location: String,
+        /// The column asked for.
         column: String,
+        /// The file's columns.
         available: Vec<String>,
     },
 
     /// Files of one read do not share a schema.
     #[error("{location}: schema differs from the first file's ({first}): {detail}")]
     SchemaMismatch {
+        /// The file or object, as the user named it (credentials and URL
+        /// signatures removed).
         location: String,
+        /// The read's first file, whose schema the others must share.
         first: String,
+        /// What went wrong, in words.
         detail: String,
     },
 
@@ -53,11 +83,15 @@ pub enum Error {
         describe_read(range)
     )]
     Io {
+        /// The file or object, as the user named it (credentials and URL
+        /// signatures removed).
         location: String,
         /// The bytes being read, when the request was for a range (not a
         /// listing or a HEAD).
         range: Option<Range<u64>>,
+        /// Attempts made, the first included.
         attempts: u32,
+        /// The last failure.
         detail: String,
         /// Whether the last failure was a timeout.
         timed_out: bool,

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! # fastingest
 //!
 //! Planned, sliced, parallel reads of Parquet and ORC from local disk and

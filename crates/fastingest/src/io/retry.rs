@@ -17,7 +17,12 @@ use crate::stats::ReadStats;
 pub enum Failure {
     /// Worth trying again: 5xx, 429/SlowDown, connection reset, timeout, a
     /// body cut short.
-    Transient { detail: String, timed_out: bool },
+    Transient {
+        /// What failed, in words.
+        detail: String,
+        /// Whether the attempt ran out of time.
+        timed_out: bool,
+    },
     /// Trying again will not help: not found, denied, bad request, changed
     /// object, bad range. Carries the final error.
     Permanent(Error),

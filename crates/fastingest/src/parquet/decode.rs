@@ -72,10 +72,15 @@ impl AsyncFileReader for PrefetchedReader {
 /// Everything needed to decode row groups of one file.
 #[derive(Clone)]
 pub struct DecodeJob {
+    /// The file.
     pub source: Source,
+    /// The read's fetcher (decode slots, statistics, unplanned fetches).
     pub fetcher: Fetcher,
+    /// The footer as the Arrow reader sees it.
     pub reader_metadata: ArrowReaderMetadata,
+    /// The columns to decode and return.
     pub projection: Projection,
+    /// Rows to keep, applied after decoding.
     pub filter: Option<Arc<Filter>>,
 }
 
