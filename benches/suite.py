@@ -223,9 +223,6 @@ class Store(CloudStore):
         else:
             self.upload(source.local, source.key)
 
-    def credentials(self, profile: str) -> dict:
-        return self.options(profile)
-
     def counters(self) -> tuple[int, int]:
         """(requests, bytes sent) so far, every request's event counted."""
         return self.audit.settled()
@@ -266,7 +263,7 @@ def read_once(
         "reader": reader,
         "url": f"s3://{BUCKET}/{source.key}" if remote else str(source.local),
         "folder": source.folder,
-        "s3": store.credentials(profile) if remote and store else None,
+        "s3": store.options(profile) if remote and store else None,
         "columns": source.columns,
         "config": config or {},
         "cache": cache,
@@ -305,7 +302,7 @@ def ceiling(source: Source, store: Store, profile: str) -> float:
     """The profile's ceiling: raw parallel 8 MiB range GETs (32 in flight) of
     the largest file, MB/s."""
     url = f"s3://{BUCKET}/{source.key}"
-    return ceiling_probe(url, store.credentials(profile), source.size)
+    return ceiling_probe(url, store.options(profile), source.size)
 
 
 # --- the run ---------------------------------------------------------------------

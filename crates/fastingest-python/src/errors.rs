@@ -48,15 +48,7 @@ pub fn exception_name(err: &Error) -> &'static str {
 pub fn _error_classes() -> Vec<(String, &'static str)> {
     Error::one_of_each()
         .iter()
-        .map(|e| {
-            let variant = format!("{e:?}");
-            let name = variant
-                .split(|c: char| !c.is_alphanumeric())
-                .next()
-                .unwrap_or_default()
-                .to_string();
-            (name, exception_name(e))
-        })
+        .map(|e| (e.variant().1.to_string(), exception_name(e)))
         .collect()
 }
 

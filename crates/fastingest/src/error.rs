@@ -194,23 +194,23 @@ impl Error {
         ]
     }
 
-    /// The variant's position in the enum; the match has no wildcard, so a
-    /// new variant must be numbered here (and then listed in `one_of_each`,
-    /// which a test checks).
+    /// The variant's position in the enum and its name. The match has no
+    /// wildcard, so a new variant must be named here (and then listed in
+    /// `one_of_each`, which a test checks).
     #[doc(hidden)]
-    pub fn variant_index(&self) -> usize {
+    pub fn variant(&self) -> (usize, &'static str) {
         match self {
-            Error::NotFound { .. } => 0,
-            Error::PermissionDenied { .. } => 1,
-            Error::Corrupt { .. } => 2,
-            Error::Unsupported { .. } => 3,
-            Error::ColumnNotFound { .. } => 4,
-            Error::SchemaMismatch { .. } => 5,
-            Error::Io { .. } => 6,
-            Error::InvalidArgument(_) => 7,
-            Error::InvalidConfig(_) => 8,
-            Error::Unavailable(_) => 9,
-            Error::Device(_) => 10,
+            Error::NotFound { .. } => (0, "NotFound"),
+            Error::PermissionDenied { .. } => (1, "PermissionDenied"),
+            Error::Corrupt { .. } => (2, "Corrupt"),
+            Error::Unsupported { .. } => (3, "Unsupported"),
+            Error::ColumnNotFound { .. } => (4, "ColumnNotFound"),
+            Error::SchemaMismatch { .. } => (5, "SchemaMismatch"),
+            Error::Io { .. } => (6, "Io"),
+            Error::InvalidArgument(_) => (7, "InvalidArgument"),
+            Error::InvalidConfig(_) => (8, "InvalidConfig"),
+            Error::Unavailable(_) => (9, "Unavailable"),
+            Error::Device(_) => (10, "Device"),
         }
     }
 
@@ -309,12 +309,12 @@ mod tests {
 
     #[test]
     fn one_of_each_lists_every_variant_once() {
-        let indices: Vec<usize> = Error::one_of_each()
-            .iter()
-            .map(Error::variant_index)
-            .collect();
+        let indices: Vec<usize> = Error::one_of_each().iter().map(|e| e.variant().0).collect();
         let expected: Vec<usize> = (0..indices.len()).collect();
         assert_eq!(indices, expected);
+        let names: std::collections::BTreeSet<&str> =
+            Error::one_of_each().iter().map(|e| e.variant().1).collect();
+        assert_eq!(names.len(), indices.len());
     }
 
     #[test]
