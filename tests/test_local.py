@@ -460,6 +460,7 @@ def test_read_calls_take_exactly_their_options_keywords(numeric_file):
         "stats",
         "cache",
         "columns",
+        "filters",
         "stripes",
     }
     source = str(numeric_file)
@@ -469,8 +470,10 @@ def test_read_calls_take_exactly_their_options_keywords(numeric_file):
         fastingest.read_parquet(source, colums=["id"])
     with pytest.raises(TypeError, match=r"iter_batches\(\) .* 'stripes'"):
         fastingest.iter_batches(source, stripes=[0])
-    with pytest.raises(TypeError, match=r"read_orc\(\) .* 'filters'"):
-        fastingest.read_orc(source, filters=[("id", ">", 1)])
+    with pytest.raises(TypeError, match=r"read_orc\(\) .* 'row_groups'"):
+        fastingest.read_orc(source, row_groups=[0])
+    with pytest.raises(TypeError, match=r"read_orc_stripes\(\) .* 'columns'"):
+        fastingest.read_orc_stripes(source, columns=["id"])
     with pytest.raises(TypeError, match=r"metadata\(\) .* 'columns'"):
         fastingest.metadata(source, columns=["id"])
     # Every keyword each call documents is accepted.

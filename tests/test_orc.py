@@ -170,7 +170,9 @@ def test_errors_name_the_file(tmp_path):
     import pyarrow.parquet as pq
 
     pq.write_table(numeric_table(10), parquet)
-    with pytest.raises(fastingest.CorruptFileError, match="Parquet file, not ORC"):
+    with pytest.raises(
+        fastingest.CorruptFileError, match="not a valid ORC file: it is a Parquet file"
+    ):
         fastingest.read_orc(str(parquet))
     for cut in (0, 1, 100, len(path.read_bytes()) - 3):
         bad = tmp_path / f"cut{cut}.orc"
@@ -191,6 +193,93 @@ def test_errors_name_the_file(tmp_path):
             assert bad.name in str(e)
         else:
             assert got.num_rows == 1_000 and got.schema == orc.read_table(path).schema
+
+
+def _stripe_file(tmp_path, n: int = 200_000, name: str = "s.orc") -> Path:
+    """An ORC file of `numeric_table` plus a date column, in several stripes."""
+    table = numeric_table(n)
+    days = pa.array(np.arange(n) // 1_000, pa.int32()).cast(pa.date32())
+    table = table.append_column("day", days)
+    path = tmp_path / name
+    path.write_bytes(orc_bytes(table, stripe_size=256 * 1024))
+    assert orc.ORCFile(path).nstripes >= 4
+    return path
+
+
+def test_filters_skip_stripes_and_keep_the_matching_rows(tmp_path):
+    import pyarrow.compute as pc
+
+    path = _stripe_file(tmp_path)
+    whole = orc.read_table(path)
+    cases = [
+        ([("id", ">=", 150_000)], pc.field("id") >= 150_000),
+        ([("id", "<", 1_000), ("g", "==", 3)], (pc.field("id") < 1_000) & (pc.field("g") == 3)),
+        (
+            [[("id", "<", 10)], [("id", ">", 199_990)]],
+            (pc.field("id") < 10) | (pc.field("id") > 199_990),
+        ),
+        ([("day", ">=", dt.date(1970, 6, 1))], pc.field("day") >= dt.date(1970, 6, 1)),
+        ([("name", "in", ["n001", "n002"])], pc.field("name").isin(["n001", "n002"])),
+        ([("x", ">", 1.5)], pc.field("x") > 1.5),
+        ([("id", "==", -1)], pc.field("id") == -1),
+    ]
+    for filters, expr in cases:
+        got = fastingest.read_orc(str(path), filters=filters)
+        assert_tables_equal(got, whole.filter(expr))
+        # The filter's columns need not be returned.
+        got = fastingest.read_orc(str(path), columns=["x", "flag"], filters=filters)
+        assert_tables_equal(got, whole.filter(expr).select(["x", "flag"]))
+    # Integer and date statistics skip stripes before any byte of them is fetched.
+    nstripes = orc.ORCFile(path).nstripes
+    for filters in ([("id", ">=", 150_000)], [("day", "<", dt.date(1970, 1, 20))]):
+        (plan,) = fastingest.plan_orc(str(path), filters=filters)
+        assert 0 < len(plan["stripes"]) < nstripes, (filters, plan["stripes"])
+    (plan,) = fastingest.plan_orc(str(path), filters=[("id", "==", -1)])
+    assert plan["stripes"] == [] and plan["bytes_to_fetch"] == 0
+    # Doubles and strings are never pruned (their statistics can mislead).
+    (plan,) = fastingest.plan_orc(str(path), filters=[("x", ">", 100.0)])
+    assert len(plan["stripes"]) == nstripes
+    with pytest.raises(fastingest.ColumnNotFoundError, match="nope"):
+        fastingest.read_orc(str(path), filters=[("nope", "==", 1)])
+    with pytest.raises(fastingest.InvalidArgumentError, match="id"):
+        fastingest.read_orc(str(path), filters=[("id", ">", "abc")])
+
+
+def test_iter_orc_batches_streams_what_read_orc_returns(tmp_path):
+    paths = [_stripe_file(tmp_path, 60_000 + i, f"p{i}.orc") for i in range(2)]
+    source = str(tmp_path / "p*.orc")
+    want = fastingest.read_orc(source, columns=["id", "name"], filters=[("g", "<", 5)])
+    stream = fastingest.iter_orc_batches(source, columns=["id", "name"], filters=[("g", "<", 5)])
+    batches = list(stream)
+    assert len(batches) >= 8  # several stripes per file, handed over one by one
+    assert_tables_equal(pa.Table.from_batches(batches, schema=stream.schema), want)
+    expected = pa.concat_tables([orc.read_table(p) for p in paths])
+    assert_tables_equal(pa.Table.from_batches(list(fastingest.iter_orc_batches(source))), expected)
+    with pytest.raises(TypeError, match="row_groups"):
+        fastingest.iter_orc_batches(source, row_groups=[0])  # type: ignore[call-arg]
+
+
+def test_raw_stripes_are_the_files_bytes(tmp_path):
+    path = _stripe_file(tmp_path)
+    raw = path.read_bytes()
+    f = orc.ORCFile(path)
+    stripes = fastingest.read_orc_stripes(str(path))
+    assert [s["stripe"] for s in stripes] == list(range(f.nstripes))
+    assert sum(s["num_rows"] for s in stripes) == f.nrows
+    for s in stripes:
+        length = s["index_length"] + s["data_length"] + s["footer_length"]
+        assert len(s["data"]) == length
+        assert memoryview(s["data"]).tobytes() == raw[s["offset"] : s["offset"] + length]
+        assert s["location"] == str(path) and s["file"] == 0
+    chosen = fastingest.read_orc_stripes(str(path), stripes=[2, 0])
+    assert [s["stripe"] for s in chosen] == [2, 0]
+    assert bytes(chosen[0]["data"]) == bytes(stripes[2]["data"])
+    pruned = fastingest.read_orc_stripes(str(path), filters=[("id", ">=", 150_000)])
+    assert 0 < len(pruned) < len(stripes)
+    assert all(s["stripe"] > 0 for s in pruned)
+    with pytest.raises(TypeError, match="columns"):
+        fastingest.read_orc_stripes(str(path), columns=["id"])  # type: ignore[call-arg]
+    assert memoryview(stripes[0]["data"]).readonly
 
 
 def test_metadata_understands_orc(tmp_path):

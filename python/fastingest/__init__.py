@@ -22,6 +22,7 @@ import pyarrow as pa
 from . import exceptions
 from ._fastingest import (
     BatchStream,
+    Buffer,
     Cache,
     Chunk,
     ChunkInfo,
@@ -35,17 +36,21 @@ from ._fastingest import (
     cuda_device_count,
 )
 from ._fastingest import iter_batches as _iter_batches
+from ._fastingest import iter_orc_batches as _iter_orc_batches
 from ._fastingest import plan_orc as _plan_orc
 from ._fastingest import plan_parquet as _plan_parquet
+from ._fastingest import read_any_metadata as _read_any_metadata
 from ._fastingest import read_chunks as _read_chunks
 from ._fastingest import read_metadata as _read_metadata
 from ._fastingest import read_orc as _read_orc
 from ._fastingest import read_orc_metadata as _read_orc_metadata
+from ._fastingest import read_orc_stripes as _read_orc_stripes
 from ._fastingest import read_parquet as _read_parquet
 from ._fastingest import start_read_orc as _start_read_orc
 from ._fastingest import start_read_parquet as _start_read_parquet
 from ._options import (
     ORC_KEYS,
+    ORC_STRIPE_KEYS,
     PARQUET_KEYS,
     STORE_KEYS,
     CacheArg,
@@ -54,6 +59,8 @@ from ._options import (
     OrcMetadata,
     OrcOptions,
     OrcPlan,
+    OrcStripe,
+    OrcStripeOptions,
     ParquetMetadata,
     ParquetOptions,
     ParquetPlan,
@@ -143,7 +150,8 @@ def _args(call: str, options: dict[str, Any], allowed: tuple[str, ...]) -> dict[
 
 _OPTIONS_DOC = """
     Keywords (:class:`fastingest.ParquetOptions`; ORC calls take ``stripes``
-    in place of ``filters`` and ``row_groups``):
+    in place of ``row_groups``, and their filters prune stripes by integer and
+    date statistics):
 
     - ``columns``: top-level names or dotted paths into structs, returned in
       this order.
@@ -297,10 +305,36 @@ def read_orc(source: Source, **options: Unpack[OrcOptions]) -> pa.Table:
     stripes' footers, then only the projected columns' streams (coalesced,
     sliced, fetched in parallel, through the cache when one is given);
     stripes decode while later ones are still on the wire. ``stripes``:
-    stripe indices (a single file only)."""
+    stripe indices (a single file only). ``filters`` skip the stripes whose
+    statistics rule them out (integer and date columns) and keep the
+    matching rows; their columns need not be among ``columns``."""
     args = _args("read_orc", dict(options), ORC_KEYS)
     with _cache_warnings(args):
         return _read_orc(source, args)
+
+
+@_documented
+def iter_orc_batches(source: Source, **options: Unpack[OrcOptions]) -> BatchStream:
+    """:func:`read_orc` as a stream of :class:`pyarrow.RecordBatch`, as
+    :func:`iter_batches` is for Parquet: every tail first (the schema is
+    checked across files), then each stripe's batches as soon as they are
+    decoded, while later stripes are still being fetched. Closing the stream
+    (or dropping it) stops the read."""
+    args = _args("iter_orc_batches", dict(options), ORC_KEYS)
+    with _cache_warnings(args):
+        return _iter_orc_batches(source, args)
+
+
+def read_orc_stripes(source: Source, **options: Unpack[OrcStripeOptions]) -> list[OrcStripe]:
+    """The selected stripes of ORC files, raw: each stripe's bytes (index,
+    data and footer, exactly as the file stores them) with where it lies,
+    fetched with the same plan, retries and cache as :func:`read_orc`, for a
+    consumer that decodes ORC itself. ``stripes`` and ``filters`` choose
+    stripes as in :func:`read_orc` (whole stripes: the filter's rows are not
+    applied); the store keywords are those of every call."""
+    args = _args("read_orc_stripes", dict(options), ORC_STRIPE_KEYS)
+    with _cache_warnings(args):
+        return _read_orc_stripes(source, args)  # type: ignore[no-any-return]
 
 
 @_documented
@@ -352,13 +386,10 @@ def metadata(
     with _cache_warnings(args):
         if format == "orc":
             files = _read_orc_metadata(source, args)
+        elif format == "parquet":
+            files = _read_metadata(source, args)
         else:
-            try:
-                files = _read_metadata(source, args)
-            except CorruptFileError as e:
-                if format == "parquet" or 'expected magic "PAR1"' not in str(e):
-                    raise
-                files = _read_orc_metadata(source, args)
+            files = _read_any_metadata(source, args)
     single = isinstance(source, str) and not any(c in source for c in "*?[")
     result: list[Metadata] = files  # type: ignore[assignment]
     return result[0] if single and len(result) == 1 else result
@@ -366,6 +397,7 @@ def metadata(
 
 __all__ = [
     "BatchStream",
+    "Buffer",
     "Cache",
     "CacheArg",
     "CacheWarning",
@@ -386,6 +418,8 @@ __all__ = [
     "OrcMetadata",
     "OrcOptions",
     "OrcPlan",
+    "OrcStripe",
+    "OrcStripeOptions",
     "ParquetMetadata",
     "ParquetOptions",
     "ParquetPlan",
@@ -402,12 +436,14 @@ __all__ = [
     "cuda_device_count",
     "exceptions",
     "iter_batches",
+    "iter_orc_batches",
     "metadata",
     "plan_orc",
     "plan_parquet",
     "read_chunks",
     "read_orc",
     "read_orc_async",
+    "read_orc_stripes",
     "read_parquet",
     "read_parquet_async",
     "read_torch",

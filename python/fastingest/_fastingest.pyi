@@ -12,6 +12,7 @@ from typing_extensions import disjoint_base
 __version__: str
 __all__ = [
     "BatchStream",
+    "Buffer",
     "Cache",
     "Chunk",
     "ChunkInfo",
@@ -27,12 +28,15 @@ __all__ = [
     "cuda_available",
     "cuda_device_count",
     "iter_batches",
+    "iter_orc_batches",
     "plan_orc",
     "plan_parquet",
     "read_chunks",
+    "read_any_metadata",
     "read_metadata",
     "read_orc",
     "read_orc_metadata",
+    "read_orc_stripes",
     "read_parquet",
     "start_read_orc",
     "start_read_parquet",
@@ -218,6 +222,14 @@ class Chunk(ChunkInfo):
     def __buffer__(self, flags: int) -> memoryview: ...
 
 @final
+class Buffer:
+    """Bytes fetched by fastingest (a raw ORC stripe), shared without a copy
+    through the read-only buffer protocol: ``memoryview(buf)``, ``bytes(buf)``."""
+
+    def __buffer__(self, flags: int) -> memoryview: ...
+    def __len__(self) -> int: ...
+
+@final
 class ChunkSet:
     """The column chunks of a read, in file, row-group and column order."""
 
@@ -306,10 +318,13 @@ def start_read_parquet(callback: Any, source: Any, args: dict[str, Any]) -> None
 def iter_batches(source: Any, args: dict[str, Any]) -> BatchStream: ...
 def plan_parquet(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
 def read_metadata(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
+def read_any_metadata(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
 def read_orc(source: Any, args: dict[str, Any]) -> pa.Table: ...
 def start_read_orc(callback: Any, source: Any, args: dict[str, Any]) -> None: ...
 def plan_orc(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
 def read_orc_metadata(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
+def iter_orc_batches(source: Any, args: dict[str, Any]) -> BatchStream: ...
+def read_orc_stripes(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
 def read_chunks(
     source: Any,
     args: dict[str, Any],

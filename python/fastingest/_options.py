@@ -15,7 +15,7 @@ from .exceptions import InvalidArgumentError
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ._fastingest import Cache, Config, ReadStats
+    from ._fastingest import Buffer, Cache, Config, ReadStats
 
 Source: TypeAlias = "str | PathLike[str] | Sequence[str | PathLike[str]]"
 """A path, a ``file://``, ``s3://``, ``gs://``, ``az://``/``abfs[s]://``,
@@ -63,13 +63,22 @@ class ParquetOptions(StoreOptions, total=False):
     """Row-group indices into the file (a single file only)."""
 
 
-class OrcOptions(StoreOptions, total=False):
-    """The keywords of the ORC reads (``read_orc``, ``read_orc_async``, ``plan_orc``)."""
+class OrcStripeOptions(StoreOptions, total=False):
+    """The keywords of ``read_orc_stripes`` (raw stripes hold every column)."""
+
+    filters: Filters | None
+    """Stripes whose statistics rule the filter out are skipped (integer and
+    date columns; other types keep every stripe)."""
+    stripes: Sequence[int] | None
+    """Stripe indices into the file (a single file only)."""
+
+
+class OrcOptions(OrcStripeOptions, total=False):
+    """The keywords of the ORC reads (``read_orc``, ``iter_orc_batches``,
+    ``read_orc_async``, ``plan_orc``)."""
 
     columns: Sequence[str] | None
     """Top-level names; returned in file order, as pyarrow's ORC reader does."""
-    stripes: Sequence[int] | None
-    """Stripe indices into the file (a single file only)."""
 
 
 class Plan(TypedDict):
@@ -94,6 +103,23 @@ class ParquetPlan(Plan):
 
 class OrcPlan(Plan):
     stripes: list[int]
+
+
+class OrcStripe(TypedDict):
+    """One raw stripe (``read_orc_stripes``)."""
+
+    location: str
+    file: int
+    """Index of the stripe's file among the sources read."""
+    stripe: int
+    offset: int
+    index_length: int
+    data_length: int
+    footer_length: int
+    num_rows: int
+    data: Buffer
+    """The stripe's bytes (index, data, footer) as the file stores them;
+    ``memoryview(data)`` without a copy."""
 
 
 class ParquetMetadata(TypedDict):
@@ -138,7 +164,8 @@ Metadata: TypeAlias = "ParquetMetadata | OrcMetadata"
 # The keys each call accepts, in the order every signature lists them.
 _STORE_KEYS = tuple(StoreOptions.__annotations__)
 PARQUET_KEYS = ("columns", "filters", "row_groups", *_STORE_KEYS)
-ORC_KEYS = ("columns", "stripes", *_STORE_KEYS)
+ORC_KEYS = ("columns", "filters", "stripes", *_STORE_KEYS)
+ORC_STRIPE_KEYS = ("filters", "stripes", *_STORE_KEYS)
 STORE_KEYS = _STORE_KEYS
 
 

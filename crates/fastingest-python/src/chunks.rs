@@ -640,7 +640,7 @@ fn dlpack_capsule<'py>(
 pub fn read_to_device(
     py: Python<'_>,
     sources: Vec<String>,
-    options: fastingest::parquet::ReadOptions,
+    options: fastingest::ReadOptions,
     device: Device,
     upload: UploadOptions,
 ) -> PyResult<PyDeviceChunkSet> {

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use fastingest::parquet::{CmpOp, Filter, Footer, Predicate, PreparedFile};
 use fastingest::source::Source;
 use fastingest::StorageOptions;
+use fastingest::{CmpOp, Filter, Footer, Predicate, PreparedFile};
 use parquet::basic::LogicalType;
 use parquet::file::statistics::Statistics;
 use pyo3::exceptions::PyTypeError;

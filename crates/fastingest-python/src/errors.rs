@@ -26,7 +26,7 @@ pub fn exception_name(err: &Error) -> &'static str {
     match err {
         Error::NotFound { .. } => "NotFoundError",
         Error::PermissionDenied { .. } => "PermissionDeniedError",
-        Error::Corrupt { .. } => "CorruptFileError",
+        Error::Corrupt { .. } | Error::WrongFormat { .. } => "CorruptFileError",
         Error::Unsupported { .. } => "UnsupportedError",
         Error::ColumnNotFound { .. } => "ColumnNotFoundError",
         Error::SchemaMismatch { .. } => "SchemaMismatchError",

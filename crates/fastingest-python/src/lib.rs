@@ -10,10 +10,12 @@ mod errors;
 mod run;
 mod stats;
 mod stream;
+mod stripes;
 
 use bytes::Bytes;
-use fastingest::parquet::{self as pq, ReadOptions, Table};
+use fastingest::parquet as pq;
 use fastingest::{Config, ReadStats};
+use fastingest::{ReadOptions, Table};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3_arrow::PyArray;
@@ -219,6 +221,46 @@ fn read_metadata<'py>(
     Ok(out)
 }
 
+/// Metadata of files whose format their content tells (see
+/// `fastingest.metadata`): Parquet, or ORC when the Parquet magic is missing.
+#[pyfunction]
+fn read_any_metadata<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    args: ReadArgs<'py>,
+) -> PyResult<Bound<'py, PyList>> {
+    enum Found {
+        Parquet(Vec<fastingest::ParquetMetadata>),
+        Orc(Vec<fastingest::OrcMetadata>),
+    }
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    let found = run::block_on(py, async move {
+        match pq::read_metadata(&sources, &options).await {
+            Err(fastingest::Error::WrongFormat { .. }) => {
+                fastingest::read_orc_metadata(&sources, &options)
+                    .await
+                    .map(Found::Orc)
+            }
+            other => other.map(Found::Parquet),
+        }
+    })?;
+    let out = PyList::empty(py);
+    match found {
+        Found::Parquet(files) => {
+            for (source, footer, schema) in &files {
+                out.append(convert::metadata_dict(py, source, footer, schema)?)?;
+            }
+        }
+        Found::Orc(files) => {
+            for (source, tail, schema) in &files {
+                out.append(convert::orc_metadata_dict(py, source, tail, schema)?)?;
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// Reads ORC into a `pyarrow.Table` (see `fastingest.read_orc`; `row_groups`
 /// carries the stripes).
 #[pyfunction]
@@ -320,6 +362,37 @@ fn iter_batches(
     Ok(stream::PyBatchStream::new(batches))
 }
 
+/// An ORC read's batches as they are decoded (see
+/// `fastingest.iter_orc_batches`; `row_groups` carries the stripes).
+#[pyfunction]
+fn iter_orc_batches(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    args: ReadArgs<'_>,
+) -> PyResult<stream::PyBatchStream> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    let batches = run::block_on(py, async move {
+        fastingest::stream_orc(&sources, &options).await
+    })?;
+    Ok(stream::PyBatchStream::new(batches))
+}
+
+/// The raw stripes of ORC files (see `fastingest.read_orc_stripes`).
+#[pyfunction]
+fn read_orc_stripes<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    args: ReadArgs<'py>,
+) -> PyResult<Bound<'py, PyList>> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    let set = run::block_on(py, async move {
+        fastingest::read_orc_stripes(&sources, &options).await
+    })?;
+    stripes::stripe_dicts(py, set)
+}
+
 /// Whether CUDA uploads can run here (driver, device, CUDA build).
 #[pyfunction]
 fn cuda_available() -> bool {
@@ -347,7 +420,7 @@ fn _put(
     let parsed = url::Url::parse(url)
         .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("{url}: {e}")))?;
     let options = convert::storage_options(storage_options)?;
-    let (store, path) = fastingest::store::store_for(&parsed, &options, &Config::builtin())
+    let (store, path) = fastingest::clients::store_for(&parsed, &options, &Config::builtin())
         .map_err(errors::to_py)?;
     let location = url.to_string();
     run::block_on(py, async move {
@@ -372,6 +445,7 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(start_read_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(plan_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(read_metadata, m)?)?;
+    m.add_function(wrap_pyfunction!(read_any_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(read_orc, m)?)?;
     m.add_function(wrap_pyfunction!(start_read_orc, m)?)?;
     m.add_function(wrap_pyfunction!(read_orc_metadata, m)?)?;
@@ -384,6 +458,9 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_chunks, m)?)?;
     m.add_class::<stream::PyBatchStream>()?;
     m.add_function(wrap_pyfunction!(iter_batches, m)?)?;
+    m.add_function(wrap_pyfunction!(iter_orc_batches, m)?)?;
+    m.add_class::<stripes::PyBytesView>()?;
+    m.add_function(wrap_pyfunction!(read_orc_stripes, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;
     m.add_function(wrap_pyfunction!(_put, m)?)?;

@@ -21,7 +21,7 @@ pub struct PyBatchStream {
 }
 
 impl PyBatchStream {
-    pub fn new(stream: fastingest::parquet::BatchStream) -> Self {
+    pub fn new(stream: fastingest::BatchStream) -> Self {
         PyBatchStream {
             schema: stream.schema,
             batches: Mutex::new(Some(stream.batches)),

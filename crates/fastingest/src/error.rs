@@ -6,6 +6,10 @@ use std::ops::Range;
 /// Result alias used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// An error from a library underneath (the Parquet, Arrow or ORC decoder),
+/// kept as the source of ours.
+pub type Cause = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+
 /// What went wrong, with the object (and byte range where it matters) it concerns.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
@@ -41,6 +45,22 @@ pub enum Error {
         range: Option<Range<u64>>,
         /// What went wrong, in words.
         detail: String,
+        /// The decoder's own error, when one said so.
+        #[source]
+        cause: Option<Cause>,
+    },
+
+    /// The file is not of the format it was read as (its magic bytes say
+    /// otherwise): a Parquet file given to the ORC reader, or the reverse.
+    #[error("{location}: not a valid {expected} file: {detail}")]
+    WrongFormat {
+        /// The file or object, as the user named it (credentials and URL
+        /// signatures removed).
+        location: String,
+        /// The format it was read as (`Parquet`, `ORC`).
+        expected: &'static str,
+        /// What the file holds instead, in words.
+        detail: String,
     },
 
     /// The file uses a feature this reader does not support (e.g. encryption).
@@ -51,6 +71,9 @@ pub enum Error {
         location: String,
         /// What went wrong, in words.
         detail: String,
+        /// The decoder's own error, when one said so.
+        #[source]
+        cause: Option<Cause>,
     },
 
     /// A requested column does not exist.
@@ -136,6 +159,7 @@ impl Error {
             Error::NotFound { location, .. }
             | Error::PermissionDenied { location, .. }
             | Error::Corrupt { location, .. }
+            | Error::WrongFormat { location, .. }
             | Error::Unsupported { location, .. }
             | Error::ColumnNotFound { location, .. }
             | Error::SchemaMismatch { location, .. }
@@ -165,10 +189,12 @@ impl Error {
                 location: s("f"),
                 range: Some(0..4),
                 detail: s("d"),
+                cause: None,
             },
             Error::Unsupported {
                 location: s("f"),
                 detail: s("d"),
+                cause: None,
             },
             Error::ColumnNotFound {
                 location: s("f"),
@@ -191,6 +217,11 @@ impl Error {
             Error::InvalidConfig(s("d")),
             Error::Unavailable(s("d")),
             Error::Device(s("d")),
+            Error::WrongFormat {
+                location: s("f"),
+                expected: "Parquet",
+                detail: s("d"),
+            },
         ]
     }
 
@@ -211,6 +242,7 @@ impl Error {
             Error::InvalidConfig(_) => (8, "InvalidConfig"),
             Error::Unavailable(_) => (9, "Unavailable"),
             Error::Device(_) => (10, "Device"),
+            Error::WrongFormat { .. } => (11, "WrongFormat"),
         }
     }
 
@@ -239,18 +271,7 @@ impl Error {
     pub(crate) fn from_parquet(location: &str, err: parquet::errors::ParquetError) -> Error {
         use parquet::errors::ParquetError as P;
         let detail = err.to_string();
-        let lower = detail.to_ascii_lowercase();
-        if lower.contains("encrypt") {
-            return Error::Unsupported {
-                location: location.to_string(),
-                detail: format!("encrypted Parquet files are not supported ({detail})"),
-            };
-        }
         match err {
-            P::NYI(_) => Error::Unsupported {
-                location: location.to_string(),
-                detail,
-            },
             // An External error is one of ours travelling through the parquet
             // crate (a fetch that failed inside the decoder): unwrap it.
             P::External(inner) => match inner.downcast::<Error>() {
@@ -259,17 +280,25 @@ impl Error {
                     location: location.to_string(),
                     range: None,
                     detail: other.to_string(),
+                    cause: Some(std::sync::Arc::from(other)),
                 },
+            },
+            P::NYI(_) => Error::Unsupported {
+                location: location.to_string(),
+                detail,
+                cause: Some(std::sync::Arc::new(err)),
             },
             _ => Error::Corrupt {
                 location: location.to_string(),
                 range: None,
                 detail,
+                cause: Some(std::sync::Arc::new(err)),
             },
         }
     }
 
-    /// Classifies an Arrow error raised while decoding or filtering `location`.
+    /// Classifies an error raised by an Arrow kernel or the Arrow side of a
+    /// decoder while reading `location`.
     pub(crate) fn from_arrow(location: &str, err: arrow_schema::ArrowError) -> Error {
         use arrow_schema::ArrowError as A;
         match err {
@@ -281,23 +310,20 @@ impl Error {
                         location: location.to_string(),
                         range: None,
                         detail: other.to_string(),
+                        cause: Some(std::sync::Arc::from(other)),
                     },
                 },
             },
-            A::NotYetImplemented(detail) => Error::Unsupported {
+            A::NotYetImplemented(_) => Error::Unsupported {
                 location: location.to_string(),
-                detail,
+                detail: err.to_string(),
+                cause: Some(std::sync::Arc::new(err)),
             },
-            A::ParquetError(detail) if detail.to_ascii_lowercase().contains("encrypt") => {
-                Error::Unsupported {
-                    location: location.to_string(),
-                    detail,
-                }
-            }
             other => Error::Corrupt {
                 location: location.to_string(),
                 range: None,
                 detail: other.to_string(),
+                cause: Some(std::sync::Arc::new(other)),
             },
         }
     }
@@ -315,6 +341,26 @@ mod tests {
         let names: std::collections::BTreeSet<&str> =
             Error::one_of_each().iter().map(|e| e.variant().1).collect();
         assert_eq!(names.len(), indices.len());
+    }
+
+    #[test]
+    fn decoder_errors_are_kept_as_the_source() {
+        use std::error::Error as _;
+        let e = Error::from_parquet(
+            "f",
+            parquet::errors::ParquetError::General("bad page".into()),
+        );
+        assert!(matches!(e, Error::Corrupt { .. }));
+        let source = e.source().expect("the parquet error is kept");
+        assert!(source.to_string().contains("bad page"));
+        let e = Error::from_arrow("f", arrow_schema::ArrowError::NotYetImplemented("x".into()));
+        assert!(matches!(e, Error::Unsupported { .. }) && e.source().is_some());
+        // One of ours travelling through the decoder comes back as itself.
+        let ours = Error::InvalidArgument("mine".into());
+        let wrapped = parquet::errors::ParquetError::External(Box::new(ours));
+        assert!(
+            matches!(Error::from_parquet("f", wrapped), Error::InvalidArgument(m) if m == "mine")
+        );
     }
 
     #[test]

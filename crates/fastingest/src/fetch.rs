@@ -1,5 +1,6 @@
-//! Executes plans: bounded, parallel range requests shared by every file of a
-//! read, each slice written straight into its place in the span's buffer.
+//! Executes plans: every span's slices fetched in parallel through the
+//! read's byte source (whose limits every file of the read shares), each
+//! slice written straight into its place in the span's buffer.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -11,32 +12,24 @@ use futures::{FutureExt, StreamExt, TryStreamExt};
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::task::JoinHandle;
 
-use crate::cache::Cache;
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::io::{with_retries, Retry, Tail};
+use crate::io::Tail;
 use crate::plan::{FilePlan, PlanUnit, Span};
+use crate::request::{closed, ByteSource};
 use crate::source::Source;
 use crate::stats::ReadStats;
 
-/// Memory permits are counted in units of this many bytes.
-const BUDGET_UNIT: u64 = 64 * 1024;
-
-/// What one read shares across its files and tasks: the configuration, the
-/// statistics, and the limits on requests and bytes in flight.
+/// What one read shares across its files and tasks: the byte source (the
+/// store's requests under the read's limits, perhaps behind the cache) and
+/// the decode slots.
 #[derive(Debug, Clone)]
 pub struct Fetcher(Arc<Inner>);
 
 #[derive(Debug)]
 struct Inner {
-    config: Config,
-    stats: ReadStats,
-    requests: Semaphore,
-    local_reads: Semaphore,
-    budget: Semaphore,
-    budget_units: u32,
+    bytes: Arc<dyn ByteSource>,
     decode: Semaphore,
-    cache: Option<Cache>,
 }
 
 /// A span being fetched in the background; cloneable so that every unit
@@ -53,44 +46,27 @@ impl<T> Drop for AbortOnDrop<T> {
 }
 
 impl Fetcher {
-    /// A fetcher for one read, without a cache.
-    pub fn new(config: Config, stats: ReadStats) -> Self {
-        Self::with_cache(config, stats, None)
+    /// A fetcher for one read, straight from the store.
+    #[cfg(test)]
+    pub(crate) fn new(config: Config, stats: ReadStats) -> Self {
+        Self::over(Arc::new(crate::request::StoreRequests::new(config, stats)))
     }
 
-    /// A fetcher for one read that reads remote objects through `cache`.
-    pub fn with_cache(config: Config, stats: ReadStats, cache: Option<Cache>) -> Self {
-        let budget_units =
-            (config.memory_budget / BUDGET_UNIT).clamp(1, u32::MAX as u64 >> 3) as u32;
-        let decode = config.effective_decode_parallelism();
-        Fetcher(Arc::new(Inner {
-            requests: Semaphore::new(config.max_in_flight),
-            local_reads: Semaphore::new(local_read_limit(config.max_in_flight)),
-            budget: Semaphore::new(budget_units as usize),
-            budget_units,
-            decode: Semaphore::new(decode),
-            cache,
-            config,
-            stats,
-        }))
+    /// A fetcher for one read that reads through `bytes` (the store's
+    /// requests, or a cache in front of them).
+    pub fn over(bytes: Arc<dyn ByteSource>) -> Self {
+        let decode = Semaphore::new(bytes.config().effective_decode_parallelism());
+        Fetcher(Arc::new(Inner { bytes, decode }))
     }
 
     /// The read's configuration.
     pub fn config(&self) -> &Config {
-        &self.0.config
+        self.0.bytes.config()
     }
 
     /// The read's statistics.
     pub fn stats(&self) -> &ReadStats {
-        &self.0.stats
-    }
-
-    /// The cache, when `source` is one it applies to (remote objects).
-    fn cache_for(&self, source: &Source) -> Option<&Cache> {
-        self.0
-            .cache
-            .as_ref()
-            .filter(|_| !source.is_local() && source.cache_identity().is_some())
+        self.0.bytes.stats()
     }
 
     /// Waits for a decode slot (bounds CPU-heavy work to the cores).
@@ -98,41 +74,10 @@ impl Fetcher {
         self.0.decode.acquire().await.map_err(closed)
     }
 
-    /// A slot for one local read (see [`local_read_limit`]).
-    async fn local_permit(&self) -> Result<SemaphorePermit<'_>> {
-        self.0.local_reads.acquire().await.map_err(closed)
-    }
-
-    async fn permits(&self, len: u64) -> Result<(SemaphorePermit<'_>, SemaphorePermit<'_>)> {
-        let units = len
-            .div_ceil(BUDGET_UNIT)
-            .clamp(1, self.0.budget_units as u64) as u32;
-        let req = self.0.requests.acquire().await.map_err(closed)?;
-        let mem = self.0.budget.acquire_many(units).await.map_err(closed)?;
-        Ok((req, mem))
-    }
-
     /// The end of the file (footer and size) in one speculative request, or
     /// from the cache.
     pub async fn fetch_tail(&self, source: &Source, len: u64) -> Result<Tail> {
-        match self.cache_for(source) {
-            Some(cache) => cache.tail(self, source, len).await,
-            None => self.fetch_tail_uncached(source, len).await,
-        }
-    }
-
-    /// The end of the file from the store, in one speculative request.
-    pub(crate) async fn fetch_tail_uncached(&self, source: &Source, len: u64) -> Result<Tail> {
-        let _p = self.permits(len).await?;
-        let started = Instant::now();
-        let tail = with_retries(self.config(), self.stats(), source.location(), None, || {
-            source.read_tail(len)
-        })
-        .await
-        .map_err(|e| e.reading(&format!("reading the last {len} bytes (the footer)")))?;
-        self.stats().add_fetch_time(started.elapsed());
-        self.stats().add_fetched(tail.bytes.len() as u64);
-        Ok(tail)
+        self.0.bytes.tail(source, len).await
     }
 
     /// One range outside any plan (a footer larger than the prefetch, a page
@@ -275,21 +220,6 @@ where
         .await
 }
 
-/// Local reads at once: four per core (at most `max_in_flight`). Each is a
-/// blocking `pread` that faults in fresh pages; more of them than that only
-/// contend for the cores (the local sweep on 2 cores: 8-16 at once read the
-/// same file ~18% faster than 32), while a remote request mostly waits.
-fn local_read_limit(max_in_flight: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    max_in_flight.min(4 * cores).max(1)
-}
-
-/// The fetcher's semaphores are never closed; should that change, a read
-/// fails cleanly rather than panicking.
-fn closed(_: tokio::sync::AcquireError) -> Error {
-    Error::InvalidArgument("the read was shut down".into())
-}
-
 /// Fetches all slices of `span` concurrently into one buffer.
 async fn fetch_span(fetcher: Fetcher, source: Source, span: Span) -> Result<Bytes> {
     let len = (span.range.end - span.range.start) as usize;
@@ -326,46 +256,9 @@ async fn fetch_slice(
     range: Range<u64>,
     part: BytesMut,
 ) -> Result<BytesMut> {
-    match fetcher.cache_for(source) {
-        Some(cache) => cache.read_range(fetcher, source, range, part).await,
-        None => fetch_slice_uncached(fetcher, source, range, part).await,
-    }
+    fetcher.0.bytes.range_into(source, range, part).await
 }
 
-/// Fetches one slice from the store: bounded, timed out, retried.
-pub(crate) async fn fetch_slice_uncached(
-    fetcher: &Fetcher,
-    source: &Source,
-    range: Range<u64>,
-    mut part: BytesMut,
-) -> Result<BytesMut> {
-    let _local = match source.is_local() {
-        true => Some(fetcher.local_permit().await?),
-        false => None,
-    };
-    let _permits = fetcher.permits(range.end - range.start).await?;
-    let mut retry = Retry::new(
-        fetcher.config(),
-        fetcher.stats(),
-        source.location(),
-        Some(range.clone()),
-    );
-    let want = (range.end - range.start) as usize;
-    loop {
-        if part.len() != want {
-            // A cancelled attempt can leave the buffer taken; never read into
-            // a buffer of the wrong size. (Rejoining then copies, rarely.)
-            part = BytesMut::zeroed(want);
-        }
-        match retry
-            .attempt(source.read_into(range.clone(), &mut part))
-            .await
-        {
-            Ok(()) => {
-                fetcher.stats().add_fetched(range.end - range.start);
-                return Ok(part);
-            }
-            Err(failure) => retry.failed(failure).await?,
-        }
-    }
-}
+#[cfg(test)]
+#[path = "fetch_tests.rs"]
+mod tests;

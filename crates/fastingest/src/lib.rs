@@ -27,31 +27,38 @@
 //! ```
 
 pub mod cache;
+pub mod clients;
 pub mod config;
 pub mod error;
-pub mod fetch;
+pub(crate) mod fetch;
+pub mod filter;
 pub mod gpu;
 pub mod io;
 pub mod orc;
 pub mod parquet;
+pub(crate) mod pipeline;
 pub mod plan;
-pub mod read;
+pub(crate) mod request;
 pub mod runtime;
 pub mod source;
 pub mod stats;
-pub mod store;
 
-// The entry points and the types they take and return. A service needs
-// nothing below these; the modules stay public for the Python binding.
+// The entry points and the types they take and return: a service needs
+// nothing else. The public modules hold the types these name (and the
+// binding's helpers: the shared runtime, the object-store clients).
 pub use cache::{Cache, CacheInfo, CacheOptions, Validate};
+pub use clients::StorageOptions;
 pub use config::Config;
 pub use error::{Error, Result};
+pub use filter::{CmpOp, Filter, Predicate};
 pub use gpu::{cuda_available, cuda_device_count};
-pub use orc::{plan_orc, read_orc, read_orc_metadata, OrcTail, PreparedOrc};
-pub use parquet::{
-    plan_chunks, plan_parquet, read_chunks, read_metadata, read_parquet, stream_parquet,
-    BatchStream, ChunkSet, CmpOp, Filter, Footer, Predicate, PreparedFile,
+pub use orc::{
+    plan_orc, read_orc, read_orc_metadata, read_orc_stripes, stream_orc, OrcMetadata, OrcTail,
+    PreparedOrc, StripeMeta, StripeSet,
 };
-pub use read::{ReadOptions, Table};
+pub use parquet::{
+    plan_chunks, plan_parquet, read_chunks, read_metadata, read_parquet, stream_parquet, ChunkSet,
+    Footer, ParquetMetadata, PreparedFile,
+};
+pub use pipeline::{BatchStream, ReadOptions, Table};
 pub use stats::{ReadStats, StatsSnapshot};
-pub use store::StorageOptions;

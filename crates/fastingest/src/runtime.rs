@@ -23,7 +23,7 @@ pub fn shared() -> std::io::Result<Arc<Runtime>> {
     // so it is leaked on purpose.
     if let Some((_, stale)) = guard.take() {
         std::mem::forget(stale);
-        crate::store::forget_cached_clients();
+        crate::clients::forget_cached_clients();
     }
     let workers = std::thread::available_parallelism()
         .map_or(2, |n| n.get())

@@ -9,16 +9,14 @@ use globset::{GlobBuilder, GlobMatcher};
 use object_store::path::Path;
 use url::Url;
 
-use crate::cache::{Cache, Listing};
+use crate::clients::{http_client, store_for, StorageOptions};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::io::version_of;
 use crate::io::{
-    classify_store_error, redact_url, with_retries, HttpSource, LocalSource, RangeSource,
-    StoreSource,
+    classify_store_error, redact_url, version_of, with_retries, HttpSource, LocalSource,
+    ObjectStoreSource, ObjectVersion, RangeSource,
 };
 use crate::stats::ReadStats;
-use crate::store::{http_client, store_for, StorageOptions};
 
 /// Where the bytes of one file come from, shared by every task of a read.
 pub type Source = Arc<dyn RangeSource>;
@@ -35,6 +33,21 @@ fn matcher(pattern: &str) -> Result<GlobMatcher> {
         .map_err(|e| Error::InvalidArgument(format!("bad glob {pattern:?}: {e}")))
 }
 
+/// A glob's matches: object keys and the versions the listing reported.
+pub type Listing = Vec<(String, ObjectVersion)>;
+
+/// What resolving asks of a cache: glob listings kept from earlier reads,
+/// and which objects it will want validated.
+pub trait Listings: Send + Sync + std::fmt::Debug {
+    /// A glob's listing kept from an earlier read, when it may be trusted.
+    fn cached_listing(&self, key: &str) -> Option<Listing>;
+    /// Keeps a glob's listing for later reads.
+    fn store_listing(&self, key: &str, listing: &Listing);
+    /// Whether reading the object with this identity will ask the store for
+    /// its version (then one listing may do for several objects).
+    fn needs_validation(&self, identity: &str) -> bool;
+}
+
 /// What resolving sources needs besides the specs.
 #[derive(Debug, Clone, Copy)]
 pub struct Context<'a> {
@@ -46,7 +59,7 @@ pub struct Context<'a> {
     pub stats: &'a ReadStats,
     /// The read's cache: glob listings may come from it, and validating many
     /// cached objects may use one listing.
-    pub cache: Option<&'a Cache>,
+    pub listings: Option<&'a dyn Listings>,
 }
 
 /// Expands every entry of `specs` and opens the files, in order: a glob's
@@ -59,10 +72,33 @@ pub async fn resolve(specs: &[String], cx: Context<'_>) -> Result<Vec<Source>> {
     for spec in specs {
         out.extend(resolve_one(spec, cx).await?);
     }
-    if let Some(cache) = cx.cache {
-        validate_by_listing(&mut out, cache, cx).await;
+    if let Some(listings) = cx.listings {
+        validate_by_listing(&mut out, listings, cx).await;
     }
-    Ok(out)
+    Ok(out.into_iter().map(Resolved::into_source).collect())
+}
+
+/// A resolved file; objects in a store stay typed until validation by
+/// listing has seen them.
+enum Resolved {
+    Object(ObjectStoreSource),
+    Other(Source),
+}
+
+impl Resolved {
+    fn into_source(self) -> Source {
+        match self {
+            Resolved::Object(o) => Arc::new(o),
+            Resolved::Other(s) => s,
+        }
+    }
+
+    fn object(&self) -> Option<&ObjectStoreSource> {
+        match self {
+            Resolved::Object(o) => Some(o),
+            Resolved::Other(_) => None,
+        }
+    }
 }
 
 /// The cache identity of an object in a store: its URL plus the settings
@@ -105,7 +141,7 @@ fn server_of(options: &StorageOptions) -> String {
     }
 }
 
-async fn resolve_one(spec: &str, cx: Context<'_>) -> Result<Vec<Source>> {
+async fn resolve_one(spec: &str, cx: Context<'_>) -> Result<Vec<Resolved>> {
     let config = cx.config;
     let url = match Url::parse(spec) {
         // A Windows-style drive letter or a bare path is not a URL.
@@ -113,14 +149,14 @@ async fn resolve_one(spec: &str, cx: Context<'_>) -> Result<Vec<Source>> {
         _ => None,
     };
     let Some(url) = url else {
-        return resolve_local(spec, spec.to_string());
+        return others(resolve_local(spec, spec.to_string()));
     };
     match url.scheme() {
         "file" => {
             let path = url
                 .to_file_path()
                 .map_err(|_| Error::InvalidArgument(format!("{spec}: not a valid file URL")))?;
-            resolve_local(&path.to_string_lossy(), spec.to_string())
+            others(resolve_local(&path.to_string_lossy(), spec.to_string()))
         }
         "http" | "https" => {
             if has_glob(url.path()) {
@@ -129,10 +165,17 @@ async fn resolve_one(spec: &str, cx: Context<'_>) -> Result<Vec<Source>> {
                 )));
             }
             let client = http_client(config)?;
-            Ok(vec![Arc::new(HttpSource::new(spec.to_string(), client))])
+            Ok(vec![Resolved::Other(Arc::new(HttpSource::new(
+                spec.to_string(),
+                client,
+            )))])
         }
         _ => resolve_store(spec, url, cx).await,
     }
+}
+
+fn others(sources: Result<Vec<Source>>) -> Result<Vec<Resolved>> {
+    Ok(sources?.into_iter().map(Resolved::Other).collect())
 }
 
 fn resolve_local(path: &str, location: String) -> Result<Vec<Source>> {
@@ -171,14 +214,14 @@ fn resolve_local(path: &str, location: String) -> Result<Vec<Source>> {
         .collect()
 }
 
-async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Source>> {
+async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Resolved>> {
     let (options, config) = (cx.options, cx.config);
     let (store, path) = store_for(&url, options, config)?;
     let raw_path = path.as_ref().to_string();
     let base = format!("{}://{}", url.scheme(), url.authority());
     if !has_glob(&raw_path) {
         let identity = store_identity(&base, &raw_path, &server_of(options));
-        return Ok(vec![Arc::new(StoreSource::new(
+        return Ok(vec![Resolved::Object(ObjectStoreSource::new(
             store,
             path,
             spec.to_string(),
@@ -195,7 +238,7 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Sour
     let prefix_path = (!prefix.is_empty()).then(|| Path::from(prefix));
     let server = server_of(options);
     let listing_key = store_identity(&base, &raw_path, &server);
-    let listing: Listing = match cx.cache.and_then(|c| c.cached_listing(&listing_key)) {
+    let listing: Listing = match cx.listings.and_then(|c| c.cached_listing(&listing_key)) {
         Some(cached) => cached,
         None => {
             // A listing is retried as a whole, like any other request.
@@ -215,8 +258,8 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Sour
                 .map(|meta| (meta.location.as_ref().to_string(), version_of(meta)))
                 .collect();
             listing.sort_by(|a, b| a.0.cmp(&b.0));
-            if let Some(cache) = cx.cache {
-                cache.store_listing(&listing_key, &listing);
+            if let Some(listings) = cx.listings {
+                listings.store_listing(&listing_key, &listing);
             }
             listing
         }
@@ -232,10 +275,10 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Sour
         .map(|(k, version)| {
             let loc = format!("{base}/{k}");
             let identity = store_identity(&base, &k, &server);
-            Arc::new(
-                StoreSource::new(Arc::clone(&store), Path::from(k.as_str()), loc, identity)
+            Resolved::Object(
+                ObjectStoreSource::new(Arc::clone(&store), Path::from(k.as_str()), loc, identity)
                     .with_listed(version),
-            ) as Source
+            )
         })
         .collect())
 }
@@ -243,47 +286,47 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Sour
 /// Validates cached objects named one by one with a listing of their common
 /// prefix where that takes fewer requests than one HEAD per object: the
 /// listing is abandoned as soon as its pages would outnumber the HEADs.
-async fn validate_by_listing(sources: &mut [Source], cache: &Cache, cx: Context<'_>) {
+async fn validate_by_listing(sources: &mut [Resolved], listings: &dyn Listings, cx: Context<'_>) {
     const PAGE: usize = 1000;
     // (store, prefix) -> indices of sources needing validation.
     let mut groups: std::collections::BTreeMap<(usize, String), Vec<usize>> = Default::default();
     for (i, s) in sources.iter().enumerate() {
-        let Some(store_source) = s.as_store() else {
+        let Some(object) = s.object() else {
             continue;
         };
-        if store_source.listed_version().is_some() {
+        if object.listed_version().is_some() {
             continue;
         }
-        let Some(identity) = s.cache_identity() else {
+        let Some(identity) = object.cache_identity() else {
             continue;
         };
-        if !cache.needs_validation(identity) {
+        if !listings.needs_validation(identity) {
             continue;
         }
-        let key = store_source.path().as_ref();
+        let key = object.path().as_ref();
         let prefix = key.rsplit_once('/').map_or("", |(p, _)| p).to_string();
-        let store = Arc::as_ptr(store_source.store()) as *const () as usize;
+        let store = Arc::as_ptr(object.store()) as *const () as usize;
         groups.entry((store, prefix)).or_default().push(i);
     }
     for ((_, prefix), members) in groups {
         if members.len() < 2 {
             continue;
         }
-        let Some(first) = sources[members[0]].as_store() else {
+        let Some(first) = sources[members[0]].object() else {
             continue;
         };
         let store = Arc::clone(first.store());
+        let location = first.location().to_string();
         let wanted: std::collections::HashMap<String, usize> = members
             .iter()
             .filter_map(|&i| {
                 sources[i]
-                    .as_store()
-                    .map(|s| (s.path().as_ref().to_string(), i))
+                    .object()
+                    .map(|o| (o.path().as_ref().to_string(), i))
             })
             .collect();
         let prefix_path = (!prefix.is_empty()).then(|| Path::from(prefix.as_str()));
         let limit = PAGE * (members.len() - 1);
-        let location = sources[members[0]].location().to_string();
         let listed = with_retries(cx.config, cx.stats, &location, None, || async {
             let mut found = Vec::new();
             let mut stream = store.list(prefix_path.as_ref());
@@ -308,8 +351,8 @@ async fn validate_by_listing(sources: &mut [Source], cache: &Cache, cx: Context<
         // A failed or abandoned listing leaves validation to one HEAD per object.
         if let Ok(Some(found)) = listed {
             for (i, version) in found {
-                if let Some(s) = sources[i].as_store() {
-                    sources[i] = Arc::new(s.relisted(version));
+                if let Resolved::Object(o) = &mut sources[i] {
+                    *o = o.relisted(version);
                 }
             }
         }

@@ -7,8 +7,8 @@ use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use bytes::Bytes;
 use fastingest::{
-    plan_parquet, read_metadata, read_parquet, stream_parquet, CmpOp, Config, Error, Filter,
-    Predicate, ReadOptions,
+    plan_orc, plan_parquet, read_metadata, read_orc, read_orc_stripes, read_parquet, stream_orc,
+    stream_parquet, CmpOp, Config, Error, Filter, Predicate, ReadOptions,
 };
 use futures::StreamExt;
 use object_store::ObjectStoreExt;
@@ -131,7 +131,7 @@ async fn reads_memory_objects_and_their_footers() {
     let url = "memory:///public-api/t.parquet".to_string();
     let parsed = url::Url::parse(&url).expect("url");
     let (store, path) =
-        fastingest::store::store_for(&parsed, &Default::default(), &Config::default())
+        fastingest::clients::store_for(&parsed, &Default::default(), &Config::default())
             .expect("the memory store");
     store
         .put(&path, Bytes::from(parquet_file()).into())
@@ -162,9 +162,112 @@ async fn errors_name_the_file() {
     std::fs::write(&not_parquet, b"this is not a parquet file at all").expect("write");
     let not_parquet = not_parquet.to_string_lossy().into_owned();
     match read_parquet(std::slice::from_ref(&not_parquet), &ReadOptions::default()).await {
-        Err(e @ Error::Corrupt { .. }) => assert!(e.to_string().contains(&not_parquet)),
-        other => panic!("expected Corrupt, got {other:?}"),
+        Err(e @ Error::WrongFormat { .. }) => assert!(e.to_string().contains(&not_parquet)),
+        other => panic!("expected WrongFormat, got {other:?}"),
     }
+    let parquet = local_file(dir.path());
+    match read_orc(std::slice::from_ref(&parquet), &ReadOptions::default()).await {
+        Err(Error::WrongFormat { expected, .. }) => assert_eq!(expected, "ORC"),
+        other => panic!("expected WrongFormat, got {other:?}"),
+    }
+}
+
+/// An ORC file of `ROWS` rows (`id` 0.., `name`) in several small stripes.
+fn orc_file(dir: &std::path::Path) -> String {
+    let batch = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("name", DataType::Utf8, true),
+        ])),
+        vec![
+            Arc::new(Int64Array::from_iter_values(0..ROWS)),
+            Arc::new(StringArray::from_iter(
+                (0..ROWS).map(|i| (i % 7 != 0).then(|| format!("n{i}"))),
+            )),
+        ],
+    )
+    .expect("a valid batch");
+    let path = dir.join("t.orc");
+    let file = std::fs::File::create(&path).expect("create");
+    let mut writer = orc_rust::arrow_writer::ArrowWriterBuilder::new(file, batch.schema())
+        .with_stripe_byte_size(16 * 1024)
+        .try_build()
+        .expect("writer");
+    for i in 0..10 {
+        writer.write(&batch.slice(i * 1_000, 1_000)).expect("write");
+    }
+    writer.close().expect("close");
+    path.to_string_lossy().into_owned()
+}
+
+#[tokio::test]
+async fn orc_reads_filters_streams_and_hands_out_raw_stripes() {
+    let dir = tempdir();
+    let path = orc_file(dir.path());
+    let sources = std::slice::from_ref(&path);
+    let all = read_orc(sources, &ReadOptions::default())
+        .await
+        .expect("read");
+    assert_eq!(ids(&all.batches), (0..ROWS).collect::<Vec<_>>());
+    let stripes = read_orc_stripes(sources, &ReadOptions::default())
+        .await
+        .expect("stripes");
+    assert!(
+        stripes.stripes.len() > 2,
+        "{} stripes",
+        stripes.stripes.len()
+    );
+    let raw = std::fs::read(&path).expect("read the file");
+    for (meta, bytes) in stripes.stripes.iter().zip(&stripes.bytes) {
+        let range = meta.range();
+        assert_eq!(&raw[range.start as usize..range.end as usize], &bytes[..]);
+    }
+    let options = ReadOptions {
+        columns: Some(vec!["name".into()]),
+        filter: Some(
+            Filter::new(vec![vec![Predicate {
+                column: "id".into(),
+                op: CmpOp::GtEq,
+                value: Arc::new(Int64Array::from(vec![ROWS - 10])),
+            }]])
+            .expect("a valid filter"),
+        ),
+        ..Default::default()
+    };
+    // Stripes whose `id` statistics end below the filter are skipped (a
+    // stripe without statistics is kept).
+    let metadata = fastingest::read_orc_metadata(sources, &ReadOptions::default())
+        .await
+        .expect("metadata");
+    let may_match = metadata[0]
+        .1
+        .metadata
+        .stripe_metadatas()
+        .iter()
+        .filter(|s| {
+            match s
+                .column_statistics()
+                .get(1)
+                .and_then(|c| c.type_statistics())
+            {
+                Some(orc_rust::statistics::TypeStatistics::Integer { max, .. }) => {
+                    *max >= ROWS - 10
+                }
+                _ => true,
+            }
+        })
+        .count();
+    let plans = plan_orc(sources, &options).await.expect("plan");
+    assert_eq!(plans[0].plan.units.len(), may_match);
+    let mut stream = stream_orc(sources, &options).await.expect("stream");
+    let mut rows = 0;
+    while let Some(batch) = stream.next().await {
+        let batch = batch.expect("a batch");
+        assert_eq!(batch.schema().field(0).name(), "name");
+        assert_eq!(batch.num_columns(), 1);
+        rows += batch.num_rows();
+    }
+    assert_eq!(rows, 10);
 }
 
 /// A temporary directory removed on drop (no extra dependency for one helper).

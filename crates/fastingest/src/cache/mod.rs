@@ -1,7 +1,8 @@
 //! The on-disk cache of fetched byte ranges, shared by threads and processes.
 //!
-//! Every remote read goes through the fetcher; with a cache, the fetcher asks
-//! it first ([`Cache::read_range`], [`Cache::tail`]). Bytes are keyed by the
+//! Every remote read goes through the fetcher; with a cache, the fetcher
+//! reads through [`CachedBytes`], the cache in front of the store's requests
+//! (`Cache::in_front_of`), which serves what it holds and passes the rest down. Bytes are keyed by the
 //! object's identity (its URL without credentials) and version (ETag, or
 //! modification time and size), so a changed object never matches old bytes.
 //! When an object is validated against the store is the [`Validate`] policy.
@@ -19,8 +20,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> fastingest::Result<()> {
-//! use fastingest::parquet::{read_parquet, ReadOptions};
-//! use fastingest::{Cache, CacheOptions, Validate};
+//! use fastingest::{read_parquet, Cache, CacheOptions, ReadOptions, Validate};
 //! let mut cache = CacheOptions::new("/nvme/fastingest-cache");
 //! cache.max_bytes = Some(200 << 30);
 //! cache.validate = Validate::Immutable;
@@ -41,6 +41,8 @@ mod lock;
 mod read;
 mod record;
 
+pub use read::CachedBytes;
+
 use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -50,7 +52,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::io::ObjectVersion;
 use layout::Layout;
 use record::{now_ms, write_atomic};
 
@@ -520,6 +521,3 @@ fn prepare_dir(layout: &Layout) -> io::Result<()> {
     let _ = std::fs::remove_file(&probe);
     Ok(())
 }
-
-/// What a cached listing holds: object keys and versions.
-pub(crate) type Listing = Vec<(String, ObjectVersion)>;

@@ -1,20 +1,102 @@
-//! Reading through the cache: the footer tail (with validation of the
-//! object's version) and byte ranges (whole, or assembled from overlapping
-//! entries with only the gaps fetched).
+//! Reading through the cache: [`CachedBytes`] is a byte source in front of
+//! another (the store's requests), serving the footer tail (with validation
+//! of the object's version) and byte ranges (whole, or assembled from
+//! overlapping entries with only the gaps fetched) from disk, and passing
+//! the rest down. Local files and objects without an identity pass straight
+//! through.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
+use futures::future::BoxFuture;
+use futures::FutureExt;
 
 use super::entry::{self, Lookup};
 use super::layout::{entry_name, lock_path, parse_entry_name};
 use super::record::{now_ms, read_listing, write_listing, Record};
-use super::{lock, Cache, Listing, Validate};
+use super::{lock, Cache, Validate};
+use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::fetch::{fetch_slice_uncached, Fetcher};
-use crate::io::{with_retries, ObjectVersion, Tail};
-use crate::source::Source;
+use crate::io::{ObjectVersion, Tail};
+use crate::request::ByteSource;
+use crate::source::{Listing, Listings, Source};
+use crate::stats::ReadStats;
+
+/// The cache in front of another byte source.
+#[derive(Debug)]
+pub struct CachedBytes {
+    cache: Cache,
+    inner: Arc<dyn ByteSource>,
+}
+
+impl Cache {
+    /// This cache in front of `inner`: remote objects are read through it.
+    pub fn in_front_of(&self, inner: Arc<dyn ByteSource>) -> CachedBytes {
+        CachedBytes {
+            cache: self.clone(),
+            inner,
+        }
+    }
+}
+
+impl CachedBytes {
+    /// Whether `file` goes through the cache (remote, with an identity).
+    fn applies_to(&self, file: &Source) -> bool {
+        !file.is_local() && file.cache_identity().is_some()
+    }
+}
+
+impl ByteSource for CachedBytes {
+    fn config(&self) -> &Config {
+        self.inner.config()
+    }
+
+    fn stats(&self) -> &ReadStats {
+        self.inner.stats()
+    }
+
+    fn tail<'a>(&'a self, file: &'a Source, len: u64) -> BoxFuture<'a, Result<Tail>> {
+        if !self.applies_to(file) {
+            return self.inner.tail(file, len);
+        }
+        self.cache.tail(self.inner.as_ref(), file, len).boxed()
+    }
+
+    fn range_into<'a>(
+        &'a self,
+        file: &'a Source,
+        range: Range<u64>,
+        part: BytesMut,
+    ) -> BoxFuture<'a, Result<BytesMut>> {
+        if !self.applies_to(file) {
+            return self.inner.range_into(file, range, part);
+        }
+        self.cache
+            .read_range(self.inner.as_ref(), file, range, part)
+            .boxed()
+    }
+
+    fn head<'a>(&'a self, file: &'a Source) -> BoxFuture<'a, Result<ObjectVersion>> {
+        self.inner.head(file)
+    }
+}
+
+impl Listings for Cache {
+    fn cached_listing(&self, key: &str) -> Option<Listing> {
+        Cache::cached_listing(self, key)
+    }
+
+    fn store_listing(&self, key: &str, listing: &Listing) {
+        Cache::store_listing(self, key, listing)
+    }
+
+    fn needs_validation(&self, identity: &str) -> bool {
+        Cache::needs_validation(self, identity)
+    }
+}
 
 /// A piece of a requested range: where it comes from (`None`: the store).
 type Piece = (Range<u64>, Option<Range<u64>>);
@@ -35,19 +117,24 @@ impl Cache {
     /// (one HEAD, or the listing the source came from), then serves the tail
     /// from the cache. Uncached objects are read with the usual single
     /// speculative request, which also tells their version.
-    pub(crate) async fn tail(&self, fetcher: &Fetcher, source: &Source, len: u64) -> Result<Tail> {
+    pub(crate) async fn tail(
+        &self,
+        inner: &dyn ByteSource,
+        source: &Source,
+        len: u64,
+    ) -> Result<Tail> {
         let Some(identity) = source.cache_identity().filter(|_| self.usable()) else {
-            return fetcher.fetch_tail_uncached(source, len).await;
+            return inner.tail(source, len).await;
         };
         let object = self.layout().object_dir(identity);
         // One process validates an object at a time; the others then trust
         // the record it wrote (it is newer than their start).
-        let wait = fetcher.config().request_timeout;
+        let wait = inner.config().request_timeout;
         let guard = match lock::acquire(&object.join("lock"), wait).await {
             Ok(g) => g,
             Err(e) => {
                 self.write_failed(&e);
-                return fetcher.fetch_tail_uncached(source, len).await;
+                return inner.tail(source, len).await;
             }
         };
         let record = Record::read(&object.join("record"));
@@ -55,20 +142,12 @@ impl Cache {
             (Some(listed), record) => self.validated(identity, &object, record.as_ref(), listed),
             (None, Some(r)) if self.trusts(r.validated_at) => r.version,
             (None, Some(r)) => {
-                let current = with_retries(
-                    fetcher.config(),
-                    fetcher.stats(),
-                    source.location(),
-                    None,
-                    || source.head(),
-                )
-                .await
-                .map_err(|e| e.reading("checking the object's version"))?;
+                let current = inner.head(source).await?;
                 self.validated(identity, &object, Some(&r), current)
             }
             (None, None) => {
-                self.count_miss(fetcher);
-                let tail = fetcher.fetch_tail_uncached(source, len).await?;
+                self.count_miss(inner);
+                let tail = inner.tail(source, len).await?;
                 if let Some(v) = source.version().filter(ObjectVersion::is_cacheable) {
                     self.validated(identity, &object, None, v.clone());
                     let range = tail.size - tail.bytes.len() as u64..tail.size;
@@ -87,7 +166,7 @@ impl Cache {
         };
         drop(guard);
         if !version.is_cacheable() {
-            return fetcher.fetch_tail_uncached(source, len).await;
+            return inner.tail(source, len).await;
         }
         // Requests for anything not cached are now conditional on this version.
         source.pin_version(&version);
@@ -95,9 +174,9 @@ impl Cache {
         let bytes = if n == 0 {
             Bytes::new()
         } else {
-            fetcher
-                .fetch_range(source, version.size - n..version.size)
-                .await?
+            let range = version.size - n..version.size;
+            let part = BytesMut::zeroed(n as usize);
+            self.read_range(inner, source, range, part).await?.freeze()
         };
         Ok(Tail {
             bytes,
@@ -154,28 +233,28 @@ impl Cache {
     /// others wait for its entry.
     pub(crate) async fn read_range(
         &self,
-        fetcher: &Fetcher,
+        inner: &dyn ByteSource,
         source: &Source,
         range: Range<u64>,
         part: BytesMut,
     ) -> Result<BytesMut> {
         let (Some(identity), Some(version)) = (source.cache_identity(), source.version()) else {
-            return fetch_slice_uncached(fetcher, source, range, part).await;
+            return inner.range_into(source, range, part).await;
         };
         if !self.usable() || !version.is_cacheable() {
-            return fetch_slice_uncached(fetcher, source, range, part).await;
+            return inner.range_into(source, range, part).await;
         }
         let dir = self.layout().version_dir(identity, &version);
         let path = dir.join(entry_name(&range));
-        let (part, found) = self.lookup(fetcher, source, &path, &range, part).await?;
+        let (part, found) = self.lookup(inner, source, &path, &range, part).await?;
         if found {
             return Ok(part);
         }
-        let wait = fetcher.config().request_timeout;
+        let wait = inner.config().request_timeout;
         let guard = lock::acquire(&lock_path(&path), wait).await.ok().flatten();
         let part = if guard.is_some() {
             // Someone may have fetched it while we waited.
-            let (part, found) = self.lookup(fetcher, source, &path, &range, part).await?;
+            let (part, found) = self.lookup(inner, source, &path, &range, part).await?;
             if found {
                 return Ok(part);
             }
@@ -185,11 +264,11 @@ impl Cache {
         };
         let pieces = coverage(&dir, &range);
         if pieces.iter().all(|(_, from)| from.is_none()) {
-            self.count_miss(fetcher);
-            let part = fetch_slice_uncached(fetcher, source, range.clone(), part).await?;
+            self.count_miss(inner);
+            let part = inner.range_into(source, range.clone(), part).await?;
             return self.store(source.location(), path, range, part).await;
         }
-        self.assemble(fetcher, source, &dir, range, part, pieces)
+        self.assemble(inner, source, &dir, range, part, pieces)
             .await
     }
 
@@ -197,7 +276,7 @@ impl Cache {
     /// from the store (each cached as an entry of its own).
     async fn assemble(
         &self,
-        fetcher: &Fetcher,
+        inner: &dyn ByteSource,
         source: &Source,
         dir: &Path,
         range: Range<u64>,
@@ -209,21 +288,21 @@ impl Cache {
             let n = (piece.end - piece.start) as usize;
             let cached = match from {
                 Some(entry_range) => {
-                    self.read_piece(fetcher, source, dir, entry_range, &piece)
+                    self.read_piece(inner, source, dir, entry_range, &piece)
                         .await?
                 }
                 None => None,
             };
             let bytes = match cached {
                 Some(b) => {
-                    self.count_hit(fetcher, n as u64);
+                    self.count_hit(inner, n as u64);
                     b
                 }
                 None => {
-                    self.count_miss(fetcher);
-                    let buf =
-                        fetch_slice_uncached(fetcher, source, piece.clone(), BytesMut::zeroed(n))
-                            .await?;
+                    self.count_miss(inner);
+                    let buf = inner
+                        .range_into(source, piece.clone(), BytesMut::zeroed(n))
+                        .await?;
                     let path = dir.join(entry_name(&piece));
                     self.store(source.location(), path, piece.clone(), buf.freeze())
                         .await?
@@ -237,7 +316,7 @@ impl Cache {
     /// Looks up the entry at `path` for exactly `range`, reading it into `part`.
     async fn lookup(
         &self,
-        fetcher: &Fetcher,
+        inner: &dyn ByteSource,
         source: &Source,
         path: &Path,
         range: &Range<u64>,
@@ -252,12 +331,12 @@ impl Cache {
         .map_err(|e| task_failed(source.location(), e))?;
         Ok(match found {
             Lookup::Hit => {
-                self.count_hit(fetcher, range.end - range.start);
+                self.count_hit(inner, range.end - range.start);
                 (part, true)
             }
             Lookup::Missing => (part, false),
             Lookup::Corrupt(detail) => {
-                self.count_corrupt(fetcher, path, &detail);
+                self.count_corrupt(inner, path, &detail);
                 (part, false)
             }
         })
@@ -267,7 +346,7 @@ impl Cache {
     /// since its checksum covers all of it); `None` if gone or corrupt.
     async fn read_piece(
         &self,
-        fetcher: &Fetcher,
+        inner: &dyn ByteSource,
         source: &Source,
         dir: &Path,
         entry_range: Range<u64>,
@@ -290,7 +369,7 @@ impl Cache {
                 Some(Bytes::from(buf).slice(from..to))
             }
             Lookup::Corrupt(detail) => {
-                self.count_corrupt(fetcher, &dir.join(entry_name(&entry_range)), &detail);
+                self.count_corrupt(inner, &dir.join(entry_name(&entry_range)), &detail);
                 None
             }
             Lookup::Missing => None,
@@ -324,27 +403,27 @@ impl Cache {
         Ok(data)
     }
 
-    fn count_hit(&self, fetcher: &Fetcher, bytes: u64) {
+    fn count_hit(&self, inner: &dyn ByteSource, bytes: u64) {
         use std::sync::atomic::Ordering::Relaxed;
         self.0.pending.hits.fetch_add(1, Relaxed);
         self.0.pending.bytes_served.fetch_add(bytes, Relaxed);
-        fetcher.stats().add_cache_hit(bytes);
+        inner.stats().add_cache_hit(bytes);
     }
 
-    fn count_miss(&self, fetcher: &Fetcher) {
+    fn count_miss(&self, inner: &dyn ByteSource) {
         self.0
             .pending
             .misses
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        fetcher.stats().add_cache_miss();
+        inner.stats().add_cache_miss();
     }
 
-    fn count_corrupt(&self, fetcher: &Fetcher, path: &Path, detail: &str) {
+    fn count_corrupt(&self, inner: &dyn ByteSource, path: &Path, detail: &str) {
         self.0
             .pending
             .corrupt
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        fetcher.stats().add_cache_corrupt();
+        inner.stats().add_cache_corrupt();
         self.warn_once(
             "corrupt",
             format!(

@@ -104,7 +104,7 @@ pub(crate) fn now_ms() -> u64 {
 pub(crate) fn write_listing(
     tmp_dir: &Path,
     path: &Path,
-    listing: &super::Listing,
+    listing: &crate::source::Listing,
 ) -> io::Result<()> {
     let mut text = String::from("fastingest-listing 1\n");
     for (key, v) in listing {
@@ -120,7 +120,7 @@ pub(crate) fn write_listing(
 }
 
 /// Reads a listing written by [`write_listing`]; `None` if absent or damaged.
-pub(crate) fn read_listing(path: &Path) -> Option<super::Listing> {
+pub(crate) fn read_listing(path: &Path) -> Option<crate::source::Listing> {
     let text = std::fs::read_to_string(path).ok()?;
     let mut lines = text.lines();
     if lines.next()? != "fastingest-listing 1" {

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use super::target::{Device, DeviceMemory, DeviceTarget, StagingBuffer, Ticket};
 use crate::error::{Error, Result};
 use crate::parquet::chunks::{plan_chunks, ChunkLayout, ChunkSet};
-use crate::read::ReadOptions;
+use crate::pipeline::ReadOptions;
 
 /// Tuning of the upload pipeline.
 #[derive(Debug, Clone, PartialEq, Eq)]

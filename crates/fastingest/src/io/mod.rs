@@ -7,8 +7,8 @@
 
 mod http;
 mod local;
+mod object;
 mod retry;
-mod store;
 mod version;
 
 use std::fmt::Debug;
@@ -20,11 +20,11 @@ use futures::{Stream, StreamExt};
 
 pub use self::http::HttpSource;
 pub use self::local::LocalSource;
+pub(crate) use self::object::classify as classify_store_error;
+pub(crate) use self::object::version_of;
+pub use self::object::ObjectStoreSource;
 pub use self::retry::Failure;
 pub(crate) use self::retry::{with_retries, Retry};
-pub(crate) use self::store::classify as classify_store_error;
-pub(crate) use self::store::version_of;
-pub use self::store::StoreSource;
 pub(crate) use self::version::redact_url;
 pub use self::version::ObjectVersion;
 
@@ -63,11 +63,6 @@ pub trait RangeSource: Send + Sync + Debug {
         false
     }
 
-    /// The object-store object behind this source, if that is what it is.
-    fn as_store(&self) -> Option<&StoreSource> {
-        None
-    }
-
     /// The object's identity for the cache: its URL without credentials or
     /// request signatures (plus the endpoint when it is not in the URL).
     /// `None`: never cached.
@@ -97,6 +92,7 @@ pub trait RangeSource: Send + Sync + Debug {
             Err(Failure::Permanent(crate::error::Error::Unsupported {
                 location,
                 detail: "this source cannot report its version".into(),
+                cause: None,
             }))
         })
     }

@@ -1,4 +1,4 @@
-//! Reading ORC through the same planner, fetcher and cache as Parquet.
+//! ORC through the same pipeline, planner, fetcher and cache as Parquet.
 //!
 //! The file tail (postscript, footer, metadata) comes from one speculative
 //! tail request (a second only for a longer tail) and is decoded by
@@ -6,36 +6,67 @@
 //! parallel), which tells where each column stream lies; the streams of the
 //! projected columns become the plan's byte ranges, fetched with the usual
 //! coalescing, slicing and bounded parallelism. `orc-rust` then decodes each
-//! stripe from those buffers (through [`chunks::SpanReader`]), on the blocking
-//! pool, while later stripes are still on the wire. It never issues requests
-//! of its own.
+//! stripe from those buffers (through [`readers`]'s `SpanReader`), on the
+//! blocking pool, while later stripes are still on the wire. It never issues
+//! requests of its own.
 
-mod chunks;
-mod read;
+mod format;
+mod prune;
+mod readers;
+mod stripes;
 mod tail;
 
-pub use read::{plan_orc, read_orc, read_orc_metadata, PreparedOrc};
-pub use tail::{read_tail, OrcTail};
+use orc_rust::error::OrcError;
 
-use crate::error::Error;
+pub use format::{OrcMetadata, PreparedOrc};
+pub use stripes::{read_orc_stripes, StripeMeta, StripeSet};
+pub use tail::OrcTail;
 
-/// An `orc-rust` error as ours: damaged data unless it says otherwise.
-pub(crate) fn from_orc(location: &str, e: orc_rust::error::OrcError) -> Error {
-    let detail = e.to_string();
-    let lower = detail.to_ascii_lowercase();
-    if lower.contains("unsupported")
-        || lower.contains("not supported")
-        || lower.contains("not yet implemented")
-    {
-        Error::Unsupported {
+use crate::error::{Error, Result};
+use crate::pipeline::{self, BatchStream, ReadOptions, Table};
+use format::Orc;
+
+/// Reads ORC `sources` (paths, URLs, globs) into one table.
+/// `options.row_groups` selects stripes (a single file only); `options.filter`
+/// skips stripes whose statistics rule it out and keeps the matching rows.
+pub async fn read_orc(sources: &[String], options: &ReadOptions) -> Result<Table> {
+    pipeline::read::<Orc>(sources, options).await
+}
+
+/// Reads ORC `sources` as a stream of batches (every tail first, then each
+/// file's stripes as their bytes arrive).
+pub async fn stream_orc(sources: &[String], options: &ReadOptions) -> Result<BatchStream> {
+    pipeline::stream::<Orc>(sources, options).await
+}
+
+/// Plans the reads of ORC `sources`: tails and stripe footers are fetched,
+/// column data is not.
+pub async fn plan_orc(sources: &[String], options: &ReadOptions) -> Result<Vec<PreparedOrc>> {
+    pipeline::plan::<Orc>(sources, options).await
+}
+
+/// The tails of ORC `sources`, for inspection.
+pub async fn read_orc_metadata(
+    sources: &[String],
+    options: &ReadOptions,
+) -> Result<Vec<OrcMetadata>> {
+    pipeline::metadata::<Orc>(sources, options).await
+}
+
+/// An `orc-rust` error as ours: a type it cannot decode is unsupported,
+/// anything else is damaged data.
+pub(crate) fn from_orc(location: &str, e: OrcError) -> Error {
+    match e {
+        OrcError::UnsupportedTypeVariant { .. } => Error::Unsupported {
             location: location.to_string(),
-            detail,
-        }
-    } else {
-        Error::Corrupt {
+            detail: e.to_string(),
+            cause: Some(std::sync::Arc::new(e)),
+        },
+        other => Error::Corrupt {
             location: location.to_string(),
             range: None,
-            detail,
-        }
+            detail: other.to_string(),
+            cause: Some(std::sync::Arc::new(other)),
+        },
     }
 }

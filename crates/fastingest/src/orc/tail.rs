@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::{Bytes, BytesMut};
 use orc_rust::reader::metadata::{read_metadata, FileMetadata};
 
-use super::chunks::TailChunks;
+use super::readers::TailChunks;
 use crate::error::{Error, Result};
 use crate::fetch::Fetcher;
 use crate::source::Source;
@@ -105,16 +105,17 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
         location: location.to_string(),
         range: Some(0..size),
         detail,
+        cause: None,
     };
     if size == 0 {
         return Err(corrupt("the file is empty (0 bytes), not ORC".into()));
     }
     let mut bytes = tail.bytes;
     if bytes.ends_with(b"PAR1") {
-        return Err(Error::Corrupt {
+        return Err(Error::WrongFormat {
             location: location.to_string(),
-            range: Some(size.saturating_sub(4)..size),
-            detail: "this is a Parquet file, not ORC (use read_parquet)".into(),
+            expected: "ORC",
+            detail: "it is a Parquet file (use read_parquet)".into(),
         });
     }
     let Some(ps) = postscript(&bytes) else {
@@ -122,6 +123,7 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
             location: location.to_string(),
             range: Some(size.saturating_sub(bytes.len() as u64)..size),
             detail: "not an ORC file: no valid postscript at the end".into(),
+            cause: None,
         });
     };
     if ps.tail_len > size {
@@ -157,10 +159,11 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
             })
         }
         Ok(Err(e)) => Err(match super::from_orc(location, e) {
-            Error::Corrupt { detail, .. } => Error::Corrupt {
+            Error::Corrupt { detail, cause, .. } => Error::Corrupt {
                 location: location.to_string(),
                 range: Some(size - bytes.len() as u64..size),
                 detail: format!("not a valid ORC file tail: {detail}"),
+                cause,
             },
             other => other,
         }),

@@ -5,26 +5,23 @@
 //! The same plan, fetcher, retries and cache as a decoded read; only the
 //! decoding is left to the consumer.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::stream::FuturesUnordered;
-use futures::StreamExt;
 use parquet::basic::Compression;
 use parquet::file::metadata::{
     FileMetaData, ParquetMetaData, ParquetMetaDataWriter, RowGroupMetaData,
 };
 use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
-use tokio::sync::mpsc;
 
-use super::read::prepare;
+use super::format::prepare;
 use super::select::project;
 use crate::error::{Error, Result};
 use crate::fetch::Fetcher;
+use crate::pipeline::{each_source, fetch_pieces, PieceReceiver, RawFile, ReadOptions};
 use crate::plan::{FilePlan, PlanUnit};
-use crate::read::{each_source, ReadOptions};
 use crate::source::Source;
 
 /// What a column chunk is, without its bytes.
@@ -97,12 +94,9 @@ pub struct ChunkPlan {
     options: ReadOptions,
 }
 
-/// A span of a read: (file index, span index in that file's plan).
-type SpanKey = (usize, usize);
-
 /// Chunk bytes as they arrive: `(index into the layout's chunks, bytes)`,
 /// in whatever order their spans complete.
-pub type ChunkReceiver = mpsc::Receiver<Result<(usize, Bytes)>>;
+pub type ChunkReceiver = PieceReceiver;
 
 /// Reads the column chunks `options` select (columns, row groups, and row
 /// groups a filter's statistics leave) from `sources`.
@@ -147,66 +141,29 @@ impl ChunkPlan {
     /// Starts fetching in the background; chunks are sent as their spans
     /// complete. Dropping the receiver cancels the fetch.
     pub fn fetch(self) -> (ChunkLayout, ChunkReceiver) {
-        let (tx, rx) = mpsc::channel(64);
         let ChunkPlan {
             layout,
             fetcher,
             plans,
             options,
         } = self;
-        // Which chunks each span of each file holds.
-        let mut in_span: HashMap<SpanKey, Vec<(usize, Range<u64>)>> = HashMap::new();
-        for (i, c) in layout.chunks.iter().enumerate() {
-            let range = c.file_offset..c.file_offset + c.length;
-            if let Some(s) = plans[c.file].span_of(&range) {
-                in_span.entry((c.file, s)).or_default().push((i, range));
-            }
-        }
-        let files = layout.files.clone();
-        tokio::spawn(async move {
-            let mut guards = Vec::new();
-            let mut pending = FuturesUnordered::new();
-            for (f, (file, plan)) in files.iter().zip(&plans).enumerate() {
-                let known = Some((file.tail.0, &file.tail.1));
-                let (spans, g) = fetcher.start_with(&file.source, plan, known);
-                guards.push(g);
-                for (s, fut) in spans.into_iter().enumerate() {
-                    let start = plan.spans[s].range.start;
-                    pending.push(async move { (f, s, start, fut.await) });
-                }
-            }
-            while let Some((f, s, start, fetched)) = pending.next().await {
-                let message = fetched.map(|bytes| {
-                    in_span
-                        .remove(&(f, s))
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|(i, r)| {
-                            let from = (r.start - start) as usize;
-                            (i, bytes.slice(from..from + (r.end - r.start) as usize))
-                        })
-                        .collect::<Vec<_>>()
-                });
-                match message {
-                    Ok(chunks) => {
-                        for c in chunks {
-                            if tx.send(Ok(c)).await.is_err() {
-                                return; // nobody listens: stop fetching
-                            }
-                        }
-                    }
-                    Err(e) => {
-                        let _ = tx.send(Err(e)).await;
-                        return;
-                    }
-                }
-            }
-            if let Some(cache) = &options.cache {
-                cache.flush_counters();
-            }
-            drop(guards);
-        });
-        (layout, rx)
+        let pieces: Vec<(usize, Range<u64>)> = layout
+            .chunks
+            .iter()
+            .map(|c| (c.file, c.file_offset..c.file_offset + c.length))
+            .collect();
+        let files = layout
+            .files
+            .iter()
+            .zip(plans)
+            .map(|(file, plan)| RawFile {
+                source: Arc::clone(&file.source),
+                plan,
+                known: Some(file.tail.clone()),
+            })
+            .collect();
+        let arriving = fetch_pieces(fetcher, files, &pieces, options.cache);
+        (layout, arriving)
     }
 
     /// Bytes the chunks take.
@@ -271,6 +228,7 @@ async fn plan_file(
                 "a column chunk extends beyond the end of the file ({} bytes)",
                 plan.file_size
             ),
+            cause: None,
         });
     }
     let (tail_start, tail) = prepared.footer.known_bytes();
@@ -303,6 +261,7 @@ fn chunk_range(
                 c.column_path(),
                 c.data_page_offset()
             ),
+            cause: None,
         });
     }
     Ok((start as u64, len as u64))
@@ -471,6 +430,7 @@ fn cannot_write(file: &ChunkFile, e: parquet::errors::ParquetError) -> Error {
     Error::Unsupported {
         location: file.source.location().to_string(),
         detail: format!("cannot write a Parquet footer for its chunks: {e}"),
+        cause: None,
     }
 }
 

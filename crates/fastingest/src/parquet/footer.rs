@@ -76,6 +76,7 @@ pub async fn read_footer(
         location: location.to_string(),
         range,
         detail,
+        cause: None,
     };
     if size < 12 {
         return Err(corrupt(
@@ -98,13 +99,18 @@ pub async fn read_footer(
                 location: location.to_string(),
                 detail: "the footer is encrypted (PARE); encrypted Parquet files are not supported"
                     .into(),
+                cause: None,
             })
         }
         other => {
-            return Err(corrupt(
-                Some(size - 4..size),
-                format!("not a Parquet file: expected magic \"PAR1\" at the end, found {other:?}"),
-            ))
+            return Err(Error::WrongFormat {
+                location: location.to_string(),
+                expected: "Parquet",
+                detail: format!(
+                    "expected magic \"PAR1\" at the end (byte {}), found {other:?}",
+                    size - 4
+                ),
+            })
         }
     }
     let meta_len = u32::from_le_bytes([trailer[0], trailer[1], trailer[2], trailer[3]]) as u64;
@@ -135,9 +141,12 @@ pub async fn read_footer(
         Ok(Ok(m)) => m,
         Ok(Err(e)) => {
             return Err(match Error::from_parquet(location, e) {
-                Error::Corrupt { detail, .. } => {
-                    corrupt(Some(footer_range), format!("corrupt footer: {detail}"))
-                }
+                Error::Corrupt { detail, cause, .. } => Error::Corrupt {
+                    location: location.to_string(),
+                    range: Some(footer_range),
+                    detail: format!("corrupt footer: {detail}"),
+                    cause,
+                },
                 other => other,
             })
         }
@@ -180,6 +189,7 @@ fn reject_encrypted_columns(location: &str, metadata: &ParquetMetaData) -> Resul
                 "column {} is encrypted (plaintext footer); encrypted Parquet files are not supported",
                 c.column_path()
             ),
+            cause: None,
         }),
         None => Ok(()),
     }

@@ -1,17 +1,50 @@
-//! Parquet: footer, projection, filters, planning and decoding.
+//! Parquet: footer, projection, statistics, planning and decoding, plugged
+//! into the read pipeline; and raw column chunks.
 
 pub mod chunks;
-pub mod decode;
-pub mod filter;
-pub mod footer;
+mod decode;
+mod footer;
+mod format;
 mod memo;
-pub mod read;
-pub mod select;
+mod prune;
+mod select;
 
-pub use chunks::{plan_chunks, read_chunks, ChunkLayout, ChunkMeta, ChunkPlan, ChunkSet};
-pub use filter::{CmpOp, Filter, Predicate};
-pub use footer::Footer;
-pub use read::{
-    plan_parquet, read_metadata, read_parquet, stream_parquet, BatchStream, PreparedFile,
-    ReadOptions, Table,
+use arrow_schema::SchemaRef;
+
+pub use chunks::{
+    plan_chunks, read_chunks, ChunkFile, ChunkLayout, ChunkMeta, ChunkPlan, ChunkReceiver, ChunkSet,
 };
+pub use footer::Footer;
+pub use format::{ParquetMetadata, PreparedFile};
+pub use select::{OutputColumn, Projection};
+
+use crate::error::Result;
+use crate::pipeline::{self, BatchStream, ReadOptions, Table};
+use crate::source::Source;
+use format::Parquet;
+
+/// Reads Parquet `sources` (paths, URLs or globs) into one table.
+pub async fn read_parquet(sources: &[String], options: &ReadOptions) -> Result<Table> {
+    pipeline::read::<Parquet>(sources, options).await
+}
+
+/// Reads Parquet `sources` as a stream of batches: every footer first (so
+/// that the schema is known and checked), then each file's row groups
+/// decoded as their bytes arrive, with the next files' fetch already started.
+pub async fn stream_parquet(sources: &[String], options: &ReadOptions) -> Result<BatchStream> {
+    pipeline::stream::<Parquet>(sources, options).await
+}
+
+/// Plans the read of `sources` without fetching column data (footers only).
+pub async fn plan_parquet(sources: &[String], options: &ReadOptions) -> Result<Vec<PreparedFile>> {
+    pipeline::plan::<Parquet>(sources, options).await
+}
+
+/// Footers of `sources`, for inspection (`options.columns`, `row_groups`
+/// and `filter` are not used).
+pub async fn read_metadata(
+    sources: &[String],
+    options: &ReadOptions,
+) -> Result<Vec<(Source, Footer, SchemaRef)>> {
+    pipeline::metadata::<Parquet>(sources, options).await
+}

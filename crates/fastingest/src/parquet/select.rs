@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
-use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
+use arrow_schema::{DataType, FieldRef, Schema, SchemaRef};
 use parquet::arrow::{parquet_to_arrow_schema_by_columns, ProjectionMask};
 use parquet::file::metadata::{KeyValue, ParquetMetaData};
 
@@ -204,33 +204,6 @@ fn extract_column(
     Ok(array)
 }
 
-/// Field lookup that ignores metadata, for comparing the schemas of two files.
-pub fn same_fields(a: &Schema, b: &Schema) -> Option<String> {
-    if a.fields().len() != b.fields().len() {
-        return Some(format!(
-            "{} columns vs {}",
-            a.fields().len(),
-            b.fields().len()
-        ));
-    }
-    for (fa, fb) in a.fields().iter().zip(b.fields().iter()) {
-        if fa.name() != fb.name() || !equal_types(fa, fb) {
-            return Some(format!(
-                "column {:?} is {} vs {:?} {}",
-                fa.name(),
-                fa.data_type(),
-                fb.name(),
-                fb.data_type()
-            ));
-        }
-    }
-    None
-}
-
-fn equal_types(a: &Field, b: &Field) -> bool {
-    a.data_type().equals_datatype(b.data_type())
-}
-
 /// Rejects schemas that pyarrow rejects too, instead of guessing a meaning:
 /// a map whose keys are not `required`.
 pub fn validate_schema(location: &str, metadata: &ParquetMetaData) -> Result<()> {
@@ -257,6 +230,7 @@ pub fn validate_schema(location: &str, metadata: &ParquetMetaData) -> Result<()>
                         detail: format!(
                             "map column {path:?}: map keys must be annotated as required"
                         ),
+                        cause: None,
                     });
                 }
             }

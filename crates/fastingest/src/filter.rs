@@ -1,17 +1,16 @@
 //! Row filters in pyarrow's DNF form: an OR of ANDs of `column op literal`.
-//! Used twice: to skip row groups whose statistics rule them out, and to drop
-//! the rows of the remaining ones that do not match.
+//! Used twice, by every format: to skip units (row groups, stripes) whose
+//! statistics rule them out, and to drop the rows of the remaining ones that
+//! do not match. Where the statistics come from is the format's business
+//! (`parquet::prune`, `orc::prune`); this module compares them.
 
 use std::collections::BTreeSet;
-use std::ops::Range;
 
 use arrow_arith::boolean::{and_kleene, not, or_kleene};
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, Scalar};
 use arrow_cast::{cast, cast_with_options, CastOptions};
 use arrow_ord::cmp;
 use arrow_schema::{ArrowError, DataType, Schema};
-use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
-use parquet::file::metadata::ParquetMetaData;
 
 use crate::error::{Error, Result};
 
@@ -165,15 +164,21 @@ impl Filter {
         Ok(any.unwrap_or_else(|| BooleanArray::from(vec![true; batch.num_rows()])))
     }
 
-    /// For each row group, whether its statistics allow a match. Missing or
-    /// unusable statistics keep the row group (pruning is only an optimisation).
-    pub fn prune_row_groups(&self, metadata: &ParquetMetaData, schema: &Schema) -> Vec<bool> {
-        let n = metadata.num_row_groups();
-        let mut keep = vec![false; n];
+    /// For each of `units` (row groups, stripes), whether its statistics
+    /// allow a match. `min_max` gives a predicate's per-unit minimums and
+    /// maximums (nulls where a unit has none), or `None` when the format
+    /// cannot tell; missing or unusable statistics keep the unit (pruning
+    /// only saves work, the rows are still filtered after decoding).
+    pub fn prune<F>(&self, units: usize, min_max: F) -> Vec<bool>
+    where
+        F: Fn(&Predicate) -> Option<(ArrayRef, ArrayRef)>,
+    {
+        let mut keep = vec![false; units];
         for conj in &self.disjuncts {
-            let mut conj_keep = vec![true; n];
+            let mut conj_keep = vec![true; units];
             for p in conj {
-                if let Some(may) = predicate_may_match(metadata, schema, p) {
+                let may = min_max(p).and_then(|(mins, maxes)| may_match(&mins, &maxes, p));
+                if let Some(may) = may.filter(|m| m.len() == units) {
                     for (k, m) in conj_keep.iter_mut().zip(may) {
                         *k &= m;
                     }
@@ -258,24 +263,9 @@ fn compare(left: &dyn Array, op: CmpOp, lit: &ArrayRef) -> Result<BooleanArray, 
     }
 }
 
-/// Whether each row group may hold a row matching `p`; `None` when the
-/// statistics cannot tell.
-fn predicate_may_match(
-    metadata: &ParquetMetaData,
-    schema: &Schema,
-    p: &Predicate,
-) -> Option<Vec<bool>> {
-    let descr = metadata.file_metadata().schema_descr();
-    let conv = StatisticsConverter::try_new(&p.column, schema, descr).ok()?;
-    let rgs = metadata.row_groups();
-    let mins = conv.row_group_mins(rgs.iter()).ok()?;
-    let maxes = conv.row_group_maxes(rgs.iter()).ok()?;
-    may_match(&mins, &maxes, p)
-}
-
 /// For each (row group or page) with these min/max statistics, whether it may
 /// hold a matching row; `None` when the statistics cannot tell.
-fn may_match(mins: &ArrayRef, maxes: &ArrayRef, p: &Predicate) -> Option<Vec<bool>> {
+pub(crate) fn may_match(mins: &ArrayRef, maxes: &ArrayRef, p: &Predicate) -> Option<Vec<bool>> {
     let stat_type = mins.data_type().clone();
     let lit = cast_literal(&p.value, &stat_type).ok()?;
     let is_float = matches!(
@@ -326,110 +316,4 @@ fn may_match(mins: &ArrayRef, maxes: &ArrayRef, p: &Predicate) -> Option<Vec<boo
             .map(|i| may.is_null(i) || may.value(i))
             .collect(),
     )
-}
-
-impl Filter {
-    /// The rows of row group `rg` that the page index allows, as sorted,
-    /// disjoint row ranges; `None` when there is no page index or it cannot
-    /// tell (then every row is read).
-    pub fn page_row_ranges(
-        &self,
-        metadata: &ParquetMetaData,
-        schema: &Schema,
-        rg: usize,
-    ) -> Option<Vec<Range<usize>>> {
-        let n = metadata.row_group(rg).num_rows() as usize;
-        let mut any: Vec<Range<usize>> = Vec::new();
-        let mut told = false;
-        for conj in &self.disjuncts {
-            let mut all: Vec<Range<usize>> = std::iter::once(0..n).collect();
-            for p in conj {
-                if let Some(ranges) = predicate_page_ranges(metadata, schema, rg, p) {
-                    told = true;
-                    all = intersect(&all, &ranges);
-                }
-            }
-            any = union(&any, &all);
-        }
-        told.then_some(any)
-    }
-}
-
-fn predicate_page_ranges(
-    metadata: &ParquetMetaData,
-    schema: &Schema,
-    rg: usize,
-    p: &Predicate,
-) -> Option<Vec<Range<usize>>> {
-    let descr = metadata.file_metadata().schema_descr();
-    let conv = StatisticsConverter::try_new(&p.column, schema, descr).ok()?;
-    conv.parquet_column_index()?;
-    let (ci, oi) = (metadata.column_index()?, metadata.offset_index()?);
-    let mins = conv.data_page_mins(ci, oi, [&rg]).ok()?;
-    let maxes = conv.data_page_maxes(ci, oi, [&rg]).ok()?;
-    let counts = conv
-        .data_page_row_counts(oi, metadata.row_groups(), [&rg])
-        .ok()??;
-    let may = may_match(&mins, &maxes, p)?;
-    if may.len() != counts.len() {
-        return None;
-    }
-    let mut out: Vec<Range<usize>> = Vec::new();
-    let mut row = 0usize;
-    for (i, keep) in may.into_iter().enumerate() {
-        let len = counts.value(i) as usize;
-        if keep {
-            match out.last_mut() {
-                Some(last) if last.end == row => last.end = row + len,
-                _ => out.push(row..row + len),
-            }
-        }
-        row += len;
-    }
-    Some(out)
-}
-
-/// Rows in both sorted, disjoint range lists.
-fn intersect(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
-    let (mut i, mut j, mut out) = (0, 0, Vec::new());
-    while i < a.len() && j < b.len() {
-        let start = a[i].start.max(b[j].start);
-        let end = a[i].end.min(b[j].end);
-        if start < end {
-            out.push(start..end);
-        }
-        if a[i].end < b[j].end {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    out
-}
-
-/// Rows in either sorted, disjoint range list.
-fn union(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
-    let mut all: Vec<Range<usize>> = a.iter().chain(b).cloned().collect();
-    all.sort_by_key(|r| r.start);
-    let mut out: Vec<Range<usize>> = Vec::new();
-    for r in all {
-        match out.last_mut() {
-            Some(last) if r.start <= last.end => last.end = last.end.max(r.end),
-            _ => out.push(r),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::single_range_in_vec_init)]
-    use super::*;
-
-    #[test]
-    fn range_algebra() {
-        assert_eq!(intersect(&[0..10, 20..30], &[5..25]), vec![5..10, 20..25]);
-        assert_eq!(union(&[0..10, 20..30], &[5..25]), vec![0..30]);
-        assert_eq!(intersect(&[0..10], &[]), Vec::<Range<usize>>::new());
-    }
 }

@@ -16,7 +16,7 @@ use crate::error::Error;
 /// that an object replaced in the middle of a read gives an error rather than
 /// a table stitched from two versions.
 #[derive(Debug)]
-pub struct StoreSource {
+pub struct ObjectStoreSource {
     location: String,
     identity: String,
     store: Arc<dyn ObjectStore>,
@@ -25,7 +25,7 @@ pub struct StoreSource {
     listed: Option<ObjectVersion>,
 }
 
-impl StoreSource {
+impl ObjectStoreSource {
     /// `location` is the URL as the user wrote it, used in errors;
     /// `identity` names the object for the cache (no credentials in it).
     pub fn new(
@@ -34,7 +34,7 @@ impl StoreSource {
         location: String,
         identity: String,
     ) -> Self {
-        StoreSource {
+        ObjectStoreSource {
             location,
             identity,
             store,
@@ -52,7 +52,7 @@ impl StoreSource {
 
     /// The same object, with what a later listing said about it.
     pub fn relisted(&self, version: ObjectVersion) -> Self {
-        StoreSource {
+        ObjectStoreSource {
             location: self.location.clone(),
             identity: self.identity.clone(),
             store: Arc::clone(&self.store),
@@ -149,7 +149,7 @@ fn http_status(detail: &str) -> Option<u16> {
     detail.get(idx..idx + 3)?.parse().ok()
 }
 
-impl RangeSource for StoreSource {
+impl RangeSource for ObjectStoreSource {
     fn location(&self) -> &str {
         &self.location
     }
@@ -193,10 +193,6 @@ impl RangeSource for StoreSource {
             Ok(Tail { bytes, size })
         }
         .boxed()
-    }
-
-    fn as_store(&self) -> Option<&StoreSource> {
-        Some(self)
     }
 
     fn cache_identity(&self) -> Option<&str> {

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::fetch::Fetcher;
+use crate::io::{Failure, RangeSource, Tail};
+use crate::plan::{FilePlan, PlanUnit};
+use crate::source::Source;
+use crate::{Config, ReadStats};
 use bytes::{Bytes, BytesMut};
-use fastingest::fetch::Fetcher;
-use fastingest::io::{Failure, RangeSource, Tail};
-use fastingest::plan::{FilePlan, PlanUnit};
-use fastingest::source::Source;
-use fastingest::{Config, ReadStats};
 use futures::future::{join_all, BoxFuture};
 use futures::FutureExt;
 

@@ -1,0 +1,397 @@
+//! ORC as a format of the read pipeline: open the tail, choose columns and
+//! stripes (by index and by the filter's stripe statistics), fetch the
+//! stripe footers to find the projected streams, plan them, and decode a
+//! stripe from its fetched spans.
+
+use std::collections::{BTreeSet, HashMap};
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+use orc_rust::array_decoder::NaiveStripeDecoder;
+use orc_rust::projection::ProjectionMask;
+use orc_rust::schema::RootDataType;
+use orc_rust::stripe::{Stripe, StripeMetadata};
+
+use super::from_orc;
+use super::prune::prune_stripes;
+use super::readers::{SpanReader, StreamFinder};
+use super::tail::{read_tail, OrcTail};
+use crate::error::{Error, Result};
+use crate::fetch::{await_spans, FetchedSpans, Fetcher};
+use crate::pipeline::{checked_plan, chosen_units, Format, Planned, ReadOptions};
+use crate::plan::{FilePlan, PlanUnit};
+use crate::source::Source;
+
+/// ORC, as the pipeline reads it.
+pub(crate) struct Orc;
+
+/// One file's tail, its location, and the schema a full read returns.
+pub type OrcMetadata = (Source, OrcTail, SchemaRef);
+
+impl Format for Orc {
+    const UNITS: &'static str = "stripes";
+    const UNIT: &'static str = "stripe";
+    type File = PreparedOrc;
+    type Metadata = OrcMetadata;
+
+    async fn open(fetcher: &Fetcher, source: Source) -> Result<OrcMetadata> {
+        let tail = read_tail(fetcher, &source).await?;
+        let schema = schema_of(&tail, tail.metadata.root_data_type());
+        Ok((source, tail, schema))
+    }
+
+    async fn prepare(
+        fetcher: &Fetcher,
+        source: Source,
+        options: &ReadOptions,
+    ) -> Result<PreparedOrc> {
+        prepare(fetcher, source, options).await
+    }
+}
+
+impl Planned for PreparedOrc {
+    fn source(&self) -> &Source {
+        &self.source
+    }
+
+    fn plan(&self) -> &FilePlan {
+        &self.plan
+    }
+
+    fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    fn decode(&self, unit: usize, spans: FetchedSpans, _: &Fetcher) -> Result<Vec<RecordBatch>> {
+        let location = self.source.location();
+        let info = &self.tail.metadata.stripe_metadatas()[self.plan.units[unit].index];
+        let mut reader = SpanReader {
+            size: self.tail.file_size,
+            spans,
+            prefetched: Arc::clone(&self.prefetched),
+            skipped: info.offset()..info.offset() + info.index_length(),
+        };
+        let stripe = Stripe::new(&mut reader, &self.tail.metadata, &self.projected, info)
+            .map_err(|e| from_orc(location, e))?;
+        let decoder = NaiveStripeDecoder::new(stripe, Arc::clone(&self.decoded_schema), BATCH_ROWS)
+            .map_err(|e| from_orc(location, e))?;
+        decoder
+            .map(|b| b.map_err(|e| from_orc(location, e)))
+            .collect()
+    }
+
+    fn output(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        let Some(columns) = &self.output_columns else {
+            return Ok(batch);
+        };
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        let arrays = columns
+            .iter()
+            .map(|&i| Arc::clone(batch.column(i)))
+            .collect();
+        RecordBatch::try_new_with_options(Arc::clone(&self.schema), arrays, &options)
+            .map_err(|e| Error::from_arrow(self.source.location(), e))
+    }
+}
+
+/// Rows per record batch handed out.
+const BATCH_ROWS: usize = 64 * 1024;
+
+/// One ORC file, planned and ready to fetch.
+#[derive(Debug, Clone)]
+pub struct PreparedOrc {
+    /// Where the bytes come from.
+    pub source: Source,
+    /// The decoded tail.
+    pub tail: OrcTail,
+    /// The schema of the rows returned (file order, as pyarrow's ORC reader).
+    pub schema: SchemaRef,
+    /// The columns decoded as `orc-rust` sees them: those returned plus
+    /// those the filter reads.
+    pub projected: RootDataType,
+    /// The schema of the decoded batches.
+    pub decoded_schema: SchemaRef,
+    /// Where each returned column is in a decoded batch (`None`: the same
+    /// columns).
+    pub output_columns: Option<Vec<usize>>,
+    /// The stream ranges to fetch, one unit per selected stripe.
+    pub plan: FilePlan,
+    /// What planning fetched: the stripe footers, and whatever lay between
+    /// them when they were close enough to be fetched together (small
+    /// stripes); streams found in here are not fetched again.
+    pub prefetched: Arc<FetchedSpans>,
+}
+
+/// The Arrow schema of `projected`, with the file's user metadata and, as
+/// pyarrow does, each top-level column's ORC type attributes as field
+/// metadata. (Nested fields keep none: metadata there would change the
+/// column's Arrow type away from what the decoder builds.)
+fn schema_of(tail: &OrcTail, projected: &RootDataType) -> SchemaRef {
+    let metadata: HashMap<String, String> = tail
+        .metadata
+        .user_custom_metadata()
+        .iter()
+        .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned()))
+        .collect();
+    let schema = projected.create_arrow_schema(&metadata);
+    let fields: Vec<arrow_schema::FieldRef> = schema
+        .fields()
+        .iter()
+        .zip(projected.children())
+        .map(|(field, column)| {
+            let id = column.data_type().column_index();
+            match tail.type_attributes.get(id).filter(|a| !a.is_empty()) {
+                Some(attributes) => Arc::new(
+                    field
+                        .as_ref()
+                        .clone()
+                        .with_metadata(attributes.iter().cloned().collect()),
+                ),
+                None => Arc::clone(field),
+            }
+        })
+        .collect();
+    Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    ))
+}
+
+/// Reads the tail, chooses columns and stripes, fetches the stripe footers
+/// and plans the projected streams.
+async fn prepare(fetcher: &Fetcher, source: Source, options: &ReadOptions) -> Result<PreparedOrc> {
+    let location = source.location().to_string();
+    fetcher.stats().add_file();
+    let tail = read_tail(fetcher, &source).await?;
+    let columns = choose_columns(&location, &tail, options)?;
+    let meta = Arc::clone(&tail.metadata);
+    let mut stripes = chosen_units::<Orc>(&location, options, meta.stripe_metadatas().len())?;
+    if let Some(f) = &options.filter {
+        let keep = prune_stripes(f, &meta);
+        stripes.retain(|&i| keep[i]);
+    }
+    let footers = fetch_stripe_footers(fetcher, &source, &tail, &stripes).await?;
+    let units = stripes
+        .iter()
+        .map(|&i| stripe_streams(&location, &tail, &columns.projected, i, &footers))
+        .collect::<Result<Vec<_>>>()?;
+    let plan = checked_plan(&location, tail.file_size, units, fetcher.config())?;
+    Ok(PreparedOrc {
+        source,
+        tail,
+        schema: columns.schema,
+        projected: columns.projected,
+        decoded_schema: columns.decoded_schema,
+        output_columns: columns.output_columns,
+        plan,
+        prefetched: Arc::new(footers),
+    })
+}
+
+/// The columns of a read: those returned, and those decoded (plus the
+/// filter's).
+struct Columns {
+    schema: SchemaRef,
+    projected: RootDataType,
+    decoded_schema: SchemaRef,
+    output_columns: Option<Vec<usize>>,
+}
+
+/// Checks the requested and filter columns against the file's top-level
+/// columns and builds both projections.
+fn choose_columns(location: &str, tail: &OrcTail, options: &ReadOptions) -> Result<Columns> {
+    let root = tail.metadata.root_data_type();
+    let available: Vec<String> = root
+        .children()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    let filter_columns: BTreeSet<String> = options
+        .filter
+        .as_ref()
+        .map(|f| f.columns())
+        .unwrap_or_default();
+    let requested = options.columns.iter().flatten().chain(&filter_columns);
+    if let Some(missing) = requested.into_iter().find(|c| !available.contains(c)) {
+        return Err(Error::ColumnNotFound {
+            location: location.to_string(),
+            column: missing.clone(),
+            available,
+        });
+    }
+    let (out_mask, decode_mask) = match &options.columns {
+        None => (ProjectionMask::all(), ProjectionMask::all()),
+        Some(columns) => {
+            let mut decoded = columns.clone();
+            let extra = filter_columns.iter().filter(|c| !columns.contains(c));
+            decoded.extend(extra.cloned());
+            (
+                ProjectionMask::named_roots(root, columns),
+                ProjectionMask::named_roots(root, &decoded),
+            )
+        }
+    };
+    let schema = schema_of(tail, &root.project(&out_mask));
+    let projected = root.project(&decode_mask);
+    let decoded_schema = schema_of(tail, &projected);
+    if let Some(f) = &options.filter {
+        f.check_types(location, &decoded_schema)?;
+    }
+    let output_columns = (decoded_schema.fields().len() != schema.fields().len()).then(|| {
+        schema
+            .fields()
+            .iter()
+            .filter_map(|f| decoded_schema.index_of(f.name()).ok())
+            .collect()
+    });
+    Ok(Columns {
+        schema,
+        projected,
+        decoded_schema,
+        output_columns,
+    })
+}
+
+/// Where stripe `i`'s footer lies; checked to be inside the file.
+fn footer_range(location: &str, tail: &OrcTail, i: usize) -> Result<Range<u64>> {
+    let info = &tail.metadata.stripe_metadatas()[i];
+    let range = info.footer_offset()..info.footer_offset() + info.footer_length();
+    if range.end > tail.file_size || info.offset() > info.footer_offset() {
+        return Err(Error::Corrupt {
+            location: location.to_string(),
+            range: Some(range),
+            detail: format!(
+                "stripe {i}'s footer lies outside the file ({} bytes)",
+                tail.file_size
+            ),
+            cause: None,
+        });
+    }
+    Ok(range)
+}
+
+/// The footers of `stripes` (they say where each stream lies): small, all
+/// fetched at once, with whatever lies between close ones.
+async fn fetch_stripe_footers(
+    fetcher: &Fetcher,
+    source: &Source,
+    tail: &OrcTail,
+    stripes: &[usize],
+) -> Result<FetchedSpans> {
+    let location = source.location();
+    let units = stripes
+        .iter()
+        .map(|&i| {
+            Ok(PlanUnit {
+                index: i,
+                ranges: vec![footer_range(location, tail, i)?],
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let plan = checked_plan(location, tail.file_size, units, fetcher.config())?;
+    let (futs, _guards) = fetcher.start(source, &plan);
+    let all: Vec<_> = plan
+        .spans
+        .iter()
+        .zip(futs)
+        .map(|(span, fut)| (span.range.clone(), fut))
+        .collect();
+    Ok(FetchedSpans::new(await_spans(all).await?))
+}
+
+/// Stripe `i`'s unit of the plan: the data streams `projected` needs that
+/// the footers' fetch did not already bring.
+fn stripe_streams(
+    location: &str,
+    tail: &OrcTail,
+    projected: &RootDataType,
+    i: usize,
+    footers: &FetchedSpans,
+) -> Result<PlanUnit> {
+    let info = &tail.metadata.stripe_metadatas()[i];
+    let range = footer_range(location, tail, i)?;
+    let corrupt = |range: Range<u64>, detail: String| Error::Corrupt {
+        location: location.to_string(),
+        range: Some(range),
+        detail,
+        cause: None,
+    };
+    let bytes = footers.get(&range).unwrap_or_default();
+    let streams = find_streams(
+        location,
+        &tail.metadata,
+        projected,
+        info,
+        range.clone(),
+        bytes,
+    )
+    .map_err(|e| match e {
+        Error::Corrupt { detail, cause, .. } => Error::Corrupt {
+            location: location.to_string(),
+            range: Some(range.clone()),
+            detail: format!("stripe {i}: {detail}"),
+            cause,
+        },
+        other => other,
+    })?;
+    if let Some(bad) = streams
+        .iter()
+        .find(|s| s.start < info.offset() || s.end > info.footer_offset())
+    {
+        return Err(corrupt(
+            bad.clone(),
+            format!("stripe {i} names a stream outside the stripe"),
+        ));
+    }
+    // The index section (row indexes, bloom filters) only serves
+    // predicates; decoding all rows never reads it, so it is not fetched.
+    let data_start = info.offset() + info.index_length();
+    Ok(PlanUnit {
+        index: i,
+        ranges: streams
+            .into_iter()
+            .filter(|s| s.start >= data_start && footers.get(s).is_none())
+            .collect(),
+    })
+}
+
+/// The byte ranges of the streams `projected` needs in one stripe, as
+/// `orc-rust` itself would read them.
+fn find_streams(
+    location: &str,
+    meta: &orc_rust::reader::metadata::FileMetadata,
+    projected: &RootDataType,
+    info: &StripeMetadata,
+    footer: Range<u64>,
+    footer_bytes: Bytes,
+) -> Result<Vec<Range<u64>>> {
+    let mut finder = StreamFinder {
+        footer,
+        footer_bytes,
+        streams: Default::default(),
+    };
+    let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        Stripe::new(&mut finder, meta, projected, info).map(|_| ())
+    }));
+    match found {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(from_orc(location, e)),
+        Err(_) => {
+            return Err(Error::Corrupt {
+                location: location.to_string(),
+                range: None,
+                detail: "corrupt stripe footer (the decoder gave up)".into(),
+                cause: None,
+            })
+        }
+    }
+    Ok(finder
+        .streams
+        .into_inner()
+        .into_iter()
+        .filter(|r| !r.is_empty())
+        .collect())
+}

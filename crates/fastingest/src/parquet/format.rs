@@ -1,0 +1,256 @@
+//! Parquet as a format of the read pipeline: open the footer, choose columns
+//! and row groups (by index, by the filter's statistics and page index),
+//! plan the byte ranges, and decode a row group from its fetched spans.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+use std::sync::Arc;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
+use parquet::file::metadata::ParquetMetaData;
+
+use super::decode::decode_row_group;
+use super::footer::{read_footer, Footer};
+use super::prune::{page_row_ranges, prune_row_groups};
+use super::select::{extract, project, validate_schema, Projection};
+use crate::error::{Error, Result};
+use crate::fetch::{FetchedSpans, Fetcher};
+use crate::filter::Filter;
+use crate::pipeline::{checked_plan, chosen_units, Format, Planned, ReadOptions};
+use crate::plan::{FilePlan, PlanUnit};
+use crate::source::Source;
+
+/// Parquet, as the pipeline reads it.
+pub(crate) struct Parquet;
+
+/// One file's footer, its location, and the schema a full read returns.
+pub type ParquetMetadata = (Source, Footer, SchemaRef);
+
+impl Format for Parquet {
+    const UNITS: &'static str = "row_groups";
+    const UNIT: &'static str = "row group";
+    type File = PreparedFile;
+    type Metadata = ParquetMetadata;
+
+    async fn open(fetcher: &Fetcher, source: Source) -> Result<ParquetMetadata> {
+        let footer = read_footer(fetcher, &source, false).await?;
+        let meta =
+            ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
+                .map_err(|e| Error::from_parquet(source.location(), e))?;
+        // The schema a full read would return (same metadata rules).
+        let all = project(
+            source.location(),
+            &footer.metadata,
+            meta.schema(),
+            None,
+            &BTreeSet::new(),
+        )?;
+        Ok((source, footer, all.output_schema))
+    }
+
+    async fn prepare(
+        fetcher: &Fetcher,
+        source: Source,
+        options: &ReadOptions,
+    ) -> Result<PreparedFile> {
+        prepare(fetcher, source, options).await
+    }
+}
+
+impl Planned for PreparedFile {
+    fn source(&self) -> &Source {
+        &self.source
+    }
+
+    fn plan(&self) -> &FilePlan {
+        &self.plan
+    }
+
+    fn schema(&self) -> &SchemaRef {
+        &self.projection.output_schema
+    }
+
+    fn known_bytes(&self) -> Option<(u64, &Bytes)> {
+        Some(self.footer.known_bytes())
+    }
+
+    fn decode(
+        &self,
+        unit: usize,
+        spans: FetchedSpans,
+        fetcher: &Fetcher,
+    ) -> Result<Vec<RecordBatch>> {
+        decode_row_group(self, unit, spans, fetcher)
+    }
+
+    fn output(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        extract(&self.projection, &batch).map_err(|e| Error::from_arrow(self.source.location(), e))
+    }
+}
+
+/// One file, planned and ready to fetch.
+#[derive(Debug, Clone)]
+pub struct PreparedFile {
+    /// Where the bytes come from.
+    pub source: Source,
+    /// The decoded footer.
+    pub footer: Footer,
+    /// The footer as the Arrow reader sees it (Arrow schema resolved).
+    pub reader_metadata: ArrowReaderMetadata,
+    /// Columns to decode and return.
+    pub projection: Projection,
+    /// The byte ranges to fetch, one unit per selected row group.
+    pub plan: FilePlan,
+    /// Per unit of the plan: the rows the page index leaves, if it was used.
+    pub selections: Vec<Option<RowSelection>>,
+}
+
+/// Reads the footer and plans the fetch of one file.
+pub(crate) async fn prepare(
+    fetcher: &Fetcher,
+    source: Source,
+    options: &ReadOptions,
+) -> Result<PreparedFile> {
+    let location = source.location().to_string();
+    fetcher.stats().add_file();
+    // The page index is only worth its bytes when a filter can use it.
+    let footer = read_footer(fetcher, &source, options.filter.is_some()).await?;
+    let reader_metadata =
+        ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
+            .map_err(|e| Error::from_parquet(&location, e))?;
+    validate_schema(&location, &footer.metadata)?;
+    let file_schema = Arc::clone(reader_metadata.schema());
+    let filter_columns: BTreeSet<String> = options
+        .filter
+        .as_ref()
+        .map(Filter::columns)
+        .unwrap_or_default();
+    if let Some(f) = &options.filter {
+        f.check_types(&location, &file_schema)?;
+    }
+    let projection = project(
+        &location,
+        &footer.metadata,
+        &file_schema,
+        options.columns.as_deref(),
+        &filter_columns,
+    )?;
+    let mut row_groups =
+        chosen_units::<Parquet>(&location, options, footer.metadata.num_row_groups())?;
+    if let Some(f) = &options.filter {
+        let keep = prune_row_groups(f, &footer.metadata, &file_schema);
+        row_groups.retain(|&i| keep[i]);
+    }
+    let (kept, selections) = select_pages(
+        options.filter.as_ref(),
+        &footer.metadata,
+        &file_schema,
+        row_groups,
+    );
+    let units = kept
+        .iter()
+        .zip(&selections)
+        .map(|(&rg, selection)| PlanUnit {
+            index: rg,
+            ranges: chunk_ranges(&footer.metadata, &projection, rg, selection.as_ref()),
+        })
+        .collect();
+    let plan = checked_plan(&location, footer.file_size, units, &options.config)?;
+    Ok(PreparedFile {
+        source,
+        footer,
+        reader_metadata,
+        projection,
+        plan,
+        selections,
+    })
+}
+
+/// Within `row_groups`, the rows the page index leaves for `filter`: the row
+/// groups still worth reading, and for each the row selection (`None`: all
+/// rows). A row group none of whose pages can match is dropped.
+fn select_pages(
+    filter: Option<&Filter>,
+    metadata: &ParquetMetaData,
+    file_schema: &arrow_schema::Schema,
+    row_groups: Vec<usize>,
+) -> (Vec<usize>, Vec<Option<RowSelection>>) {
+    let Some(filter) = filter else {
+        let n = row_groups.len();
+        return (row_groups, vec![None; n]);
+    };
+    let mut kept = Vec::with_capacity(row_groups.len());
+    let mut selections = Vec::with_capacity(row_groups.len());
+    for rg in row_groups {
+        match page_row_ranges(filter, metadata, file_schema, rg) {
+            Some(rows) if rows.is_empty() => continue,
+            Some(rows) => {
+                let n = metadata.row_group(rg).num_rows() as usize;
+                selections.push(Some(RowSelection::from_consecutive_ranges(
+                    rows.into_iter(),
+                    n,
+                )));
+            }
+            None => selections.push(None),
+        }
+        kept.push(rg);
+    }
+    (kept, selections)
+}
+
+/// The byte ranges row group `rg` needs: whole column chunks, or, when a row
+/// selection and the offset index exist, the dictionary page and only the data
+/// pages holding selected rows (the pages the decoder will ask for).
+fn chunk_ranges(
+    metadata: &ParquetMetaData,
+    projection: &Projection,
+    rg: usize,
+    selection: Option<&RowSelection>,
+) -> Vec<Range<u64>> {
+    let descr = metadata.file_metadata().schema_descr();
+    let meta = metadata.row_group(rg);
+    let num_rows = meta.num_rows() as usize;
+    let selected: Option<Vec<Range<usize>>> = selection.map(|s| {
+        let mut out = Vec::new();
+        let mut row = 0usize;
+        for sel in s.iter() {
+            if !sel.skip {
+                out.push(row..row + sel.row_count);
+            }
+            row += sel.row_count;
+        }
+        out
+    });
+    let mut ranges = Vec::new();
+    for leaf in (0..descr.num_columns()).filter(|&l| projection.mask.leaf_included(l)) {
+        let (start, len) = meta.column(leaf).byte_range();
+        let pages = metadata
+            .offset_index()
+            .and_then(|oi| oi.get(rg))
+            .and_then(|cols| cols.get(leaf))
+            .map(|o| o.page_locations());
+        match (&selected, pages) {
+            (Some(rows), Some(pages)) if !pages.is_empty() => {
+                let first = pages[0].offset as u64;
+                if first > start {
+                    ranges.push(start..first); // dictionary page
+                }
+                for (i, page) in pages.iter().enumerate() {
+                    let from = page.first_row_index as usize;
+                    let to = pages
+                        .get(i + 1)
+                        .map_or(num_rows, |p| p.first_row_index as usize);
+                    if rows.iter().any(|r| r.start < to && from < r.end) {
+                        let off = page.offset as u64;
+                        ranges.push(off..off + page.compressed_page_size as u64);
+                    }
+                }
+            }
+            _ => ranges.push(start..start.saturating_add(len)),
+        }
+    }
+    ranges
+}

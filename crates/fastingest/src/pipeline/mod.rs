@@ -1,0 +1,326 @@
+//! The one read pipeline every format goes through:
+//! resolve → open → select → plan → fetch → decode → concat or stream.
+//!
+//! A format plugs in by implementing [`Format`] (open one file's metadata,
+//! and prepare it: choose columns and units, prune units with the filter,
+//! plan their byte ranges) and [`Planned`] (decode one unit from its
+//! fetched spans, and cut a decoded batch to the columns asked for).
+//! Everything else (resolving sources, the fetch with its limits, retries
+//! and cache, decoding on the blocking pool while later bytes arrive,
+//! filtering rows, joining files, streaming) is written once, here.
+
+mod decode;
+mod raw;
+mod read;
+mod stream;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+
+use crate::cache::Cache;
+use crate::clients::StorageOptions;
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::fetch::{FetchedSpans, Fetcher};
+use crate::filter::Filter;
+use crate::plan::FilePlan;
+use crate::request::{ByteSource, StoreRequests};
+use crate::source::{resolve, Context, Source};
+use crate::stats::ReadStats;
+
+pub(crate) use raw::{fetch_pieces, PieceReceiver, RawFile};
+pub(crate) use read::{metadata, plan, read};
+pub(crate) use stream::stream;
+pub use stream::BatchStream;
+
+/// A file format the pipeline can read.
+pub(crate) trait Format: Send + Sync + 'static {
+    /// What `ReadOptions::row_groups` selects, as the user spells the
+    /// keyword (`row_groups`, `stripes`); used in messages.
+    const UNITS: &'static str;
+    /// One unit, in messages (`row group`, `stripe`).
+    const UNIT: &'static str;
+    /// One file, opened and planned.
+    type File: Planned;
+    /// One file's metadata, as `metadata()` returns it.
+    type Metadata: Send + 'static;
+
+    /// Reads one file's metadata (footer or tail) only.
+    fn open(
+        fetcher: &Fetcher,
+        source: Source,
+    ) -> impl Future<Output = Result<Self::Metadata>> + Send;
+
+    /// Opens one file and plans its read: columns, units (by index and by
+    /// the filter's statistics) and the byte ranges they need.
+    fn prepare(
+        fetcher: &Fetcher,
+        source: Source,
+        options: &ReadOptions,
+    ) -> impl Future<Output = Result<Self::File>> + Send;
+}
+
+/// One file, planned: what the pipeline needs to fetch and decode it.
+pub(crate) trait Planned: Send + Sync + 'static {
+    /// Where the bytes come from.
+    fn source(&self) -> &Source;
+    /// The byte ranges to fetch, one unit per row group or stripe.
+    fn plan(&self) -> &FilePlan;
+    /// The schema of the batches returned.
+    fn schema(&self) -> &SchemaRef;
+    /// Bytes already in memory (the end of the file the metadata request
+    /// brought): spans inside them are served without a request.
+    fn known_bytes(&self) -> Option<(u64, &Bytes)> {
+        None
+    }
+    /// Decodes unit `unit` (a position in the plan's units) from its fetched
+    /// spans, with the columns the filter needs; runs on the blocking pool.
+    fn decode(
+        &self,
+        unit: usize,
+        spans: FetchedSpans,
+        fetcher: &Fetcher,
+    ) -> Result<Vec<RecordBatch>>;
+    /// A decoded (and filtered) batch cut to the columns asked for.
+    fn output(&self, batch: RecordBatch) -> Result<RecordBatch>;
+}
+
+/// What to read and how.
+#[derive(Debug, Clone, Default)]
+pub struct ReadOptions {
+    /// Columns to return (top-level names or dotted struct paths), in this
+    /// order; `None` for all.
+    pub columns: Option<Vec<String>>,
+    /// Row groups (Parquet) or stripes (ORC) to read, as indices into the
+    /// file; only for a single file.
+    pub row_groups: Option<Vec<usize>>,
+    /// Rows to keep; also prunes row groups and stripes by their statistics.
+    pub filter: Option<Filter>,
+    /// Options for the object store (credentials, endpoint, ...).
+    pub storage_options: StorageOptions,
+    /// Fetch tuning.
+    pub config: Config,
+    /// Counters the read adds to.
+    pub stats: ReadStats,
+    /// The on-disk cache remote bytes are read through, if any.
+    pub cache: Option<Cache>,
+}
+
+impl ReadOptions {
+    pub(crate) fn context(&self) -> Context<'_> {
+        Context {
+            options: &self.storage_options,
+            config: &self.config,
+            stats: &self.stats,
+            listings: self.cache.as_ref().map(|c| c as _),
+        }
+    }
+
+    /// The read's fetcher: the store's requests under the read's limits,
+    /// with the cache in front of them when there is one.
+    pub(crate) fn fetcher(&self) -> Fetcher {
+        let store = StoreRequests::new(self.config.clone(), self.stats.clone());
+        let bytes: Arc<dyn ByteSource> = match &self.cache {
+            Some(cache) => Arc::new(cache.in_front_of(Arc::new(store))),
+            None => Arc::new(store),
+        };
+        Fetcher::over(bytes)
+    }
+}
+
+/// A read's result: a schema and the batches, in file and row order.
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// Schema of every batch (with the file's key-value metadata, e.g. pandas').
+    pub schema: SchemaRef,
+    /// The rows.
+    pub batches: Vec<RecordBatch>,
+}
+
+impl Table {
+    /// Total rows.
+    pub fn num_rows(&self) -> usize {
+        self.batches.iter().map(|b| b.num_rows()).sum()
+    }
+}
+
+/// The frame of every read: checks the configuration, resolves `sources`,
+/// runs `read` on the files, and adds the cache's counters afterwards
+/// (whether the read succeeded or not).
+pub(crate) async fn with_files<T, F, Fut>(
+    sources: &[String],
+    options: &ReadOptions,
+    read: F,
+) -> Result<T>
+where
+    F: FnOnce(Vec<Source>) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    options.config.validate()?;
+    let result = match resolve(sources, options.context()).await {
+        Ok(files) => read(files).await,
+        Err(e) => Err(e),
+    };
+    if let Some(cache) = &options.cache {
+        cache.flush_counters();
+    }
+    result
+}
+
+/// Resolves `sources` (the frame of [`with_files`]) and runs `per_file` on
+/// each file with `fetcher`, several at once, results in source order.
+/// `unit` names what `options.row_groups` selects (row groups, stripes),
+/// which takes a single file.
+pub(crate) async fn each_source<T, F, Fut>(
+    sources: &[String],
+    options: &ReadOptions,
+    unit: &str,
+    fetcher: &Fetcher,
+    per_file: F,
+) -> Result<Vec<T>>
+where
+    F: Fn(Fetcher, Source) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    with_files(sources, options, |files| async move {
+        check_single_file(&files, options, unit)?;
+        crate::fetch::each_file(fetcher, files, per_file).await
+    })
+    .await
+}
+
+/// `row_groups` (or stripes, as `unit` says) select parts of a single file.
+pub(crate) fn check_single_file(files: &[Source], options: &ReadOptions, unit: &str) -> Result<()> {
+    if options.row_groups.is_some() && files.len() != 1 {
+        return Err(Error::InvalidArgument(format!(
+            "{unit} selects {unit} of a single file, but the source names {} files",
+            files.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The units (row groups, stripes) `options.row_groups` names, checked
+/// against the `n` the file has; all of them when it names none.
+pub(crate) fn chosen_units<F: Format>(
+    location: &str,
+    options: &ReadOptions,
+    n: usize,
+) -> Result<Vec<usize>> {
+    match &options.row_groups {
+        Some(chosen) => match chosen.iter().find(|&&i| i >= n) {
+            Some(bad) => Err(Error::InvalidArgument(format!(
+                "{location}: {} {bad} does not exist (the file has {n})",
+                F::UNIT
+            ))),
+            None => Ok(chosen.clone()),
+        },
+        None => Ok((0..n).collect()),
+    }
+}
+
+/// The plan of `units`, checked to lie inside the file (a footer may say
+/// anything).
+pub(crate) fn checked_plan(
+    location: &str,
+    file_size: u64,
+    units: Vec<crate::plan::PlanUnit>,
+    config: &Config,
+) -> Result<FilePlan> {
+    let plan = FilePlan::new(
+        location.to_string(),
+        file_size,
+        units,
+        config.hole_limit,
+        config.slice_size,
+    );
+    match plan.spans.iter().find(|s| s.range.end > file_size) {
+        Some(bad) => Err(Error::Corrupt {
+            location: location.to_string(),
+            range: Some(bad.range.clone()),
+            detail: format!(
+                "the planned bytes extend beyond the end of the file ({file_size} bytes)"
+            ),
+            cause: None,
+        }),
+        None => Ok(plan),
+    }
+}
+
+/// Joins the files of a read in source order; their schemas must agree (the
+/// first file's schema, with its metadata, is the table's).
+pub(crate) fn concat(
+    fetcher: &Fetcher,
+    results: Vec<(Source, SchemaRef, Vec<RecordBatch>)>,
+) -> Result<Table> {
+    let Some((first_source, schema, _)) = results.first() else {
+        return Err(Error::InvalidArgument("no files to read".into()));
+    };
+    let schema = Arc::clone(schema);
+    let first = first_source.location().to_string();
+    let mut batches = Vec::new();
+    for (source, file_schema, file_batches) in results {
+        check_same_schema(&schema, &first, &file_schema, source.location())?;
+        for b in file_batches {
+            let b = relabel(&schema, b, source.location())?;
+            fetcher.stats().add_rows(b.num_rows() as u64);
+            batches.push(b);
+        }
+    }
+    Ok(Table { schema, batches })
+}
+
+/// Files of one read must share the first file's fields (`first` names it).
+pub(crate) fn check_same_schema(
+    schema: &SchemaRef,
+    first: &str,
+    file_schema: &SchemaRef,
+    location: &str,
+) -> Result<()> {
+    match same_fields(schema, file_schema) {
+        Some(detail) => Err(Error::SchemaMismatch {
+            location: location.to_string(),
+            first: first.to_string(),
+            detail,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// A batch under the read's schema (the same fields, with the first file's
+/// metadata); no copy.
+pub(crate) fn relabel(schema: &SchemaRef, b: RecordBatch, location: &str) -> Result<RecordBatch> {
+    if Arc::ptr_eq(b.schema_ref(), schema) {
+        return Ok(b);
+    }
+    let opts = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+    RecordBatch::try_new_with_options(Arc::clone(schema), b.columns().to_vec(), &opts)
+        .map_err(|e| Error::from_arrow(location, e))
+}
+
+/// Compares two files' fields, ignoring metadata: what differs, in words.
+fn same_fields(a: &arrow_schema::Schema, b: &arrow_schema::Schema) -> Option<String> {
+    if a.fields().len() != b.fields().len() {
+        return Some(format!(
+            "{} columns vs {}",
+            a.fields().len(),
+            b.fields().len()
+        ));
+    }
+    for (fa, fb) in a.fields().iter().zip(b.fields().iter()) {
+        if fa.name() != fb.name() || !fa.data_type().equals_datatype(fb.data_type()) {
+            return Some(format!(
+                "column {:?} is {} vs {:?} {}",
+                fa.name(),
+                fa.data_type(),
+                fb.name(),
+                fb.data_type()
+            ));
+        }
+    }
+    None
+}

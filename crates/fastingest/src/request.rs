@@ -1,0 +1,187 @@
+//! The store's side of a fetch: one request per tail or range, under the
+//! read's limits (requests and bytes in flight, local reads at once), each
+//! attempt timed out, transient failures retried with backoff, everything
+//! counted.
+//!
+//! [`ByteSource`] is what the fetcher reads through. [`StoreRequests`] is the
+//! bottom of that stack; the cache wraps it (`Cache::in_front_of`), serving
+//! what it holds and passing the rest down, the way object_store's wrappers
+//! (`LimitStore`, `ThrottledStore`) wrap a store.
+
+use std::fmt::Debug;
+use std::ops::Range;
+use std::time::Instant;
+
+use bytes::BytesMut;
+use futures::future::BoxFuture;
+use futures::FutureExt;
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::io::{with_retries, ObjectVersion, Retry, Tail};
+use crate::source::Source;
+use crate::stats::ReadStats;
+
+/// Memory permits are counted in units of this many bytes.
+const BUDGET_UNIT: u64 = 64 * 1024;
+
+/// Where a read's bytes come from, with retries and limits applied: every
+/// call returns the final result.
+pub trait ByteSource: Send + Sync + Debug {
+    /// The read's configuration.
+    fn config(&self) -> &Config;
+
+    /// The read's counters.
+    fn stats(&self) -> &ReadStats;
+
+    /// Up to `len` bytes from the end of `file`, and its size.
+    fn tail<'a>(&'a self, file: &'a Source, len: u64) -> BoxFuture<'a, Result<Tail>>;
+
+    /// Fills `part` (already as long as `range`) with the bytes of `range`
+    /// of `file`, and hands it back.
+    fn range_into<'a>(
+        &'a self,
+        file: &'a Source,
+        range: Range<u64>,
+        part: BytesMut,
+    ) -> BoxFuture<'a, Result<BytesMut>>;
+
+    /// The object's current version, asked of the store.
+    fn head<'a>(&'a self, file: &'a Source) -> BoxFuture<'a, Result<ObjectVersion>>;
+}
+
+/// The store itself: requests under one read's limits.
+#[derive(Debug)]
+pub struct StoreRequests {
+    config: Config,
+    stats: ReadStats,
+    requests: Semaphore,
+    local_reads: Semaphore,
+    budget: Semaphore,
+    budget_units: u32,
+}
+
+impl StoreRequests {
+    /// The requests of one read.
+    pub fn new(config: Config, stats: ReadStats) -> Self {
+        let budget_units =
+            (config.memory_budget / BUDGET_UNIT).clamp(1, u32::MAX as u64 >> 3) as u32;
+        StoreRequests {
+            requests: Semaphore::new(config.max_in_flight),
+            local_reads: Semaphore::new(local_read_limit(config.max_in_flight)),
+            budget: Semaphore::new(budget_units as usize),
+            budget_units,
+            config,
+            stats,
+        }
+    }
+
+    /// A request slot and the memory for `len` bytes.
+    async fn permits(&self, len: u64) -> Result<(SemaphorePermit<'_>, SemaphorePermit<'_>)> {
+        let units = len.div_ceil(BUDGET_UNIT).clamp(1, self.budget_units as u64) as u32;
+        let req = self.requests.acquire().await.map_err(closed)?;
+        let mem = self.budget.acquire_many(units).await.map_err(closed)?;
+        Ok((req, mem))
+    }
+
+    async fn fetch_tail(&self, file: &Source, len: u64) -> Result<Tail> {
+        let _p = self.permits(len).await?;
+        let started = Instant::now();
+        let tail = with_retries(&self.config, &self.stats, file.location(), None, || {
+            file.read_tail(len)
+        })
+        .await
+        .map_err(|e| e.reading(&format!("reading the last {len} bytes (the footer)")))?;
+        self.stats.add_fetch_time(started.elapsed());
+        self.stats.add_fetched(tail.bytes.len() as u64);
+        Ok(tail)
+    }
+
+    async fn fetch_range(
+        &self,
+        file: &Source,
+        range: Range<u64>,
+        mut part: BytesMut,
+    ) -> Result<BytesMut> {
+        let _local = match file.is_local() {
+            true => Some(self.local_reads.acquire().await.map_err(closed)?),
+            false => None,
+        };
+        let _permits = self.permits(range.end - range.start).await?;
+        let mut retry = Retry::new(
+            &self.config,
+            &self.stats,
+            file.location(),
+            Some(range.clone()),
+        );
+        let want = (range.end - range.start) as usize;
+        loop {
+            if part.len() != want {
+                // A cancelled attempt can leave the buffer taken; never read
+                // into a buffer of the wrong size. (Rejoining then copies,
+                // rarely.)
+                part = BytesMut::zeroed(want);
+            }
+            match retry
+                .attempt(file.read_into(range.clone(), &mut part))
+                .await
+            {
+                Ok(()) => {
+                    self.stats.add_fetched(range.end - range.start);
+                    return Ok(part);
+                }
+                Err(failure) => retry.failed(failure).await?,
+            }
+        }
+    }
+}
+
+impl ByteSource for StoreRequests {
+    fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn stats(&self) -> &ReadStats {
+        &self.stats
+    }
+
+    fn tail<'a>(&'a self, file: &'a Source, len: u64) -> BoxFuture<'a, Result<Tail>> {
+        self.fetch_tail(file, len).boxed()
+    }
+
+    fn range_into<'a>(
+        &'a self,
+        file: &'a Source,
+        range: Range<u64>,
+        part: BytesMut,
+    ) -> BoxFuture<'a, Result<BytesMut>> {
+        self.fetch_range(file, range, part).boxed()
+    }
+
+    fn head<'a>(&'a self, file: &'a Source) -> BoxFuture<'a, Result<ObjectVersion>> {
+        async move {
+            with_retries(&self.config, &self.stats, file.location(), None, || {
+                file.head()
+            })
+            .await
+            .map_err(|e| e.reading("checking the object's version"))
+        }
+        .boxed()
+    }
+}
+
+/// Local reads at once: four per core (at most `max_in_flight`). Each is a
+/// blocking `pread` that faults in fresh pages; more of them than that only
+/// contend for the cores (the local sweep on 2 cores: 8-16 at once read the
+/// same file ~18% faster than 32), while a remote request mostly waits.
+fn local_read_limit(max_in_flight: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    max_in_flight.min(4 * cores).max(1)
+}
+
+/// The semaphores are never closed; should that change, a read fails
+/// cleanly rather than panicking.
+pub(crate) fn closed(_: tokio::sync::AcquireError) -> Error {
+    Error::InvalidArgument("the read was shut down".into())
+}
