@@ -1,12 +1,17 @@
-"""Read speed of the extension built with different cargo profiles: is the
-faster-building `local` profile (no LTO) as fast as `release` (thin LTO)?
+"""Read speed of two builds of the extension, side by side: two cargo
+profiles (is the faster-building `local` profile as fast as `release`?), or
+the working tree against an earlier git revision (did a change cost speed?).
 
-Builds (or reuses) one wheel per profile, unpacks each into its own folder,
+Builds (or reuses) one wheel per build, unpacks each into its own folder,
 then reads the demo's dataset with each build, interleaved: a fresh process
 per read (what a script pays) and the median of 5 reads in one process
 (steady state).
 
     python benches/bench_profiles.py [--profiles local,release] [--runs 7]
+    python benches/bench_profiles.py --profiles local,git:HEAD~1
+
+A `git:<rev>` build is that revision, checked out in a temporary worktree and
+built with the `local` profile (cargo shares the dependencies' artifacts).
 """
 
 from __future__ import annotations
@@ -42,10 +47,23 @@ print(json.dumps({"file": fastingest._fastingest.__file__, **out}))
 """
 
 
-def wheel_for(profile: str, out: Path) -> Path:
-    """Builds the wheel of `profile` into `out` (cargo reuses what it can)."""
+def wheel_for(build: str, out: Path) -> Path:
+    """Builds the wheel of `build` (a profile, or `git:<rev>`) into `out`
+    (cargo reuses what it can)."""
+    source, profile = ROOT, build
+    if build.startswith("git:"):
+        source, profile = out.parent / f"src-{out.name}", "local"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(source), build[4:]], cwd=ROOT, check=True
+        )
     flag = ["--release"] if profile == "release" else ["--profile", profile]
-    subprocess.run(["maturin", "build", "--quiet", *flag, "-o", str(out)], cwd=ROOT, check=True)
+    try:
+        subprocess.run(
+            ["maturin", "build", "--quiet", *flag, "-o", str(out)], cwd=source, check=True
+        )
+    finally:
+        if source != ROOT:
+            subprocess.run(["git", "worktree", "remove", "--force", str(source)], cwd=ROOT)
     (wheel,) = sorted(out.glob("fastingest-*.whl"))
     return wheel
 
@@ -69,8 +87,9 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="fastingest-profiles-"))
     sites = {}
     for p in profiles:
-        wheel = wheel_for(p, work / f"wheel-{p}")
-        sites[p] = unpack(wheel, work / f"site-{p}")
+        name = p.replace(":", "-").replace("/", "-")
+        wheel = wheel_for(p, work / f"wheel-{name}")
+        sites[p] = unpack(wheel, work / f"site-{name}")
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
     results: dict[str, dict[str, dict[str, list[float]]]] = {
         mode: {p: {"all": [], "filtered": []} for p in profiles} for mode in ("fresh", "steady")
