@@ -15,6 +15,7 @@ use pyo3::types::{PyBytes, PyDict, PyList};
 
 use crate::errors::to_py;
 use crate::run;
+use crate::stripes::fill_read_only_view;
 
 /// `index` into a sequence of `len`, Python style (negative from the end).
 fn position(index: isize, len: usize) -> PyResult<usize> {
@@ -185,27 +186,11 @@ impl PyChunk {
         view: *mut ffi::Py_buffer,
         flags: c_int,
     ) -> PyResult<()> {
-        if flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
-            return Err(PyBufferError::new_err("column chunks are read-only"));
-        }
         let me = slf.get();
-        let bytes = &me.set.bytes[me.index];
-        // SAFETY: the bytes are immutable and owned by the set, which the
-        // view keeps alive through its reference to `slf`.
-        let rc = unsafe {
-            ffi::PyBuffer_FillInfo(
-                view,
-                slf.as_ptr(),
-                bytes.as_ptr() as *mut c_void,
-                bytes.len() as ffi::Py_ssize_t,
-                1,
-                flags,
-            )
-        };
-        if rc != 0 {
-            return Err(PyErr::fetch(slf.py()));
-        }
-        Ok(())
+        let bytes = me.set.bytes[me.index].clone();
+        // SAFETY: `view` comes from Python's buffer protocol; the bytes are
+        // owned by the set, which `slf` (referenced by the view) keeps alive.
+        unsafe { fill_read_only_view(slf.as_any(), view, flags, &bytes, "column chunks") }
     }
 
     fn __repr__(&self) -> String {

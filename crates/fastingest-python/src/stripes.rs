@@ -25,26 +25,10 @@ impl PyBytesView {
         view: *mut ffi::Py_buffer,
         flags: c_int,
     ) -> PyResult<()> {
-        if flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
-            return Err(PyBufferError::new_err("fastingest buffers are read-only"));
-        }
-        let bytes = &slf.get().bytes;
-        // SAFETY: the bytes are immutable and owned by `slf`, which the view
-        // keeps alive through its reference to it.
-        let rc = unsafe {
-            ffi::PyBuffer_FillInfo(
-                view,
-                slf.as_ptr(),
-                bytes.as_ptr() as *mut c_void,
-                bytes.len() as ffi::Py_ssize_t,
-                1,
-                flags,
-            )
-        };
-        if rc != 0 {
-            return Err(PyErr::fetch(slf.py()));
-        }
-        Ok(())
+        let bytes = slf.get().bytes.clone();
+        // SAFETY: `view` comes from Python's buffer protocol; the bytes are
+        // owned by `slf`, which the view keeps alive.
+        unsafe { fill_read_only_view(slf.as_any(), view, flags, &bytes, "fastingest buffers") }
     }
 
     fn __len__(&self) -> usize {
@@ -54,6 +38,42 @@ impl PyBytesView {
     fn __repr__(&self) -> String {
         format!("<fastingest.Buffer of {} bytes>", self.bytes.len())
     }
+}
+
+/// Fills `view` with `bytes`, read-only, owned by `owner` (which the view
+/// keeps alive and which must keep the bytes unchanged): the buffer protocol
+/// of every class that hands out fetched bytes. `what` names them in the
+/// error a writable request gets.
+///
+/// # Safety
+/// `view` must be the pointer Python passed to `__getbuffer__`, and `bytes`
+/// must live as long as `owner`.
+pub unsafe fn fill_read_only_view(
+    owner: &Bound<'_, PyAny>,
+    view: *mut ffi::Py_buffer,
+    flags: c_int,
+    bytes: &[u8],
+    what: &str,
+) -> PyResult<()> {
+    if flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
+        return Err(PyBufferError::new_err(format!("{what} are read-only")));
+    }
+    // SAFETY: the caller passes Python's view and bytes owned by `owner`,
+    // which the view references.
+    let rc = unsafe {
+        ffi::PyBuffer_FillInfo(
+            view,
+            owner.as_ptr(),
+            bytes.as_ptr() as *mut c_void,
+            bytes.len() as ffi::Py_ssize_t,
+            1,
+            flags,
+        )
+    };
+    if rc != 0 {
+        return Err(PyErr::fetch(owner.py()));
+    }
+    Ok(())
 }
 
 /// One dict per stripe (see `fastingest.read_orc_stripes`).
