@@ -490,3 +490,31 @@ def test_read_calls_take_exactly_their_options_keywords(numeric_file):
     )
     assert table.column_names == ["id"] and stats.files == 1
     assert "row_groups" in (fastingest.read_parquet.__doc__ or "")
+
+
+def test_source_errors_raised_inside_fspath_propagate(numeric_file):
+    """A source that is not a path is a TypeError naming its type; anything
+    else raised while the source is read (an error inside ``__fspath__``, a
+    Ctrl-C landing there) propagates as it is and no read starts with a
+    made-up path."""
+
+    class Raises:
+        def __init__(self, exc):
+            self.exc = exc
+
+        def __fspath__(self):
+            raise self.exc
+
+    class PathOf:
+        def __fspath__(self):
+            return str(numeric_file)
+
+    with pytest.raises(TypeError, match="source must be a path, URL, or a list of them, not int"):
+        fastingest.read_parquet(42)
+    with pytest.raises(KeyboardInterrupt):
+        fastingest.read_parquet(Raises(KeyboardInterrupt()))
+    with pytest.raises(ValueError, match="bad mount"):
+        fastingest.read_parquet([str(numeric_file), Raises(ValueError("bad mount"))])
+    with pytest.raises(KeyboardInterrupt):
+        fastingest.metadata(Raises(KeyboardInterrupt()))
+    assert fastingest.read_parquet(PathOf()).num_rows == pq.read_metadata(numeric_file).num_rows

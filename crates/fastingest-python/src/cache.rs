@@ -46,7 +46,7 @@ fn size_of(name: &str, value: &Bound<'_, PyAny>) -> PyResult<u64> {
     if let Ok(n) = value.extract::<u64>() {
         return Ok(n);
     }
-    let text = value.str()?.to_string();
+    let text = value.str()?.extract::<String>()?;
     fastingest::config::parse_size(&text).ok_or_else(|| {
         to_py(fastingest::Error::InvalidArgument(format!(
             "{name} must be a number of bytes or a size such as \"10G\", not {text:?}"

@@ -25,7 +25,7 @@ impl PyConfig {
         if let Some(kwargs) = kwargs {
             for (k, v) in kwargs.iter() {
                 let key: String = k.extract()?;
-                let text = v.str()?.to_string();
+                let text = v.str()?.extract::<String>()?;
                 inner.set(&key, &text).map_err(to_py)?;
             }
         }
@@ -67,7 +67,13 @@ impl PyConfig {
         let d = self.to_dict(py)?;
         let parts: Vec<String> = d
             .iter()
-            .map(|(k, v)| Ok(format!("{}={}", k.str()?, v.repr()?)))
+            .map(|(k, v)| {
+                Ok(format!(
+                    "{}={}",
+                    k.str()?.extract::<String>()?,
+                    v.repr()?.extract::<String>()?
+                ))
+            })
             .collect::<PyResult<_>>()?;
         Ok(format!("Config({})", parts.join(", ")))
     }

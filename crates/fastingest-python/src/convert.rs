@@ -17,12 +17,18 @@ use crate::errors::to_py;
 /// `source`: a str, an `os.PathLike`, or a list/tuple of those.
 pub fn sources(obj: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
     fn one(o: &Bound<'_, PyAny>) -> PyResult<String> {
+        // `extract`, never `to_string()`: Display goes through `str()`, which
+        // runs pending signal handlers and prints "<unprintable ...>" when Ctrl-C
+        // lands there, and the read would then go on with that text as its path.
         if let Ok(s) = o.cast::<PyString>() {
-            return Ok(s.to_string());
+            return s.extract::<String>();
         }
         let fspath = o.py().import("os")?.getattr("fspath")?;
+        // Only "not a path" becomes our TypeError: anything else raised on the
+        // way (KeyboardInterrupt, an error inside `__fspath__`) propagates.
         match fspath.call1((o,)) {
             Ok(p) => p.extract::<String>(),
+            Err(e) if !e.is_instance_of::<PyTypeError>(o.py()) => Err(e),
             Err(_) => Err(PyTypeError::new_err(format!(
                 "source must be a path, URL, or a list of them, not {}",
                 o.get_type().name()?
@@ -45,7 +51,7 @@ pub fn storage_options(obj: Option<&Bound<'_, PyDict>>) -> PyResult<StorageOptio
             let value = if let Ok(b) = v.extract::<bool>() {
                 b.to_string()
             } else {
-                v.str()?.to_string()
+                v.str()?.extract::<String>()?
             };
             out.insert(key, value);
         }

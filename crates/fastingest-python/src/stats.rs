@@ -48,6 +48,9 @@ impl PyReadStats {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!("ReadStats({})", self.to_dict(py)?.repr()?))
+        Ok(format!(
+            "ReadStats({})",
+            self.to_dict(py)?.repr()?.extract::<String>()?
+        ))
     }
 }
