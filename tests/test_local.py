@@ -211,7 +211,8 @@ def test_errors_are_clear_python_exceptions(tmp_path, numeric_file):
         fastingest.read_parquet(numeric_file, filters=[("g", "~", 1)])
     with pytest.raises(ValueError, match="cannot compare"):
         fastingest.read_parquet(numeric_file, filters=[("g", "==", "not a number")])
-    with pytest.raises(fastingest.InvalidArgumentError, match="is a directory"):
+    # A directory is a dataset now: the bad files in it are named.
+    with pytest.raises(fastingest.CorruptFileError, match=r"tmp_path|\.parquet"):
         fastingest.read_parquet(tmp_path)
 
 
@@ -444,16 +445,18 @@ def test_read_calls_take_exactly_their_options_keywords(numeric_file):
     """The shared keywords are defined once (fastingest.ParquetOptions /
     OrcOptions / StoreOptions); a misspelt or foreign keyword is a TypeError
     naming the call, as Python's own would be."""
-    parquet_keys = list(fastingest.ParquetOptions.__annotations__)
-    assert parquet_keys == [
+    parquet_keys = set(fastingest.ParquetOptions.__annotations__)
+    assert parquet_keys == {
         "storage_options",
         "config",
         "stats",
         "cache",
+        "partitioning",
+        "schema",
         "columns",
         "filters",
         "row_groups",
-    ]
+    }
     assert set(fastingest.OrcOptions.__annotations__) == {
         "storage_options",
         "config",
@@ -462,6 +465,8 @@ def test_read_calls_take_exactly_their_options_keywords(numeric_file):
         "columns",
         "filters",
         "stripes",
+        "partitioning",
+        "schema",
     }
     source = str(numeric_file)
     with pytest.raises(

@@ -5,7 +5,7 @@ list lives here alone."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from os import PathLike
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
@@ -20,8 +20,18 @@ if TYPE_CHECKING:
 Source: TypeAlias = "str | PathLike[str] | Sequence[str | PathLike[str]]"
 """A path, a ``file://``, ``s3://``, ``gs://``, ``az://``/``abfs[s]://``,
 ``http(s)://`` or ``memory://`` URL, a glob of those (``*``, ``?``, ``[..]``,
-``**``), or a list of any of these. Files are read in the given order; a
-glob's matches in sorted order."""
+``**``), a directory or prefix (``s3://bucket/table/``: every data file
+under it, recursively), or a list of any of these. Files are read in the
+given order; a glob's or directory's files in sorted order. Below a
+directory, names beginning with ``_`` or ``.`` (``_SUCCESS``, ``_metadata``,
+``.crc``) are not data and are skipped, as pyarrow does."""
+
+Partitioning: TypeAlias = "Literal['hive'] | Mapping[str, pa.DataType] | pa.Schema | None"
+"""``partitioning=``: how ``key=value`` directories become columns.
+By default, Hive keys below a directory or prefix the read names (none for
+files named directly or by a glob); ``"hive"``: Hive keys of every file's
+path; a mapping or schema: Hive keys, these with the given types (the rest
+inferred); ``None``: no partition columns."""
 
 Op: TypeAlias = Literal["==", "=", "!=", "<", "<=", ">", ">=", "in", "not in"]
 Term: TypeAlias = "tuple[str, Op, Any]"
@@ -51,7 +61,23 @@ class StoreOptions(TypedDict, total=False):
     """The on-disk cache remote bytes go through (see :data:`CacheArg`)."""
 
 
-class ParquetOptions(StoreOptions, total=False):
+class DatasetOptions(TypedDict, total=False):
+    """How a read's files make one table: the table reads take these."""
+
+    partitioning: Partitioning
+    """Partition columns from ``key=value`` directories (see :data:`Partitioning`).
+    Values are URL-decoded, ``__HIVE_DEFAULT_PARTITION__`` is null; inferred
+    keys are ``dictionary<int32>`` when every value is an integer, else
+    ``dictionary<string>``, as ``pq.read_table`` gives them. A filter on a
+    key drops files from the listing alone, before any request to them."""
+    schema: pa.Schema | None
+    """The table's schema: columns are cast to it, a column a file lacks is
+    null there, and columns it does not name are not read. By default every
+    file's columns, in order of first appearance, then the partition keys; a
+    column whose type differs between files raises ``SchemaMismatchError``."""
+
+
+class ParquetOptions(StoreOptions, DatasetOptions, total=False):
     """The keywords of the Parquet reads (``read_parquet``, ``iter_batches``,
     ``read_parquet_async``, ``plan_parquet``, ``read_chunks``, ``read_torch``)."""
 
@@ -73,7 +99,7 @@ class OrcStripeOptions(StoreOptions, total=False):
     """Stripe indices into the file (a single file only)."""
 
 
-class OrcOptions(OrcStripeOptions, total=False):
+class OrcOptions(OrcStripeOptions, DatasetOptions, total=False):
     """The keywords of the ORC reads (``read_orc``, ``iter_orc_batches``,
     ``read_orc_async``, ``plan_orc``)."""
 
@@ -163,8 +189,9 @@ Metadata: TypeAlias = "ParquetMetadata | OrcMetadata"
 
 # The keys each call accepts, in the order every signature lists them.
 _STORE_KEYS = tuple(StoreOptions.__annotations__)
-PARQUET_KEYS = ("columns", "filters", "row_groups", *_STORE_KEYS)
-ORC_KEYS = ("columns", "filters", "stripes", *_STORE_KEYS)
+_DATASET_KEYS = tuple(DatasetOptions.__annotations__)
+PARQUET_KEYS = ("columns", "filters", "row_groups", *_DATASET_KEYS, *_STORE_KEYS)
+ORC_KEYS = ("columns", "filters", "stripes", *_DATASET_KEYS, *_STORE_KEYS)
 ORC_STRIPE_KEYS = ("filters", "stripes", *_STORE_KEYS)
 STORE_KEYS = _STORE_KEYS
 
@@ -188,6 +215,8 @@ def read_args(
         raise InvalidArgumentError("columns must be a list of names, not a single str")
     units = options.get("row_groups", options.get("stripes"))
     return {
+        "partitioning": _partitioning(options),
+        "schema": options.get("schema"),
         "columns": None if columns is None else list(columns),
         "filters": _normalize_filters(options.get("filters")),
         "row_groups": None if units is None else list(units),
@@ -196,3 +225,30 @@ def read_args(
         "stats": options.get("stats"),
         "cache": cache_arg(options.get("cache")),
     }
+
+
+def _partitioning(options: dict[str, Any]) -> Any:
+    """``partitioning=`` as the extension takes it: ``"auto"`` (not given),
+    ``"off"`` (None), ``"hive"``, or a ``pyarrow.Schema`` of typed keys."""
+    if "partitioning" not in options:
+        return "auto"
+    value = options["partitioning"]
+    if value is None:
+        return "off"
+    if value == "hive":
+        return "hive"
+    if isinstance(value, Mapping):
+        import pyarrow as pa
+
+        try:
+            return pa.schema([pa.field(str(k), t) for k, t in value.items()])
+        except TypeError as e:
+            raise InvalidArgumentError(
+                f"partitioning: a mapping gives each key a pyarrow type ({e})"
+            ) from None
+    if type(value).__name__ == "Schema" and hasattr(value, "field"):
+        return value
+    raise InvalidArgumentError(
+        "partitioning must be 'hive', None, a mapping of key names to pyarrow "
+        f"types, or a pyarrow.Schema, not {value!r}"
+    )

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use fastingest::source::Source;
 use fastingest::StorageOptions;
-use fastingest::{CmpOp, Filter, Footer, Predicate, PreparedFile};
+use fastingest::{CmpOp, Filter, Footer, Partitioning, Predicate, PreparedFile};
 use parquet::basic::LogicalType;
 use parquet::file::statistics::Statistics;
 use pyo3::exceptions::PyTypeError;
@@ -40,6 +40,30 @@ pub fn sources(obj: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
     } else {
         Ok(vec![one(obj)?])
     }
+}
+
+/// `partitioning`, as `fastingest._options._partitioning` normalised it:
+/// `"auto"`, `"off"`, `"hive"`, or a schema of typed keys.
+pub fn partitioning(obj: &Bound<'_, PyAny>) -> PyResult<Partitioning> {
+    if let Ok(text) = obj.extract::<String>() {
+        return match text.as_str() {
+            "auto" => Ok(Partitioning::Auto),
+            "off" => Ok(Partitioning::Off),
+            "hive" => Ok(Partitioning::Hive(Vec::new())),
+            other => Err(PyTypeError::new_err(format!(
+                "partitioning must be 'hive', None, a mapping or a schema, not {other:?}"
+            ))),
+        };
+    }
+    let schema: PySchema = obj.extract()?;
+    Ok(Partitioning::Hive(
+        schema
+            .into_inner()
+            .fields()
+            .iter()
+            .map(|f| (f.name().clone(), f.data_type().clone()))
+            .collect(),
+    ))
 }
 
 /// `storage_options`: a dict of str to str/bool/int.

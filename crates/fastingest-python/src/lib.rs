@@ -18,8 +18,8 @@ use fastingest::{Config, ReadStats};
 use fastingest::{ReadOptions, Table};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use pyo3_arrow::PyArray;
 use pyo3_arrow::PyTable;
+use pyo3_arrow::{PyArray, PySchema};
 
 use crate::cache::PyCache;
 use crate::config::PyConfig;
@@ -84,6 +84,8 @@ fn stats_of(stats: Option<&PyReadStats>) -> ReadStats {
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
 struct ReadArgs<'py> {
+    partitioning: Bound<'py, PyAny>,
+    schema: Option<PySchema>,
     columns: Option<Vec<String>>,
     filters: Option<Dnf>,
     row_groups: Option<Vec<usize>>,
@@ -103,6 +105,8 @@ impl ReadArgs<'_> {
             config: config_of(self.config.as_ref())?,
             stats: stats_of(self.stats.as_ref().map(|s| s.get())),
             cache: self.cache.map(|c| c.get().inner.clone()),
+            partitioning: convert::partitioning(&self.partitioning)?,
+            schema: self.schema.map(|s| s.into_inner()),
         })
     }
 }

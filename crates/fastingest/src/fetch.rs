@@ -198,13 +198,13 @@ pub async fn await_spans(spans: Vec<(Range<u64>, SpanFuture)>) -> Result<Vec<(Ra
 
 /// Runs `per_file` on each of `files`, several at once (the fetcher's limits
 /// bound their requests together), and returns the results in file order.
-pub async fn each_file<T, F, Fut>(
+pub async fn each_file<I, T, F, Fut>(
     fetcher: &Fetcher,
-    files: Vec<Source>,
-    per_file: F,
+    files: Vec<I>,
+    per_file: &F,
 ) -> Result<Vec<T>>
 where
-    F: Fn(Fetcher, Source) -> Fut,
+    F: Fn(Fetcher, I) -> Fut,
     Fut: std::future::Future<Output = Result<T>>,
 {
     let width = fetcher.config().max_in_flight.max(1);

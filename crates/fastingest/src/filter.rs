@@ -192,6 +192,73 @@ impl Filter {
     }
 }
 
+/// The rows of a file a filter leaves once some of its columns are decided.
+#[derive(Debug, Clone)]
+pub(crate) enum Rows {
+    /// Every row (no filter, or one every row meets).
+    All,
+    /// The rows this filter keeps.
+    Matching(Filter),
+    /// None: the file need not be read.
+    Nothing,
+}
+
+impl Rows {
+    /// The filter to apply to the rows, if any.
+    pub fn filter(&self) -> Option<&Filter> {
+        match self {
+            Rows::Matching(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+impl Filter {
+    /// This filter over a file in which the columns of `known` (a one-row
+    /// batch) hold that value on every row, and the columns `absent` names
+    /// are null (a predicate on a null is false, as in pyarrow): their
+    /// predicates are decided once, the others remain.
+    pub(crate) fn given(
+        &self,
+        known: Option<&RecordBatch>,
+        absent: impl Fn(&str) -> bool,
+    ) -> Result<Rows, ArrowError> {
+        let mut left: Vec<Vec<Predicate>> = Vec::new();
+        for conj in &self.disjuncts {
+            let mut rest = Vec::new();
+            let mut holds = true;
+            for p in conj {
+                let known_column = known.filter(|k| k.column_by_name(&p.column).is_some());
+                let decided = match known_column {
+                    Some(k) => {
+                        let m = eval_predicate(k, p)?;
+                        Some(m.is_valid(0) && m.value(0))
+                    }
+                    None if absent(&p.column) => Some(false),
+                    None => None,
+                };
+                match decided {
+                    Some(true) => {}
+                    Some(false) => holds = false,
+                    None => rest.push(p.clone()),
+                }
+            }
+            if !holds {
+                continue;
+            }
+            if rest.is_empty() {
+                return Ok(Rows::All);
+            }
+            left.push(rest);
+        }
+        Ok(if left.is_empty() {
+            Rows::Nothing
+        } else {
+            Rows::Matching(Filter { disjuncts: left })
+        })
+    }
+}
+
 /// Casts a literal strictly: a value that does not fit the column's type is
 /// an error, not a silent null.
 fn cast_literal(value: &ArrayRef, target: &DataType) -> Result<ArrayRef, ArrowError> {

@@ -29,6 +29,7 @@
 pub mod cache;
 pub mod clients;
 pub mod config;
+pub(crate) mod dataset;
 pub mod error;
 pub(crate) mod fetch;
 pub mod filter;
@@ -49,6 +50,7 @@ pub mod stats;
 pub use cache::{Cache, CacheInfo, CacheOptions, Validate};
 pub use clients::StorageOptions;
 pub use config::Config;
+pub use dataset::Partitioning;
 pub use error::{Error, Result};
 pub use filter::{CmpOp, Filter, Predicate};
 pub use gpu::{cuda_available, cuda_device_count};

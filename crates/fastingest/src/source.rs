@@ -1,5 +1,11 @@
-//! Turning what the user passed (paths, URLs, globs, lists of them) into the
-//! list of files to read, in order.
+//! Turning what the user passed (paths, URLs, globs, directories, prefixes,
+//! lists of them) into the list of files to read, in order.
+//!
+//! A directory (or a prefix: a URL ending in `/`) stands for every data file
+//! under it, recursively, in name order; names beginning with `_` or `.`
+//! (`_SUCCESS`, `_metadata`, `.crc`, ...) at any level below it are skipped,
+//! as pyarrow does. A prefix costs one recursive listing (pages of 1,000
+//! keys), never one per directory.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -62,9 +68,24 @@ pub struct Context<'a> {
     pub listings: Option<&'a dyn Listings>,
 }
 
+/// One file to read, and where it was found.
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// Where its bytes come from.
+    pub source: Source,
+    /// The file's path as partition keys are read from it: below the
+    /// directory or prefix it was listed under, else its whole path (local
+    /// path, or object key).
+    pub path: String,
+    /// Whether it was found by listing a directory or prefix (hive
+    /// partitioning is on by default for those).
+    pub in_directory: bool,
+}
+
 /// Expands every entry of `specs` and opens the files, in order: a glob's
-/// matches are sorted by name, and a list keeps the caller's order.
-pub async fn resolve(specs: &[String], cx: Context<'_>) -> Result<Vec<Source>> {
+/// matches and a directory's files are sorted by name, and a list keeps the
+/// caller's order.
+pub async fn resolve(specs: &[String], cx: Context<'_>) -> Result<Vec<SourceFile>> {
     if specs.is_empty() {
         return Err(Error::InvalidArgument("no source given".into()));
     }
@@ -75,30 +96,86 @@ pub async fn resolve(specs: &[String], cx: Context<'_>) -> Result<Vec<Source>> {
     if let Some(listings) = cx.listings {
         validate_by_listing(&mut out, listings, cx).await;
     }
-    Ok(out.into_iter().map(Resolved::into_source).collect())
+    Ok(out.into_iter().map(Resolved::into_file).collect())
+}
+
+/// Whether `spec` names a remote object by its key alone (no glob, no
+/// trailing `/`): such a name may also be a prefix, which is only known once
+/// the object turns out not to exist.
+pub fn may_be_prefix(spec: &str) -> bool {
+    match Url::parse(spec) {
+        Ok(u) if u.scheme().len() > 1 => {
+            !matches!(u.scheme(), "file" | "http" | "https")
+                && !has_glob(u.path())
+                && !u.path().ends_with('/')
+                && u.path().len() > 1
+        }
+        _ => false,
+    }
+}
+
+/// `spec` spelt as a prefix (`s3://b/t` → `s3://b/t/`).
+pub fn as_prefix(spec: &str) -> String {
+    format!("{spec}/")
 }
 
 /// A resolved file; objects in a store stay typed until validation by
 /// listing has seen them.
-enum Resolved {
+struct Resolved {
+    kind: ResolvedKind,
+    path: String,
+    in_directory: bool,
+}
+
+enum ResolvedKind {
     Object(ObjectStoreSource),
     Other(Source),
 }
 
 impl Resolved {
-    fn into_source(self) -> Source {
-        match self {
-            Resolved::Object(o) => Arc::new(o),
-            Resolved::Other(s) => s,
+    fn other(source: Source, path: String, in_directory: bool) -> Self {
+        Resolved {
+            kind: ResolvedKind::Other(source),
+            path,
+            in_directory,
         }
     }
 
-    fn object(&self) -> Option<&ObjectStoreSource> {
-        match self {
-            Resolved::Object(o) => Some(o),
-            Resolved::Other(_) => None,
+    fn object(source: ObjectStoreSource, path: String, in_directory: bool) -> Self {
+        Resolved {
+            kind: ResolvedKind::Object(source),
+            path,
+            in_directory,
         }
     }
+
+    fn into_file(self) -> SourceFile {
+        let source: Source = match self.kind {
+            ResolvedKind::Object(o) => Arc::new(o),
+            ResolvedKind::Other(s) => s,
+        };
+        SourceFile {
+            source,
+            path: self.path,
+            in_directory: self.in_directory,
+        }
+    }
+
+    fn as_object(&self) -> Option<&ObjectStoreSource> {
+        match &self.kind {
+            ResolvedKind::Object(o) => Some(o),
+            ResolvedKind::Other(_) => None,
+        }
+    }
+}
+
+/// Whether a path below a directory or prefix names a data file: no part of
+/// it begins with `_` or `.` (pyarrow's rule: `_SUCCESS`, `_metadata`,
+/// `_temporary/`, `.crc`, `.hidden/` are not data).
+pub(crate) fn is_data_path(relative: &str) -> bool {
+    relative
+        .split('/')
+        .all(|part| !part.is_empty() && !part.starts_with(['_', '.']))
 }
 
 /// The cache identity of an object in a store: its URL plus the settings
@@ -149,14 +226,14 @@ async fn resolve_one(spec: &str, cx: Context<'_>) -> Result<Vec<Resolved>> {
         _ => None,
     };
     let Some(url) = url else {
-        return others(resolve_local(spec, spec.to_string()));
+        return resolve_local(spec, spec.to_string());
     };
     match url.scheme() {
         "file" => {
             let path = url
                 .to_file_path()
                 .map_err(|_| Error::InvalidArgument(format!("{spec}: not a valid file URL")))?;
-            others(resolve_local(&path.to_string_lossy(), spec.to_string()))
+            resolve_local(&path.to_string_lossy(), spec.to_string())
         }
         "http" | "https" => {
             if has_glob(url.path()) {
@@ -165,23 +242,34 @@ async fn resolve_one(spec: &str, cx: Context<'_>) -> Result<Vec<Resolved>> {
                 )));
             }
             let client = http_client(config)?;
-            Ok(vec![Resolved::Other(Arc::new(HttpSource::new(
-                spec.to_string(),
-                client,
-            )))])
+            let source = Arc::new(HttpSource::new(spec.to_string(), client));
+            Ok(vec![Resolved::other(source, url.path().to_string(), false)])
         }
         _ => resolve_store(spec, url, cx).await,
     }
 }
 
-fn others(sources: Result<Vec<Source>>) -> Result<Vec<Resolved>> {
-    Ok(sources?.into_iter().map(Resolved::Other).collect())
+fn local_file(path: PathBuf, relative: Option<String>) -> Result<Resolved> {
+    let location = path.to_string_lossy().into_owned();
+    let source = Arc::new(LocalSource::open(path, location.clone())?);
+    Ok(match relative {
+        Some(r) => Resolved::other(source, r, true),
+        None => Resolved::other(source, location.replace('\\', "/"), false),
+    })
 }
 
-fn resolve_local(path: &str, location: String) -> Result<Vec<Source>> {
+fn resolve_local(path: &str, location: String) -> Result<Vec<Resolved>> {
     if !has_glob(path) {
-        let src = LocalSource::open(PathBuf::from(path), location)?;
-        return Ok(vec![Arc::new(src)]);
+        let p = PathBuf::from(path);
+        if p.is_dir() {
+            return resolve_local_directory(&p, path);
+        }
+        let src = LocalSource::open(p, location)?;
+        return Ok(vec![Resolved::other(
+            Arc::new(src),
+            path.replace('\\', "/"),
+            false,
+        )]);
     }
     let entries =
         glob::glob(path).map_err(|e| Error::InvalidArgument(format!("bad glob {path:?}: {e}")))?;
@@ -205,12 +293,51 @@ fn resolve_local(path: &str, location: String) -> Result<Vec<Source>> {
             detail: "no files match the pattern".into(),
         });
     }
+    files.into_iter().map(|p| local_file(p, None)).collect()
+}
+
+/// Every data file under directory `root`, recursively, by relative path.
+fn resolve_local_directory(root: &std::path::Path, spec: &str) -> Result<Vec<Resolved>> {
+    let io_error = |e: std::io::Error| Error::Io {
+        location: spec.to_string(),
+        range: None,
+        attempts: 1,
+        detail: format!("listing the directory failed: {e}"),
+        timed_out: false,
+    };
+    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    let mut pending = vec![(root.to_path_buf(), String::new())];
+    while let Some((dir, relative)) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(io_error)? {
+            let entry = entry.map_err(io_error)?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(['_', '.']) {
+                continue;
+            }
+            let path = entry.path();
+            let below = if relative.is_empty() {
+                name
+            } else {
+                format!("{relative}/{name}")
+            };
+            // Follows links, as pyarrow does.
+            if path.is_dir() {
+                pending.push((path, below));
+            } else if path.is_file() {
+                files.push((below, path));
+            }
+        }
+    }
+    if files.is_empty() {
+        return Err(Error::NotFound {
+            location: spec.to_string(),
+            detail: "the directory holds no data files".into(),
+        });
+    }
+    files.sort();
     files
         .into_iter()
-        .map(|p| {
-            let loc = p.to_string_lossy().into_owned();
-            LocalSource::open(p, loc).map(|s| Arc::new(s) as Source)
-        })
+        .map(|(relative, p)| local_file(p, Some(relative)))
         .collect()
 }
 
@@ -219,25 +346,35 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Reso
     let (store, path) = store_for(&url, options, config)?;
     let raw_path = path.as_ref().to_string();
     let base = format!("{}://{}", url.scheme(), url.authority());
-    if !has_glob(&raw_path) {
+    let is_prefix = url.path().ends_with('/') || raw_path.is_empty();
+    if !has_glob(&raw_path) && !is_prefix {
         let identity = store_identity(&base, &raw_path, &server_of(options));
-        return Ok(vec![Resolved::Object(ObjectStoreSource::new(
-            store,
-            path,
-            spec.to_string(),
-            identity,
-        ))]);
+        let source = ObjectStoreSource::new(store, path, spec.to_string(), identity);
+        return Ok(vec![Resolved::object(source, raw_path, false)]);
     }
-    // List under the longest literal directory prefix, then match the pattern.
-    let first_glob = raw_path.find(['*', '?', '[']).unwrap_or(raw_path.len());
-    let prefix = match raw_path[..first_glob].rfind('/') {
-        Some(i) => &raw_path[..i],
-        None => "",
+    // List under the longest literal directory prefix, then match the
+    // pattern (a prefix: everything under it that is data).
+    let (prefix, m) = if is_prefix {
+        (raw_path.as_str(), None)
+    } else {
+        let first_glob = raw_path.find(['*', '?', '[']).unwrap_or(raw_path.len());
+        let prefix = match raw_path[..first_glob].rfind('/') {
+            Some(i) => &raw_path[..i],
+            None => "",
+        };
+        (prefix, Some(matcher(&raw_path)?))
     };
-    let m = matcher(&raw_path)?;
+    let wanted = |key: &str| match &m {
+        Some(m) => m.is_match(key),
+        None => is_data_path(below(prefix, key)),
+    };
     let prefix_path = (!prefix.is_empty()).then(|| Path::from(prefix));
     let server = server_of(options);
-    let listing_key = store_identity(&base, &raw_path, &server);
+    let listing_key = if is_prefix {
+        store_identity(&base, &format!("{raw_path}/"), &server)
+    } else {
+        store_identity(&base, &raw_path, &server)
+    };
     let listing: Listing = match cx.listings.and_then(|c| c.cached_listing(&listing_key)) {
         Some(cached) => cached,
         None => {
@@ -254,7 +391,7 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Reso
                 .map_err(|e| e.reading("listing failed"))?;
             let mut listing: Listing = listed
                 .iter()
-                .filter(|meta| m.is_match(meta.location.as_ref()))
+                .filter(|meta| wanted(meta.location.as_ref()))
                 .map(|meta| (meta.location.as_ref().to_string(), version_of(meta)))
                 .collect();
             listing.sort_by(|a, b| a.0.cmp(&b.0));
@@ -265,9 +402,14 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Reso
         }
     };
     if listing.is_empty() {
+        let detail = if is_prefix {
+            "no data objects under the prefix"
+        } else {
+            "no objects match the pattern"
+        };
         return Err(Error::NotFound {
             location: spec.to_string(),
-            detail: "no objects match the pattern".into(),
+            detail: detail.into(),
         });
     }
     Ok(listing
@@ -275,12 +417,32 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Reso
         .map(|(k, version)| {
             let loc = format!("{base}/{k}");
             let identity = store_identity(&base, &k, &server);
-            Resolved::Object(
-                ObjectStoreSource::new(Arc::clone(&store), Path::from(k.as_str()), loc, identity)
-                    .with_listed(version),
-            )
+            let path = if is_prefix {
+                below(prefix, &k).to_string()
+            } else {
+                k.clone()
+            };
+            let source = ObjectStoreSource::new(Arc::clone(&store), listed_path(&k), loc, identity)
+                .with_listed(version);
+            Resolved::object(source, path, is_prefix)
         })
         .collect())
+}
+
+/// A listed key as a path: taken as it is (`Path::from` would escape a `%`
+/// in it a second time, and the request would name another object).
+fn listed_path(key: &str) -> Path {
+    Path::parse(key).unwrap_or_else(|_| Path::from(key))
+}
+
+/// `key` below `prefix` (an object store prefix, without its `/`).
+fn below<'k>(prefix: &str, key: &'k str) -> &'k str {
+    if prefix.is_empty() {
+        return key;
+    }
+    key.strip_prefix(prefix)
+        .and_then(|k| k.strip_prefix('/'))
+        .unwrap_or(key)
 }
 
 /// Validates cached objects named one by one with a listing of their common
@@ -291,7 +453,7 @@ async fn validate_by_listing(sources: &mut [Resolved], listings: &dyn Listings, 
     // (store, prefix) -> indices of sources needing validation.
     let mut groups: std::collections::BTreeMap<(usize, String), Vec<usize>> = Default::default();
     for (i, s) in sources.iter().enumerate() {
-        let Some(object) = s.object() else {
+        let Some(object) = s.as_object() else {
             continue;
         };
         if object.listed_version().is_some() {
@@ -312,7 +474,7 @@ async fn validate_by_listing(sources: &mut [Resolved], listings: &dyn Listings, 
         if members.len() < 2 {
             continue;
         }
-        let Some(first) = sources[members[0]].object() else {
+        let Some(first) = sources[members[0]].as_object() else {
             continue;
         };
         let store = Arc::clone(first.store());
@@ -321,7 +483,7 @@ async fn validate_by_listing(sources: &mut [Resolved], listings: &dyn Listings, 
             .iter()
             .filter_map(|&i| {
                 sources[i]
-                    .object()
+                    .as_object()
                     .map(|o| (o.path().as_ref().to_string(), i))
             })
             .collect();
@@ -351,7 +513,7 @@ async fn validate_by_listing(sources: &mut [Resolved], listings: &dyn Listings, 
         // A failed or abandoned listing leaves validation to one HEAD per object.
         if let Ok(Some(found)) = listed {
             for (i, version) in found {
-                if let Resolved::Object(o) = &mut sources[i] {
+                if let ResolvedKind::Object(o) = &mut sources[i].kind {
                     *o = o.relisted(version);
                 }
             }

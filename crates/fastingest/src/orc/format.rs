@@ -19,9 +19,11 @@ use super::from_orc;
 use super::prune::prune_stripes;
 use super::readers::{SpanReader, StreamFinder};
 use super::tail::{read_tail, OrcTail};
+use crate::dataset::FileScope;
 use crate::error::{Error, Result};
 use crate::fetch::{await_spans, FetchedSpans, Fetcher};
-use crate::pipeline::{checked_plan, chosen_units, Format, Planned, ReadOptions};
+use crate::filter::{Filter, Rows};
+use crate::pipeline::{checked_plan, chosen_units, Format, Planned};
 use crate::plan::{FilePlan, PlanUnit};
 use crate::source::Source;
 
@@ -34,6 +36,7 @@ pub type OrcMetadata = (Source, OrcTail, SchemaRef);
 impl Format for Orc {
     const UNITS: &'static str = "stripes";
     const UNIT: &'static str = "stripe";
+    const IN_REQUESTED_ORDER: bool = false;
     type File = PreparedOrc;
     type Metadata = OrcMetadata;
 
@@ -46,9 +49,9 @@ impl Format for Orc {
     async fn prepare(
         fetcher: &Fetcher,
         source: Source,
-        options: &ReadOptions,
+        scope: &FileScope<'_>,
     ) -> Result<PreparedOrc> {
-        prepare(fetcher, source, options).await
+        prepare(fetcher, source, scope).await
     }
 }
 
@@ -63,6 +66,14 @@ impl Planned for PreparedOrc {
 
     fn schema(&self) -> &SchemaRef {
         &self.schema
+    }
+
+    fn has_column(&self, name: &str) -> bool {
+        has_root(&self.tail, name)
+    }
+
+    fn filter(&self) -> Option<&Filter> {
+        self.filter.as_ref()
     }
 
     fn decode(&self, unit: usize, spans: FetchedSpans, _: &Fetcher) -> Result<Vec<RecordBatch>> {
@@ -123,6 +134,17 @@ pub struct PreparedOrc {
     /// them when they were close enough to be fetched together (small
     /// stripes); streams found in here are not fetched again.
     pub prefetched: Arc<FetchedSpans>,
+    /// The rows to keep, as this file can tell (`None`: all).
+    pub filter: Option<Filter>,
+}
+
+/// Whether the file has top-level column `name`.
+fn has_root(tail: &OrcTail, name: &str) -> bool {
+    tail.metadata
+        .root_data_type()
+        .children()
+        .iter()
+        .any(|c| c.name() == name)
 }
 
 /// The Arrow schema of `projected`, with the file's user metadata and, as
@@ -162,14 +184,20 @@ fn schema_of(tail: &OrcTail, projected: &RootDataType) -> SchemaRef {
 
 /// Reads the tail, chooses columns and stripes, fetches the stripe footers
 /// and plans the projected streams.
-async fn prepare(fetcher: &Fetcher, source: Source, options: &ReadOptions) -> Result<PreparedOrc> {
+async fn prepare(fetcher: &Fetcher, source: Source, scope: &FileScope<'_>) -> Result<PreparedOrc> {
     let location = source.location().to_string();
     fetcher.stats().add_file();
     let tail = read_tail(fetcher, &source).await?;
-    let columns = choose_columns(&location, &tail, options)?;
+    let (wanted, rows) = scope.in_file(|c| has_root(&tail, c))?;
+    let filter = rows.filter().cloned();
+    let columns = choose_columns(&location, &tail, wanted.as_ref(), filter.as_ref())?;
     let meta = Arc::clone(&tail.metadata);
-    let mut stripes = chosen_units::<Orc>(&location, options, meta.stripe_metadatas().len())?;
-    if let Some(f) = &options.filter {
+    let n = meta.stripe_metadatas().len();
+    let mut stripes = chosen_units::<Orc>(&location, scope.options, n)?;
+    if matches!(rows, Rows::Nothing) {
+        stripes.clear();
+    }
+    if let Some(f) = &filter {
         let keep = prune_stripes(f, &meta);
         stripes.retain(|&i| keep[i]);
     }
@@ -188,6 +216,7 @@ async fn prepare(fetcher: &Fetcher, source: Source, options: &ReadOptions) -> Re
         output_columns: columns.output_columns,
         plan,
         prefetched: Arc::new(footers),
+        filter,
     })
 }
 
@@ -202,19 +231,20 @@ struct Columns {
 
 /// Checks the requested and filter columns against the file's top-level
 /// columns and builds both projections.
-fn choose_columns(location: &str, tail: &OrcTail, options: &ReadOptions) -> Result<Columns> {
+fn choose_columns(
+    location: &str,
+    tail: &OrcTail,
+    wanted: Option<&Vec<String>>,
+    filter: Option<&Filter>,
+) -> Result<Columns> {
     let root = tail.metadata.root_data_type();
     let available: Vec<String> = root
         .children()
         .iter()
         .map(|c| c.name().to_string())
         .collect();
-    let filter_columns: BTreeSet<String> = options
-        .filter
-        .as_ref()
-        .map(|f| f.columns())
-        .unwrap_or_default();
-    let requested = options.columns.iter().flatten().chain(&filter_columns);
+    let filter_columns: BTreeSet<String> = filter.map(|f| f.columns()).unwrap_or_default();
+    let requested = wanted.into_iter().flatten().chain(&filter_columns);
     if let Some(missing) = requested.into_iter().find(|c| !available.contains(c)) {
         return Err(Error::ColumnNotFound {
             location: location.to_string(),
@@ -222,7 +252,7 @@ fn choose_columns(location: &str, tail: &OrcTail, options: &ReadOptions) -> Resu
             available,
         });
     }
-    let (out_mask, decode_mask) = match &options.columns {
+    let (out_mask, decode_mask) = match wanted {
         None => (ProjectionMask::all(), ProjectionMask::all()),
         Some(columns) => {
             let mut decoded = columns.clone();
@@ -237,7 +267,7 @@ fn choose_columns(location: &str, tail: &OrcTail, options: &ReadOptions) -> Resu
     let schema = schema_of(tail, &root.project(&out_mask));
     let projected = root.project(&decode_mask);
     let decoded_schema = schema_of(tail, &projected);
-    if let Some(f) = &options.filter {
+    if let Some(f) = filter {
         f.check_types(location, &decoded_schema)?;
     }
     let output_columns = (decoded_schema.fields().len() != schema.fields().len()).then(|| {

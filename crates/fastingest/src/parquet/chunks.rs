@@ -18,6 +18,7 @@ use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
 
 use super::format::prepare;
 use super::select::project;
+use crate::dataset::FileScope;
 use crate::error::{Error, Result};
 use crate::fetch::Fetcher;
 use crate::pipeline::{each_source, fetch_pieces, PieceReceiver, RawFile, ReadOptions};
@@ -119,7 +120,7 @@ pub async fn plan_chunks(sources: &[String], options: &ReadOptions) -> Result<Ch
         options,
         "row_groups",
         &fetcher,
-        |f: Fetcher, s: Source| async move { plan_file(&f, s, options).await },
+        |f: Fetcher, (s, scope)| async move { plan_file(&f, s, &scope).await },
     )
     .await?;
     let mut layout = ChunkLayout::default();
@@ -176,23 +177,23 @@ impl ChunkPlan {
 async fn plan_file(
     fetcher: &Fetcher,
     source: Source,
-    options: &ReadOptions,
+    scope: &FileScope<'_>,
 ) -> Result<(ChunkFile, FilePlan)> {
     // The decoded read's planning chooses the row groups (index, filter
     // statistics, page index); chunks are then taken whole.
-    let prepared = prepare(fetcher, source, options).await?;
+    let prepared = prepare(fetcher, source, scope).await?;
     let location = prepared.source.location().to_string();
     let metadata = Arc::clone(&prepared.footer.metadata);
     // Only the requested columns: a filter's columns pruned row groups but
     // are not returned (without a filter, the read's projection is that).
-    let mask = match &options.filter {
+    let mask = match &prepared.filter {
         None => prepared.projection.mask.clone(),
         Some(_) => {
             project(
                 &location,
                 &metadata,
                 prepared.reader_metadata.schema(),
-                options.columns.as_deref(),
+                prepared.columns.as_deref(),
                 &BTreeSet::new(),
             )?
             .mask
@@ -212,7 +213,7 @@ async fn plan_file(
         }
         units.push(PlanUnit { index: rg, ranges });
     }
-    let config = &options.config;
+    let config = &scope.options.config;
     let plan = FilePlan::new(
         location,
         prepared.footer.file_size,

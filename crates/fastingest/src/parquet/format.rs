@@ -16,10 +16,12 @@ use super::decode::decode_row_group;
 use super::footer::{read_footer, Footer};
 use super::prune::{page_row_ranges, prune_row_groups};
 use super::select::{extract, project, validate_schema, Projection};
+use crate::dataset::FileScope;
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
 use crate::filter::Filter;
-use crate::pipeline::{checked_plan, chosen_units, Format, Planned, ReadOptions};
+use crate::filter::Rows;
+use crate::pipeline::{checked_plan, chosen_units, Format, Planned};
 use crate::plan::{FilePlan, PlanUnit};
 use crate::source::Source;
 
@@ -32,6 +34,7 @@ pub type ParquetMetadata = (Source, Footer, SchemaRef);
 impl Format for Parquet {
     const UNITS: &'static str = "row_groups";
     const UNIT: &'static str = "row group";
+    const IN_REQUESTED_ORDER: bool = true;
     type File = PreparedFile;
     type Metadata = ParquetMetadata;
 
@@ -54,9 +57,9 @@ impl Format for Parquet {
     async fn prepare(
         fetcher: &Fetcher,
         source: Source,
-        options: &ReadOptions,
+        scope: &FileScope<'_>,
     ) -> Result<PreparedFile> {
-        prepare(fetcher, source, options).await
+        prepare(fetcher, source, scope).await
     }
 }
 
@@ -71,6 +74,14 @@ impl Planned for PreparedFile {
 
     fn schema(&self) -> &SchemaRef {
         &self.projection.output_schema
+    }
+
+    fn has_column(&self, name: &str) -> bool {
+        self.reader_metadata.schema().field_with_name(name).is_ok()
+    }
+
+    fn filter(&self) -> Option<&Filter> {
+        self.filter.as_ref()
     }
 
     fn known_bytes(&self) -> Option<(u64, &Bytes)> {
@@ -106,50 +117,50 @@ pub struct PreparedFile {
     pub plan: FilePlan,
     /// Per unit of the plan: the rows the page index leaves, if it was used.
     pub selections: Vec<Option<RowSelection>>,
+    /// The columns asked of this file (`None`: all of them).
+    pub columns: Option<Vec<String>>,
+    /// The rows to keep, as this file can tell (`None`: all).
+    pub filter: Option<Filter>,
 }
 
 /// Reads the footer and plans the fetch of one file.
 pub(crate) async fn prepare(
     fetcher: &Fetcher,
     source: Source,
-    options: &ReadOptions,
+    scope: &FileScope<'_>,
 ) -> Result<PreparedFile> {
     let location = source.location().to_string();
     fetcher.stats().add_file();
     // The page index is only worth its bytes when a filter can use it.
-    let footer = read_footer(fetcher, &source, options.filter.is_some()).await?;
+    let footer = read_footer(fetcher, &source, scope.filters()).await?;
     let reader_metadata =
         ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
             .map_err(|e| Error::from_parquet(&location, e))?;
     validate_schema(&location, &footer.metadata)?;
     let file_schema = Arc::clone(reader_metadata.schema());
-    let filter_columns: BTreeSet<String> = options
-        .filter
-        .as_ref()
-        .map(Filter::columns)
-        .unwrap_or_default();
-    if let Some(f) = &options.filter {
+    let (columns, rows) = scope.in_file(|c| file_schema.field_with_name(c).is_ok())?;
+    let filter = rows.filter();
+    let filter_columns: BTreeSet<String> = filter.map(Filter::columns).unwrap_or_default();
+    if let Some(f) = filter {
         f.check_types(&location, &file_schema)?;
     }
     let projection = project(
         &location,
         &footer.metadata,
         &file_schema,
-        options.columns.as_deref(),
+        columns.as_deref(),
         &filter_columns,
     )?;
     let mut row_groups =
-        chosen_units::<Parquet>(&location, options, footer.metadata.num_row_groups())?;
-    if let Some(f) = &options.filter {
+        chosen_units::<Parquet>(&location, scope.options, footer.metadata.num_row_groups())?;
+    if matches!(rows, Rows::Nothing) {
+        row_groups.clear();
+    }
+    if let Some(f) = filter {
         let keep = prune_row_groups(f, &footer.metadata, &file_schema);
         row_groups.retain(|&i| keep[i]);
     }
-    let (kept, selections) = select_pages(
-        options.filter.as_ref(),
-        &footer.metadata,
-        &file_schema,
-        row_groups,
-    );
+    let (kept, selections) = select_pages(filter, &footer.metadata, &file_schema, row_groups);
     let units = kept
         .iter()
         .zip(&selections)
@@ -158,7 +169,8 @@ pub(crate) async fn prepare(
             ranges: chunk_ranges(&footer.metadata, &projection, rg, selection.as_ref()),
         })
         .collect();
-    let plan = checked_plan(&location, footer.file_size, units, &options.config)?;
+    let plan = checked_plan(&location, footer.file_size, units, &scope.options.config)?;
+    let filter = filter.cloned();
     Ok(PreparedFile {
         source,
         footer,
@@ -166,6 +178,8 @@ pub(crate) async fn prepare(
         projection,
         plan,
         selections,
+        columns,
+        filter,
     })
 }
 

@@ -22,7 +22,6 @@ pub(crate) async fn decode_unit<P: Planned>(
     what: &'static str,
     spans: FetchedSpans,
     fetcher: Fetcher,
-    filter: Option<Arc<Filter>>,
 ) -> Result<Vec<RecordBatch>> {
     let location = file.source().location().to_string();
     let index = file.plan().units[unit].index;
@@ -36,7 +35,7 @@ pub(crate) async fn decode_unit<P: Planned>(
         decoded
             .into_iter()
             .map(|batch| {
-                let batch = match &filter {
+                let batch = match file.filter() {
                     Some(f) => keep_matching(f, batch, location)?,
                     None => batch,
                 };

@@ -1,5 +1,6 @@
 //! The one read pipeline every format goes through:
-//! resolve → open → select → plan → fetch → decode → concat or stream.
+//! resolve → partitions → open → select → plan → fetch → decode → concat or
+//! stream.
 //!
 //! A format plugs in by implementing [`Format`] (open one file's metadata,
 //! and prepare it: choose columns and units, prune units with the filter,
@@ -17,19 +18,20 @@ mod stream;
 use std::future::Future;
 use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 
 use crate::cache::Cache;
 use crate::clients::StorageOptions;
 use crate::config::Config;
+use crate::dataset::{Dataset, DatasetSchema, FileScope, Partitioning};
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
 use crate::filter::Filter;
 use crate::plan::FilePlan;
 use crate::request::{ByteSource, StoreRequests};
-use crate::source::{resolve, Context, Source};
+use crate::source::{as_prefix, may_be_prefix, resolve, Context, Source};
 use crate::stats::ReadStats;
 
 pub(crate) use raw::{fetch_pieces, PieceReceiver, RawFile};
@@ -44,6 +46,8 @@ pub(crate) trait Format: Send + Sync + 'static {
     const UNITS: &'static str;
     /// One unit, in messages (`row group`, `stripe`).
     const UNIT: &'static str;
+    /// Whether `columns` come back in the order asked (else in file order).
+    const IN_REQUESTED_ORDER: bool;
     /// One file, opened and planned.
     type File: Planned;
     /// One file's metadata, as `metadata()` returns it.
@@ -56,11 +60,12 @@ pub(crate) trait Format: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Self::Metadata>> + Send;
 
     /// Opens one file and plans its read: columns, units (by index and by
-    /// the filter's statistics) and the byte ranges they need.
+    /// the filter's statistics) and the byte ranges they need. `scope` says
+    /// what to read of this file (see [`FileScope::in_file`]).
     fn prepare(
         fetcher: &Fetcher,
         source: Source,
-        options: &ReadOptions,
+        scope: &FileScope<'_>,
     ) -> impl Future<Output = Result<Self::File>> + Send;
 }
 
@@ -72,6 +77,10 @@ pub(crate) trait Planned: Send + Sync + 'static {
     fn plan(&self) -> &FilePlan;
     /// The schema of the batches returned.
     fn schema(&self) -> &SchemaRef;
+    /// Whether the file has this top-level column.
+    fn has_column(&self, name: &str) -> bool;
+    /// The rows to keep (the read's filter as this file can answer it).
+    fn filter(&self) -> Option<&Filter>;
     /// Bytes already in memory (the end of the file the metadata request
     /// brought): spans inside them are served without a request.
     fn known_bytes(&self) -> Option<(u64, &Bytes)> {
@@ -108,6 +117,11 @@ pub struct ReadOptions {
     pub stats: ReadStats,
     /// The on-disk cache remote bytes are read through, if any.
     pub cache: Option<Cache>,
+    /// How partition keys are read from the files' paths.
+    pub partitioning: Partitioning,
+    /// The dataset's schema, when given: columns are cast to it, and those
+    /// a file lacks are null; `None`: every file's columns, unified.
+    pub schema: Option<SchemaRef>,
 }
 
 impl ReadOptions {
@@ -148,47 +162,85 @@ impl Table {
     }
 }
 
-/// The frame of every read: checks the configuration, resolves `sources`,
-/// runs `read` on the files, and adds the cache's counters afterwards
+/// The frame of every read: checks the configuration, resolves `sources`
+/// into a dataset (partition keys read, files the filter rules out by them
+/// dropped), runs `read` on it, and adds the cache's counters afterwards
 /// (whether the read succeeded or not).
+///
+/// A remote name without a trailing `/` is tried as an object first (one
+/// request, not two, for the usual single file); when there is no such
+/// object, it is read as a prefix.
 pub(crate) async fn with_files<T, F, Fut>(
     sources: &[String],
     options: &ReadOptions,
     read: F,
 ) -> Result<T>
 where
-    F: FnOnce(Vec<Source>) -> Fut,
+    F: Fn(Dataset) -> Fut,
     Fut: Future<Output = Result<T>>,
 {
     options.config.validate()?;
-    let result = match resolve(sources, options.context()).await {
-        Ok(files) => read(files).await,
+    let mut result = match resolve(sources, options.context()).await {
+        Ok(files) => read_dataset(files, options, &read).await,
         Err(e) => Err(e),
     };
+    if let Err(Error::NotFound { location, .. }) = &result {
+        if may_be_prefix(location) && sources.iter().any(|s| s == location) {
+            let respelt: Vec<String> = sources
+                .iter()
+                .map(|s| {
+                    if s == location {
+                        as_prefix(s)
+                    } else {
+                        s.clone()
+                    }
+                })
+                .collect();
+            match resolve(&respelt, options.context()).await {
+                Ok(files) => result = read_dataset(files, options, &read).await,
+                // Nothing under the prefix either: the first answer stands.
+                Err(Error::NotFound { .. }) => {}
+                Err(e) => result = Err(e),
+            }
+        }
+    }
     if let Some(cache) = &options.cache {
         cache.flush_counters();
     }
     result
 }
 
+async fn read_dataset<T, F, Fut>(
+    files: Vec<crate::source::SourceFile>,
+    options: &ReadOptions,
+    read: &F,
+) -> Result<T>
+where
+    F: Fn(Dataset) -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    read(Dataset::new(files, options)?).await
+}
+
 /// Resolves `sources` (the frame of [`with_files`]) and runs `per_file` on
 /// each file with `fetcher`, several at once, results in source order.
 /// `unit` names what `options.row_groups` selects (row groups, stripes),
 /// which takes a single file.
-pub(crate) async fn each_source<T, F, Fut>(
+pub(crate) async fn each_source<'a, T, F, Fut>(
     sources: &[String],
-    options: &ReadOptions,
+    options: &'a ReadOptions,
     unit: &str,
     fetcher: &Fetcher,
     per_file: F,
 ) -> Result<Vec<T>>
 where
-    F: Fn(Fetcher, Source) -> Fut,
+    F: Fn(Fetcher, (Source, FileScope<'a>)) -> Fut,
     Fut: Future<Output = Result<T>>,
 {
-    with_files(sources, options, |files| async move {
-        check_single_file(&files, options, unit)?;
-        crate::fetch::each_file(fetcher, files, per_file).await
+    let per_file = &per_file;
+    with_files(sources, options, |dataset| async move {
+        check_single_file(&dataset.files, options, unit)?;
+        crate::fetch::each_file(fetcher, dataset.scoped(options), per_file).await
     })
     .await
 }
@@ -251,76 +303,26 @@ pub(crate) fn checked_plan(
     }
 }
 
-/// Joins the files of a read in source order; their schemas must agree (the
-/// first file's schema, with its metadata, is the table's).
-pub(crate) fn concat(
+/// Joins the files of a read in source order, under one schema (see
+/// [`DatasetSchema`]).
+pub(crate) fn concat<F: Format>(
     fetcher: &Fetcher,
-    results: Vec<(Source, SchemaRef, Vec<RecordBatch>)>,
+    options: &ReadOptions,
+    dataset: &Dataset,
+    results: Vec<(Arc<F::File>, Vec<RecordBatch>)>,
 ) -> Result<Table> {
-    let Some((first_source, schema, _)) = results.first() else {
-        return Err(Error::InvalidArgument("no files to read".into()));
-    };
-    let schema = Arc::clone(schema);
-    let first = first_source.location().to_string();
+    let files: Vec<&dyn Planned> = results.iter().map(|(f, _)| f.as_ref() as _).collect();
+    let unified = DatasetSchema::unify(options, dataset.partitions.clone(), &files, F::IN_REQUESTED_ORDER)?;
     let mut batches = Vec::new();
-    for (source, file_schema, file_batches) in results {
-        check_same_schema(&schema, &first, &file_schema, source.location())?;
+    for (i, (file, file_batches)) in results.into_iter().enumerate() {
         for b in file_batches {
-            let b = relabel(&schema, b, source.location())?;
+            let b = unified.conform(i, b, file.source().location())?;
             fetcher.stats().add_rows(b.num_rows() as u64);
             batches.push(b);
         }
     }
-    Ok(Table { schema, batches })
-}
-
-/// Files of one read must share the first file's fields (`first` names it).
-pub(crate) fn check_same_schema(
-    schema: &SchemaRef,
-    first: &str,
-    file_schema: &SchemaRef,
-    location: &str,
-) -> Result<()> {
-    match same_fields(schema, file_schema) {
-        Some(detail) => Err(Error::SchemaMismatch {
-            location: location.to_string(),
-            first: first.to_string(),
-            detail,
-        }),
-        None => Ok(()),
-    }
-}
-
-/// A batch under the read's schema (the same fields, with the first file's
-/// metadata); no copy.
-pub(crate) fn relabel(schema: &SchemaRef, b: RecordBatch, location: &str) -> Result<RecordBatch> {
-    if Arc::ptr_eq(b.schema_ref(), schema) {
-        return Ok(b);
-    }
-    let opts = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
-    RecordBatch::try_new_with_options(Arc::clone(schema), b.columns().to_vec(), &opts)
-        .map_err(|e| Error::from_arrow(location, e))
-}
-
-/// Compares two files' fields, ignoring metadata: what differs, in words.
-fn same_fields(a: &arrow_schema::Schema, b: &arrow_schema::Schema) -> Option<String> {
-    if a.fields().len() != b.fields().len() {
-        return Some(format!(
-            "{} columns vs {}",
-            a.fields().len(),
-            b.fields().len()
-        ));
-    }
-    for (fa, fb) in a.fields().iter().zip(b.fields().iter()) {
-        if fa.name() != fb.name() || !fa.data_type().equals_datatype(fb.data_type()) {
-            return Some(format!(
-                "column {:?} is {} vs {:?} {}",
-                fa.name(),
-                fa.data_type(),
-                fb.name(),
-                fb.data_type()
-            ));
-        }
-    }
-    None
+    Ok(Table {
+        schema: unified.schema,
+        batches,
+    })
 }

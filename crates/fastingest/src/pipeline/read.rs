@@ -13,36 +13,30 @@ use super::{check_single_file, concat, each_source, with_files, Format, Planned}
 use super::{ReadOptions, Table};
 use crate::error::Result;
 use crate::fetch::{await_spans, each_file, unit_spans, FetchedSpans, Fetcher};
-use crate::filter::Filter;
 use crate::source::Source;
 
 /// Reads `sources` (paths, URLs, globs) into one table.
 pub(crate) async fn read<F: Format>(sources: &[String], options: &ReadOptions) -> Result<Table> {
-    with_files(sources, options, |files| async move {
-        check_single_file(&files, options, F::UNITS)?;
+    with_files(sources, options, |dataset| async move {
+        check_single_file(&dataset.files, options, F::UNITS)?;
         let fetcher = options.fetcher();
-        let filter = options.filter.clone().map(Arc::new);
         // Several files are read at once; the fetcher's limits bound the
         // requests of all of them together.
-        let results = each_file(&fetcher, files, |fetcher: Fetcher, s: Source| {
-            let filter = filter.clone();
-            async move {
-                let file = Arc::new(F::prepare(&fetcher, s, options).await?);
-                let units = start_units::<F>(&fetcher, &file, filter);
+        let results = each_file(
+            &fetcher,
+            dataset.scoped(options),
+            &|fetcher: Fetcher, (s, scope)| async move {
+                let file = Arc::new(F::prepare(&fetcher, s, &scope).await?);
+                let units = start_units::<F>(&fetcher, &file);
                 let per_unit: Vec<Vec<RecordBatch>> = stream::iter(units)
                     .buffered(file.plan().units.len().max(1))
                     .try_collect()
                     .await?;
-                let batches = per_unit.into_iter().flatten().collect();
-                Ok((
-                    Arc::clone(file.source()),
-                    Arc::clone(file.schema()),
-                    batches,
-                ))
-            }
-        })
+                Ok((file, per_unit.into_iter().flatten().collect()))
+            },
+        )
         .await?;
-        concat(&fetcher, results)
+        concat::<F>(&fetcher, options, &dataset, results)
     })
     .await
 }
@@ -57,7 +51,7 @@ pub(crate) async fn plan<F: Format>(
         options,
         F::UNITS,
         &options.fetcher(),
-        |fetcher: Fetcher, s: Source| async move { F::prepare(&fetcher, s, options).await },
+        |fetcher: Fetcher, (s, scope)| async move { F::prepare(&fetcher, s, &scope).await },
     )
     .await
 }
@@ -68,11 +62,11 @@ pub(crate) async fn metadata<F: Format>(
     sources: &[String],
     options: &ReadOptions,
 ) -> Result<Vec<F::Metadata>> {
-    with_files(sources, options, |files| async move {
+    with_files(sources, options, |dataset| async move {
         each_file(
             &options.fetcher(),
-            files,
-            |fetcher: Fetcher, s: Source| async move {
+            dataset.files,
+            &|fetcher: Fetcher, s: Source| async move {
                 fetcher.stats().add_file();
                 F::open(&fetcher, s).await
             },
@@ -88,11 +82,7 @@ pub(super) type UnitFuture = BoxFuture<'static, Result<Vec<RecordBatch>>>;
 /// Starts fetching every span of a prepared file and returns one future per
 /// unit that decodes it as soon as its spans are in, while later spans are
 /// still on the wire. Dropping every future stops the fetch.
-pub(super) fn start_units<F: Format>(
-    fetcher: &Fetcher,
-    file: &Arc<F::File>,
-    filter: Option<Arc<Filter>>,
-) -> Vec<UnitFuture> {
+pub(super) fn start_units<F: Format>(fetcher: &Fetcher, file: &Arc<F::File>) -> Vec<UnitFuture> {
     let plan = file.plan();
     let (spans, abort_guards) = fetcher.start_with(file.source(), plan, file.known_bytes());
     let abort_guards = Arc::new(abort_guards);
@@ -103,12 +93,12 @@ pub(super) fn start_units<F: Format>(
         .enumerate()
         .map(|(i, unit)| {
             let needed = unit_spans(plan, &spans, unit);
-            let (file, fetcher, filter) = (Arc::clone(file), fetcher.clone(), filter.clone());
+            let (file, fetcher) = (Arc::clone(file), fetcher.clone());
             let guards = Arc::clone(&abort_guards);
             async move {
                 let _fetching = guards;
                 let fetched = FetchedSpans::new(await_spans(needed).await?);
-                decode_unit(file, i, F::UNIT, fetched, fetcher, filter).await
+                decode_unit(file, i, F::UNIT, fetched, fetcher).await
             }
             .boxed()
         })

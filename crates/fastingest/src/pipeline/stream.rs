@@ -12,10 +12,10 @@ use futures::{stream, StreamExt};
 use tokio::sync::mpsc;
 
 use super::read::start_units;
-use super::{check_same_schema, each_source, relabel, Format, Planned, ReadOptions};
-use crate::error::{Error, Result};
-use crate::fetch::Fetcher;
-use crate::source::Source;
+use super::{check_single_file, with_files, Format, Planned, ReadOptions};
+use crate::dataset::DatasetSchema;
+use crate::error::Result;
+use crate::fetch::{each_file, Fetcher};
 
 /// A read's batches as they are decoded, in file and row order.
 pub struct BatchStream {
@@ -47,45 +47,50 @@ pub(crate) async fn stream<F: Format>(
     options: &ReadOptions,
 ) -> Result<BatchStream> {
     let fetcher = options.fetcher();
-    let prepared = each_source(
-        sources,
-        options,
-        F::UNITS,
-        &fetcher,
-        |f: Fetcher, s: Source| async move { F::prepare(&f, s, options).await.map(Arc::new) },
-    )
+    let (prepared, unified) = with_files(sources, options, |dataset| {
+        let fetcher = fetcher.clone();
+        async move {
+            check_single_file(&dataset.files, options, F::UNITS)?;
+            let prepared =
+                each_file(
+                    &fetcher,
+                    dataset.scoped(options),
+                    &|f: Fetcher, (s, scope)| async move {
+                        F::prepare(&f, s, &scope).await.map(Arc::new)
+                    },
+                )
+                .await?;
+            let files: Vec<&dyn Planned> = prepared.iter().map(|f| f.as_ref() as _).collect();
+            let unified = DatasetSchema::unify(options, dataset.partitions.clone(), &files, F::IN_REQUESTED_ORDER)?;
+            Ok((prepared, unified))
+        }
+    })
     .await?;
-    let Some(first) = prepared.first() else {
-        return Err(Error::InvalidArgument("no files to read".into()));
-    };
-    let schema = Arc::clone(first.schema());
-    let location = first.source().location().to_string();
-    for p in &prepared[1..] {
-        check_same_schema(&schema, &location, p.schema(), p.source().location())?;
-    }
+    let schema = Arc::clone(&unified.schema);
     let (tx, rx) = mpsc::channel(BATCHES_AHEAD);
-    let out_schema = Arc::clone(&schema);
-    let filter = options.filter.clone().map(Arc::new);
     let cache = options.cache.clone();
     tokio::spawn(async move {
-        let files = stream::iter(prepared)
-            .map(|file| {
-                let units = start_units::<F>(&fetcher, &file, filter.clone());
-                async move { units }
+        let files = stream::iter(prepared.into_iter().enumerate())
+            .map(|(i, file)| {
+                let units = start_units::<F>(&fetcher, &file);
+                let location = file.source().location().to_string();
+                async move { (i, location, units) }
             })
             .buffered(FILES_AHEAD);
         let mut batches = files
-            .flat_map(|units| {
+            .flat_map(|(i, location, units)| {
                 let n = units.len().max(1);
-                stream::iter(units).buffered(n)
+                stream::iter(units)
+                    .buffered(n)
+                    .map(move |unit| (i, location.clone(), unit))
             })
             .boxed();
-        while let Some(unit) = batches.next().await {
+        while let Some((i, location, unit)) = batches.next().await {
             let result = unit.and_then(|bs| {
                 bs.into_iter()
                     .map(|b| {
                         fetcher.stats().add_rows(b.num_rows() as u64);
-                        relabel(&out_schema, b, &location)
+                        unified.conform(i, b, &location)
                     })
                     .collect::<Result<Vec<_>>>()
             });

@@ -1,0 +1,148 @@
+//! A read's files taken as one dataset: partition keys read from their
+//! paths, files a filter on those keys rules out dropped before any request
+//! to them, what to read of each file, and one schema over all of them.
+
+mod partition;
+mod schema;
+
+use std::sync::Arc;
+
+pub use partition::Partitioning;
+pub(crate) use partition::Partitions;
+pub(crate) use schema::DatasetSchema;
+
+use crate::error::{Error, Result};
+use crate::filter::{Filter, Rows};
+use crate::pipeline::ReadOptions;
+use crate::source::{Source, SourceFile};
+
+/// The files of a read, after partition pruning.
+#[derive(Debug)]
+pub(crate) struct Dataset {
+    /// The files to open, in order.
+    pub files: Vec<Source>,
+    /// Their partition keys, if any file has some.
+    pub partitions: Option<Arc<Partitions>>,
+    /// Per file: the rows the filter leaves once its partition keys are
+    /// known.
+    rows: Vec<Rows>,
+    /// Several files or a given schema: a column a file lacks is null there.
+    several: bool,
+}
+
+impl Dataset {
+    /// Reads the partition keys of `files` and drops those the filter rules
+    /// out. When it rules out all of them, the first stays (planned with no
+    /// rows) so that the read still knows its schema.
+    pub fn new(files: Vec<SourceFile>, options: &ReadOptions) -> Result<Self> {
+        let partitions = Partitions::discover(&files, &options.partitioning)?;
+        let several = files.len() > 1 || options.schema.is_some();
+        let mut rows: Vec<Rows> = Vec::with_capacity(files.len());
+        for i in 0..files.len() {
+            rows.push(match (&options.filter, &partitions) {
+                (None, _) => Rows::All,
+                (Some(f), None) => Rows::Matching(f.clone()),
+                (Some(f), Some(p)) => decide(f, p, i)?,
+            });
+        }
+        let mut keep: Vec<bool> = rows.iter().map(|r| !matches!(r, Rows::Nothing)).collect();
+        if !keep.iter().any(|&k| k) {
+            keep[0] = true;
+        }
+        let mut partitions = partitions;
+        if let Some(p) = &mut partitions {
+            p.retain_files(&keep);
+        }
+        let mut kept_rows = Vec::new();
+        let mut kept_files = Vec::new();
+        for ((file, r), k) in files.into_iter().zip(rows).zip(&keep) {
+            if *k {
+                kept_files.push(file.source);
+                kept_rows.push(r);
+            }
+        }
+        Ok(Dataset {
+            files: kept_files,
+            partitions: partitions.map(Arc::new),
+            rows: kept_rows,
+            several,
+        })
+    }
+
+    /// Each file with what to read of it.
+    pub fn scoped<'a>(&self, options: &'a ReadOptions) -> Vec<(Source, FileScope<'a>)> {
+        self.files
+            .iter()
+            .zip(&self.rows)
+            .map(|(source, rows)| {
+                let scope = FileScope {
+                    options,
+                    columns: self.file_columns(options),
+                    rows: rows.clone(),
+                    several: self.several,
+                };
+                (Arc::clone(source), scope)
+            })
+            .collect()
+    }
+
+    /// The columns asked of the files: partition keys are not in them.
+    fn file_columns(&self, options: &ReadOptions) -> Option<Vec<String>> {
+        let asked = match (&options.columns, &options.schema) {
+            (Some(c), _) => c.clone(),
+            (None, Some(s)) => s.fields().iter().map(|f| f.name().clone()).collect(),
+            (None, None) => return None,
+        };
+        Some(match &self.partitions {
+            Some(p) => asked.into_iter().filter(|c| !p.has(c)).collect(),
+            None => asked,
+        })
+    }
+}
+
+/// `filter` over file `i`, its partition keys known.
+fn decide(filter: &Filter, partitions: &Partitions, i: usize) -> Result<Rows> {
+    filter
+        .given(Some(&partitions.known(i)), |_| false)
+        .map_err(|e| Error::InvalidArgument(format!("filters on partition keys: {e}")))
+}
+
+/// What to read of one file: the read's options, with the columns and
+/// filter narrowed to what the file itself holds.
+#[derive(Debug, Clone)]
+pub(crate) struct FileScope<'a> {
+    /// The read's options (row groups, limits, ...).
+    pub options: &'a ReadOptions,
+    columns: Option<Vec<String>>,
+    rows: Rows,
+    several: bool,
+}
+
+impl<'a> FileScope<'a> {
+    /// Whether a filter may drop rows (the page index is worth reading).
+    pub fn filters(&self) -> bool {
+        matches!(self.rows, Rows::Matching(_))
+    }
+
+    /// The columns to read and the rows to keep, for a file that holds the
+    /// top-level columns `has` says. Of several files, one may lack a column:
+    /// it is left out here (null in the result) and a predicate on it is
+    /// false. A single file lacking one is an error, raised by the format.
+    pub fn in_file(&self, has: impl Fn(&str) -> bool) -> Result<(Option<Vec<String>>, Rows)> {
+        if !self.several {
+            return Ok((self.columns.clone(), self.rows.clone()));
+        }
+        let present = |c: &str| has(c) || c.split('.').next().is_some_and(&has);
+        let columns = self
+            .columns
+            .as_ref()
+            .map(|cs| cs.iter().filter(|c| present(c)).cloned().collect());
+        let rows = match &self.rows {
+            Rows::Matching(f) => f
+                .given(None, |c| !has(c))
+                .map_err(|e| Error::InvalidArgument(e.to_string()))?,
+            other => other.clone(),
+        };
+        Ok((columns, rows))
+    }
+}

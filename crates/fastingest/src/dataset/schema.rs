@@ -1,0 +1,221 @@
+//! One schema over a dataset's files, and each file's batches put under it.
+//!
+//! Without `schema=`, the dataset's columns are every file's, in order of
+//! first appearance, then the partition keys (or the columns asked for, in
+//! that order); a column a file lacks is null there, and one column with two
+//! types is an error naming both files. With `schema=`, that schema is the
+//! dataset's: columns are cast to it, and those it lacks are left out.
+
+use std::sync::Arc;
+
+use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_cast::cast;
+use arrow_schema::{FieldRef, Schema, SchemaRef};
+
+use super::Partitions;
+use crate::error::{Error, Result};
+use crate::pipeline::{Planned, ReadOptions};
+
+/// Where a dataset column comes from.
+#[derive(Debug, Clone, Copy)]
+enum Origin {
+    /// The file's batches (null where a file lacks it).
+    File,
+    /// Partition key `k`.
+    Key(usize),
+}
+
+/// A dataset's schema, and how to put one file's batches under it.
+#[derive(Debug, Clone)]
+pub(crate) struct DatasetSchema {
+    /// The schema of every batch returned.
+    pub schema: SchemaRef,
+    origins: Vec<Origin>,
+    partitions: Option<Arc<Partitions>>,
+}
+
+impl DatasetSchema {
+    /// The schema of reading `files` (in order) with `options`.
+    /// `requested_order`: whether `columns` come back in the order asked
+    /// (Parquet) or in file order (ORC, as pyarrow's reader), partition keys
+    /// then following.
+    pub fn unify(
+        options: &ReadOptions,
+        partitions: Option<Arc<Partitions>>,
+        files: &[&dyn Planned],
+        requested_order: bool,
+    ) -> Result<Self> {
+        let Some(first) = files.first() else {
+            return Err(Error::InvalidArgument("no files to read".into()));
+        };
+        let first_location = first.source().location().to_string();
+        let key_of = |name: &str| {
+            partitions
+                .as_ref()
+                .and_then(|p| p.fields.iter().position(|f| f.name() == name))
+        };
+        let metadata = first.schema().metadata().clone();
+        let fields: Vec<FieldRef> = match &options.schema {
+            Some(given) => match &options.columns {
+                None => given.fields().iter().cloned().collect(),
+                Some(columns) => columns
+                    .iter()
+                    .map(|c| {
+                        given
+                            .field_with_name(c)
+                            .map(|f| Arc::new(f.clone()))
+                            .map_err(|_| Error::ColumnNotFound {
+                                location: "schema".into(),
+                                column: c.clone(),
+                                available: names(given),
+                            })
+                    })
+                    .collect::<Result<_>>()?,
+            },
+            None => {
+                let in_files = union_of_files(files, &|n| key_of(n).is_some())?;
+                check_filter_columns(options, files, &|n| key_of(n).is_some())?;
+                let keys = partitions.iter().flat_map(|p| p.fields.iter().cloned());
+                match &options.columns {
+                    None => in_files.into_iter().chain(keys).collect(),
+                    Some(columns) if !requested_order => {
+                        let asked = |f: &FieldRef| columns.contains(f.name());
+                        let keys = keys.filter(asked).collect::<Vec<_>>();
+                        let keys = columns.iter().filter_map(|c| find(&keys, c));
+                        in_files.into_iter().chain(keys).collect()
+                    }
+                    Some(columns) => {
+                        let all: Vec<FieldRef> = in_files.into_iter().chain(keys).collect();
+                        columns
+                            .iter()
+                            .map(|c| {
+                                find(&all, c).ok_or_else(|| Error::ColumnNotFound {
+                                    location: first_location.clone(),
+                                    column: c.clone(),
+                                    available: all.iter().map(|f| f.name().clone()).collect(),
+                                })
+                            })
+                            .collect::<Result<_>>()?
+                    }
+                }
+            }
+        };
+        let origins = fields
+            .iter()
+            .map(|f| key_of(f.name()).map_or(Origin::File, Origin::Key))
+            .collect();
+        Ok(DatasetSchema {
+            schema: Arc::new(Schema::new_with_metadata(fields, metadata)),
+            origins,
+            partitions,
+        })
+    }
+
+    /// A batch of file `file` (its position in the read) under the
+    /// dataset's schema: its columns by name, cast where `schema=` says,
+    /// null where it lacks them, and its partition keys' values.
+    pub fn conform(&self, file: usize, batch: RecordBatch, location: &str) -> Result<RecordBatch> {
+        let rows = batch.num_rows();
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.origins.len());
+        for (field, origin) in self.schema.fields().iter().zip(&self.origins) {
+            let column = match (origin, &self.partitions) {
+                (Origin::Key(k), Some(p)) => p.column(file, *k, rows),
+                _ => match batch.column_by_name(field.name()) {
+                    Some(c) => Arc::clone(c),
+                    None => new_null_array(field.data_type(), rows),
+                },
+            };
+            let column = if column.data_type() == field.data_type() {
+                column
+            } else {
+                cast(&column, field.data_type()).map_err(|e| Error::SchemaMismatch {
+                    location: location.to_string(),
+                    first: "the dataset schema".into(),
+                    detail: format!(
+                        "column {:?} is {} and cannot be cast to {}: {e}",
+                        field.name(),
+                        column.data_type(),
+                        field.data_type()
+                    ),
+                })?
+            };
+            columns.push(column);
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        RecordBatch::try_new_with_options(Arc::clone(&self.schema), columns, &options)
+            .map_err(|e| Error::from_arrow(location, e))
+    }
+}
+
+fn names(schema: &Schema) -> Vec<String> {
+    schema.fields().iter().map(|f| f.name().clone()).collect()
+}
+
+/// A requested column among `fields`: by name, or a dotted struct path by
+/// its last part (the field the format returns for it).
+fn find(fields: &[FieldRef], column: &str) -> Option<FieldRef> {
+    let by_name = |n: &str| fields.iter().find(|f| f.name() == n).cloned();
+    by_name(column).or_else(|| column.rsplit_once('.').and_then(|(_, leaf)| by_name(leaf)))
+}
+
+/// Every file's returned columns (partition keys left out), in order of
+/// first appearance; a column with two types is an error naming both files.
+fn union_of_files(files: &[&dyn Planned], is_key: &dyn Fn(&str) -> bool) -> Result<Vec<FieldRef>> {
+    let mut fields: Vec<FieldRef> = Vec::new();
+    let mut defined_in: Vec<&str> = Vec::new();
+    for file in files {
+        let location = file.source().location();
+        for field in file.schema().fields() {
+            if is_key(field.name()) {
+                continue;
+            }
+            match fields.iter().position(|f| f.name() == field.name()) {
+                Some(j) if !fields[j].data_type().equals_datatype(field.data_type()) => {
+                    return Err(Error::SchemaMismatch {
+                        location: location.to_string(),
+                        first: defined_in[j].to_string(),
+                        detail: format!(
+                            "column {:?} is {} there and {} here",
+                            field.name(),
+                            fields[j].data_type(),
+                            field.data_type()
+                        ),
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    fields.push(Arc::clone(field));
+                    defined_in.push(location);
+                }
+            }
+        }
+    }
+    Ok(fields)
+}
+
+/// A filter column no file holds (and no partition key names) is a typo,
+/// not a column of nulls.
+fn check_filter_columns(
+    options: &ReadOptions,
+    files: &[&dyn Planned],
+    is_key: &dyn Fn(&str) -> bool,
+) -> Result<()> {
+    let Some(filter) = &options.filter else {
+        return Ok(());
+    };
+    for column in filter.columns() {
+        if !is_key(&column) && !files.iter().any(|f| f.has_column(&column)) {
+            return Err(Error::ColumnNotFound {
+                location: files[0].source().location().to_string(),
+                column,
+                available: files[0]
+                    .schema()
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().clone())
+                    .collect(),
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,322 @@
+"""Partitioned datasets: directories and prefixes, hive keys, pruning by
+partition filters before any request, schemas across files; pyarrow is the
+oracle, locally and on MinIO, fake-gcs-server and Azurite."""
+
+from __future__ import annotations
+
+import datetime
+import io
+import urllib.parse
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.orc as po
+import pyarrow.parquet as pq
+import pytest
+
+import fastingest
+
+from .conftest import assert_tables_equal
+
+
+def _lake_table() -> pa.Table:
+    n = 240
+    return pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "x": pa.array([i * 0.5 for i in range(n)], pa.float64()),
+            "year": pa.array([2023 + i % 3 if i % 17 else None for i in range(n)], pa.int32()),
+            "city": pa.array(
+                [["New York", "a/b", "2A001", "Zürich%"][i % 4] for i in range(n)], pa.string()
+            ),
+            "day": pa.array([f"2025-01-0{1 + i % 2}" for i in range(n)], pa.string()),
+        }
+    )
+
+
+@pytest.fixture
+def lake(tmp_path) -> Path:
+    """A hive lake three keys deep, written by pyarrow (URL-encoded values,
+    nulls as __HIVE_DEFAULT_PARTITION__), with the files writers leave
+    beside the data."""
+    root = tmp_path / "lake"
+    ds.write_dataset(
+        _lake_table(),
+        root,
+        format="parquet",
+        partitioning=["year", "city", "day"],
+        partitioning_flavor="hive",
+    )
+    (root / "_SUCCESS").write_bytes(b"")
+    (root / "_metadata").write_bytes(b"not a data file")
+    (root / ".part.crc").write_bytes(b"junk")
+    (root / "_temporary").mkdir()
+    (root / "_temporary" / "x.parquet").write_bytes(b"junk")
+    return root
+
+
+def _files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.parquet") if "_temporary" not in p.parts)
+
+
+def test_directory_reads_like_pq_read_table(lake):
+    got = fastingest.read_parquet(lake)
+    want = pq.read_table(lake)
+    assert_tables_equal(got, want)
+    # Values and types as pyarrow infers them: int32 and string dictionaries.
+    assert got.schema.field("year").type == pa.dictionary(pa.int32(), pa.int32())
+    assert got.schema.field("city").type == pa.dictionary(pa.int32(), pa.string())
+    assert set(got.column("city").to_pylist()) == {"New York", "a/b", "2A001", "Zürich%"}
+    # (pyarrow's null is a null dictionary value, ours a null index: the
+    # same rows are null.)
+    assert (
+        got.column("year").to_pylist().count(None)
+        == want.column("year").to_pylist().count(None)
+        > 0
+    )
+    # The same as a file:// URL, as a stream, and with a trailing slash.
+    assert_tables_equal(fastingest.read_parquet(lake.as_uri() + "/"), want)
+    streamed = pa.Table.from_batches(list(fastingest.iter_batches(str(lake))))
+    assert_tables_equal(streamed, want)
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [
+        [("year", "=", 2024)],
+        [("year", "in", [2023, 2025]), ("city", "!=", "a/b")],
+        [("city", "=", "New York"), ("x", ">", 30.0)],
+        [[("year", "=", 2024), ("x", "<", 10.0)], [("day", "=", "2025-01-02")]],
+        [("year", ">=", 2099)],
+    ],
+)
+def test_partition_filters_prune_files_before_any_request(lake, filters):
+    stats = fastingest.ReadStats()
+    got = fastingest.read_parquet(lake, filters=filters, stats=stats)
+    want = pq.read_table(lake, filters=filters)
+    assert_tables_equal(got, want)
+    # Only files whose keys may match are opened (one footer request each).
+    conjs = [[t for t in conj if t[0] != "x"] for conj in _dnf(filters)]
+    matching = [f for f in _files(lake) if _keys_may_match(_keys(lake, f), conjs)]
+    if matching:
+        assert stats.files == len(matching) < len(_files(lake))
+    else:
+        assert stats.files == 1  # the first file's footer gives the schema
+        assert got.num_rows == 0
+
+
+def _dnf(filters):
+    return filters if isinstance(filters[0], list) else [filters]
+
+
+def _keys(root: Path, f: Path) -> dict:
+    """A file's hive keys, decoded as pyarrow does (ints where they parse)."""
+    out = {}
+    for part in f.relative_to(root).parts[:-1]:
+        k, v = part.split("=", 1)
+        v = urllib.parse.unquote(v)
+        out[k] = None if v == "__HIVE_DEFAULT_PARTITION__" else int(v) if v.isdigit() else v
+    return out
+
+
+def _keys_may_match(keys: dict, conjs) -> bool:
+    ops = {
+        "=": lambda a, b: a == b,
+        "!=": lambda a, b: a != b,
+        "<": lambda a, b: a < b,
+        ">=": lambda a, b: a >= b,
+        "in": lambda a, b: a in b,
+    }
+    return any(
+        all(keys.get(c) is not None and ops[op](keys[c], v) for c, op, v in conj) for conj in conjs
+    )
+
+
+def test_partition_only_columns_read_footers_only(lake):
+    stats = fastingest.ReadStats()
+    got = fastingest.read_parquet(lake, columns=["city", "year"], stats=stats)
+    want = pq.read_table(lake, columns=["city", "year"])
+    assert_tables_equal(got, want)
+    snap = stats.to_dict()
+    assert snap["files"] == snap["requests"] == len(_files(lake))
+    assert snap["bytes_needed"] == 0
+
+
+def test_partitioning_none_hive_for_globs_and_given_types(lake):
+    plain = fastingest.read_parquet(lake, partitioning=None)
+    assert plain.column_names == ["id", "x"]
+    # A glob has no partition columns unless asked.
+    glob = str(lake / "year=*" / "**" / "*.parquet")
+    assert fastingest.read_parquet(glob).column_names == ["id", "x"]
+    keyed = fastingest.read_parquet(glob, partitioning="hive")
+    assert keyed.column_names == ["id", "x", "year", "city", "day"]
+    typed = fastingest.read_parquet(
+        lake,
+        partitioning={"year": pa.int16(), "day": pa.date32()},
+        filters=[("day", "=", datetime.date(2025, 1, 2))],
+    )
+    assert typed.schema.field("year").type == pa.int16()
+    assert typed.schema.field("day").type == pa.date32()
+    assert typed.schema.field("city").type == pa.dictionary(pa.int32(), pa.string())
+    want = pq.read_table(lake, filters=[("day", "=", "2025-01-02")])
+    assert sorted(typed.column("id").to_pylist()) == sorted(want.column("id").to_pylist())
+    as_schema = fastingest.read_parquet(lake, partitioning=pa.schema([("year", pa.int64())]))
+    assert as_schema.schema.field("year").type == pa.int64()
+    with pytest.raises(fastingest.InvalidArgumentError, match=r'"city".*not a'):
+        fastingest.read_parquet(lake, partitioning={"city": pa.int32()})
+    with pytest.raises(fastingest.InvalidArgumentError, match="partitioning must be"):
+        fastingest.read_parquet(lake, partitioning="directory")
+
+
+def test_files_missing_columns_conflicts_and_given_schema(tmp_path):
+    root = tmp_path / "t"
+    (root / "k=1").mkdir(parents=True)
+    (root / "k=2").mkdir()
+    pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), root / "k=1" / "p.parquet")
+    pq.write_table(pa.table({"a": [3], "c": [True]}), root / "k=2" / "p.parquet")
+    got = fastingest.read_parquet(root)
+    unified = pa.unify_schemas(
+        [pq.read_schema(root / "k=1" / "p.parquet"), pq.read_schema(root / "k=2" / "p.parquet")]
+    )
+    want = ds.dataset(root, partitioning="hive", schema=unified.append(pa.field("k", pa.int32())))
+    assert got.column_names == ["a", "b", "c", "k"]
+    assert (
+        got.select(["a", "b", "c"]).to_pylist()
+        == want.to_table().select(["a", "b", "c"]).to_pylist()
+    )
+    assert got.column("k").to_pylist() == [1, 1, 2]
+    # Columns and filters over a column only some files have.
+    sel = fastingest.read_parquet(root, columns=["c", "a"], filters=[("b", "=", "y")])
+    assert sel.to_pylist() == [{"c": None, "a": 2}]
+    with pytest.raises(fastingest.ColumnNotFoundError, match="nope"):
+        fastingest.read_parquet(root, columns=["nope"])
+    with pytest.raises(fastingest.ColumnNotFoundError, match="nope"):
+        fastingest.read_parquet(root, filters=[("nope", "=", 1)])
+    # schema= casts, fills and leaves out.
+    schema = pa.schema([("a", pa.float64()), ("c", pa.bool_()), ("k", pa.string())])
+    given = fastingest.read_parquet(root, schema=schema)
+    assert given.schema == schema
+    assert given.to_pylist() == [
+        {"a": 1.0, "c": None, "k": "1"},
+        {"a": 2.0, "c": None, "k": "1"},
+        {"a": 3.0, "c": True, "k": "2"},
+    ]
+    # One column, two types: an error naming both files.
+    pq.write_table(pa.table({"a": ["text"]}), root / "k=2" / "q.parquet")
+    with pytest.raises(fastingest.SchemaMismatchError) as e:
+        fastingest.read_parquet(root)
+    assert "k=1" in str(e.value) and "q.parquet" in str(e.value)
+
+
+def test_directory_errors(tmp_path):
+    empty = tmp_path / "empty"
+    (empty / "_temporary").mkdir(parents=True)
+    (empty / "_SUCCESS").write_bytes(b"")
+    with pytest.raises(fastingest.NotFoundError, match="no data files"):
+        fastingest.read_parquet(empty)
+    bad = tmp_path / "bad" / "k=1"
+    bad.mkdir(parents=True)
+    (bad / "x.parquet").write_bytes(b"not parquet at all, but long enough to have a tail")
+    with pytest.raises(fastingest.CorruptFileError, match="x.parquet"):
+        fastingest.read_parquet(bad.parent)
+
+
+def test_plan_chunks_metadata_and_orc_on_directories(lake, tmp_path):
+    plans = fastingest.plan_parquet(lake, filters=[("year", "=", 2024)])
+    assert len(plans) == len([f for f in _files(lake) if "year=2024" in str(f)])
+    assert all("year=2024" in p["location"] for p in plans)
+    chunks = fastingest.read_chunks(lake, columns=["id", "year"], filters=[("year", "=", 2025)])
+    assert [c.column for c in chunks] == ["id"] * len(chunks) and len(chunks) > 0
+    assert all("year=2025" in chunks.sources[c.file] for c in chunks)
+    metas = fastingest.metadata(lake)
+    assert len(metas) == len(_files(lake))
+    # ORC in a hive layout.
+    orc_root = tmp_path / "orc"
+    t = _lake_table()
+    for year in (2023, 2024):
+        part = orc_root / f"year={year}"
+        part.mkdir(parents=True)
+        rows = t.filter(pa.compute.equal(t["year"], year)).drop_columns(["year"])
+        po.write_table(rows, part / "p.orc")
+    got = fastingest.read_orc(orc_root, filters=[("year", "=", 2024)])
+    want = t.filter(pa.compute.equal(t["year"], 2024))
+    assert got.column("id").to_pylist() == want.column("id").to_pylist()
+    assert got.column("year").to_pylist() == [2024] * want.num_rows
+
+
+def _parquet_bytes(table: pa.Table) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()
+
+
+def _upload_lake(lake: Path, put) -> list[str]:
+    keys = []
+    for f in sorted(lake.rglob("*")):
+        if f.is_file():
+            key = f.relative_to(lake).as_posix()
+            put(key, f.read_bytes())
+            keys.append(key)
+    return keys
+
+
+def test_s3_prefix_reads_the_lake_with_pruning(s3, lake):
+    _upload_lake(lake, lambda k, b: s3.put(f"lake/{k}", b))
+    want = pq.read_table(lake)
+    opts = s3.options()
+    for spelling in ("lake/", "lake"):
+        stats = fastingest.ReadStats()
+        got = fastingest.read_parquet(s3.url(spelling), storage_options=opts, stats=stats)
+        assert_tables_equal(got, want)
+    # Pruned files get no request: one footer per file read (the listing is
+    # one more, counted apart from range requests).
+    stats = fastingest.ReadStats()
+    got = fastingest.read_parquet(
+        s3.url("lake/"), storage_options=opts, stats=stats, filters=[("year", "=", 2024)]
+    )
+    assert_tables_equal(got, pq.read_table(lake, filters=[("year", "=", 2024)]))
+    wanted_files = len([f for f in _files(lake) if "year=2024" in str(f)])
+    assert stats.files == wanted_files
+    assert stats.requests <= 2 * wanted_files
+    with pytest.raises(FileNotFoundError):
+        fastingest.read_parquet(s3.url("nolake"), storage_options=opts)
+    with pytest.raises(fastingest.NotFoundError, match="no data objects"):
+        fastingest.read_parquet(s3.url("nolake/"), storage_options=opts)
+
+
+def test_s3_prefix_listing_cached_when_immutable(s3, lake, tmp_path):
+    _upload_lake(lake, lambda k, b: s3.put(f"lake/{k}", b))
+    cache = fastingest.Cache(tmp_path / "cache", validate="immutable")
+    opts = s3.options()
+    first = fastingest.read_parquet(s3.url("lake/"), storage_options=opts, cache=cache)
+    # A new object appears; the immutable cache keeps serving the listing.
+    s3.put(
+        "lake/year=2030/city=x/day=y/late.parquet",
+        _parquet_bytes(pa.table({"id": [1], "x": [1.0]})),
+    )
+    stats = fastingest.ReadStats()
+    again = fastingest.read_parquet(s3.url("lake/"), storage_options=opts, cache=cache, stats=stats)
+    assert_tables_equal(again, first)
+    assert stats.requests == 0
+
+
+def test_gcs_and_azure_prefixes(gcs, azure, lake):
+    want = pq.read_table(lake, filters=[("city", "=", "a/b")])
+    _upload_lake(lake, lambda k, b: gcs.gcs_upload("test-bucket", f"lake/{k}", b))
+    gopts = {"service_account_path": str(gcs.gcs_service_account()), "allow_http": "true"}
+    got = fastingest.read_parquet(
+        "gs://test-bucket/lake/", storage_options=gopts, filters=[("city", "=", "a/b")]
+    )
+    assert_tables_equal(got, want)
+    azure.azure_create_container("lake")
+    aopts = azure.azure_options()
+    # `_put` takes a URL, whose path is percent-decoded: escape the key's `%`.
+    _upload_lake(
+        lake,
+        lambda k, b: fastingest._fastingest._put(f"az://lake/t/{k.replace('%', '%25')}", b, aopts),
+    )
+    got = fastingest.read_parquet(
+        "az://lake/t", storage_options=aopts, filters=[("city", "=", "a/b")]
+    )
+    assert_tables_equal(got, want)
