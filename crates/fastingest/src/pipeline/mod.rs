@@ -312,7 +312,12 @@ pub(crate) fn concat<F: Format>(
     results: Vec<(Arc<F::File>, Vec<RecordBatch>)>,
 ) -> Result<Table> {
     let files: Vec<&dyn Planned> = results.iter().map(|(f, _)| f.as_ref() as _).collect();
-    let unified = DatasetSchema::unify(options, dataset.partitions.clone(), &files, F::IN_REQUESTED_ORDER)?;
+    let unified = DatasetSchema::unify(
+        options,
+        dataset.partitions.clone(),
+        &files,
+        F::IN_REQUESTED_ORDER,
+    )?;
     let mut batches = Vec::new();
     for (i, (file, file_batches)) in results.into_iter().enumerate() {
         for b in file_batches {

@@ -61,7 +61,12 @@ pub(crate) async fn stream<F: Format>(
                 )
                 .await?;
             let files: Vec<&dyn Planned> = prepared.iter().map(|f| f.as_ref() as _).collect();
-            let unified = DatasetSchema::unify(options, dataset.partitions.clone(), &files, F::IN_REQUESTED_ORDER)?;
+            let unified = DatasetSchema::unify(
+                options,
+                dataset.partitions.clone(),
+                &files,
+                F::IN_REQUESTED_ORDER,
+            )?;
             Ok((prepared, unified))
         }
     })
