@@ -259,9 +259,9 @@ impl Filter {
     }
 }
 
-/// Casts a literal strictly: a value that does not fit the column's type is
-/// an error, not a silent null.
-fn cast_literal(value: &ArrayRef, target: &DataType) -> Result<ArrayRef, ArrowError> {
+/// Casts strictly: a value that does not fit the target type is an error,
+/// not a silent null (filter literals, partition values).
+pub(crate) fn cast_literal(value: &ArrayRef, target: &DataType) -> Result<ArrayRef, ArrowError> {
     let options = CastOptions {
         safe: false,
         ..Default::default()

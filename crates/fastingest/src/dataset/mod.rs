@@ -71,13 +71,14 @@ impl Dataset {
 
     /// Each file with what to read of it.
     pub fn scoped<'a>(&self, options: &'a ReadOptions) -> Vec<(Source, FileScope<'a>)> {
+        let columns = self.file_columns(options);
         self.files
             .iter()
             .zip(&self.rows)
             .map(|(source, rows)| {
                 let scope = FileScope {
                     options,
-                    columns: self.file_columns(options),
+                    columns: columns.clone(),
                     rows: rows.clone(),
                     several: self.several,
                 };
@@ -102,8 +103,9 @@ impl Dataset {
 
 /// `filter` over file `i`, its partition keys known.
 fn decide(filter: &Filter, partitions: &Partitions, i: usize) -> Result<Rows> {
-    filter
-        .given(Some(&partitions.known(i)), |_| false)
+    partitions
+        .known(i)
+        .and_then(|known| filter.given(Some(&known), |_| false))
         .map_err(|e| Error::InvalidArgument(format!("filters on partition keys: {e}")))
 }
 

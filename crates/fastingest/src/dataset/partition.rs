@@ -13,10 +13,10 @@ use arrow_array::{
     new_null_array, Array, ArrayRef, DictionaryArray, Int32Array, RecordBatch, StringArray,
     UInt32Array,
 };
-use arrow_cast::{cast_with_options, CastOptions};
-use arrow_schema::{DataType, Field, FieldRef, Schema};
+use arrow_schema::{ArrowError, DataType, Field, FieldRef, Schema};
 
 use crate::error::{Error, Result};
+use crate::filter::cast_literal;
 use crate::source::SourceFile;
 
 /// The value Hive writes for a null key.
@@ -104,12 +104,12 @@ impl Partitions {
             let text_array: ArrayRef = Arc::new(StringArray::from(texts.clone()));
             let (values, dictionary) = match given.get(key.as_str()) {
                 Some(&target) => {
-                    let typed = strict_cast(&text_array, target).map_err(|_| {
+                    let typed = cast_literal(&text_array, target).map_err(|_| {
                         let bad = texts
                             .iter()
                             .find(|t| {
                                 let one: ArrayRef = Arc::new(StringArray::from(vec![**t]));
-                                strict_cast(&one, target).is_err()
+                                cast_literal(&one, target).is_err()
                             })
                             .copied()
                             .unwrap_or_default();
@@ -119,7 +119,7 @@ impl Partitions {
                     })?;
                     (typed, false)
                 }
-                None => match strict_cast(&text_array, &DataType::Int32) {
+                None => match cast_literal(&text_array, &DataType::Int32) {
                     Ok(ints) if !texts.is_empty() => (ints, true),
                     _ => (text_array, true),
                 },
@@ -154,7 +154,7 @@ impl Partitions {
     }
 
     /// Key `k`'s column for file `file`: its value on `rows` rows.
-    pub fn column(&self, file: usize, k: usize, rows: usize) -> ArrayRef {
+    pub fn column(&self, file: usize, k: usize, rows: usize) -> Result<ArrayRef, ArrowError> {
         let data_type = self.fields[k].data_type();
         let index = self.of_file[file][k];
         if self.dictionary[k] {
@@ -163,29 +163,26 @@ impl Partitions {
                 Some(i) => Int32Array::from(vec![i as i32; rows]),
                 None => Int32Array::new_null(rows),
             };
-            let dict = DictionaryArray::<arrow_array::types::Int32Type>::try_new(
-                keys,
-                Arc::clone(&self.values[k]),
-            )
-            .expect("partition value indices lie within the values");
-            Arc::new(dict)
-        } else {
-            let Some(i) = index else {
-                return new_null_array(data_type, rows);
-            };
-            let indices = UInt32Array::from(vec![i as u32; rows]);
-            arrow_select::take::take(self.values[k].as_ref(), &indices, None)
-                .expect("partition value indices lie within the values")
+            let values = Arc::clone(&self.values[k]);
+            let dict = DictionaryArray::<arrow_array::types::Int32Type>::try_new(keys, values)?;
+            return Ok(Arc::new(dict));
+        }
+        match index {
+            Some(i) => {
+                let indices = UInt32Array::from(vec![i as u32; rows]);
+                arrow_select::take::take(self.values[k].as_ref(), &indices, None)
+            }
+            None => Ok(new_null_array(data_type, rows)),
         }
     }
 
     /// File `file`'s keys as a one-row batch (for deciding filters).
-    pub fn known(&self, file: usize) -> RecordBatch {
+    pub fn known(&self, file: usize) -> Result<RecordBatch, ArrowError> {
         let schema = Arc::new(Schema::new(self.fields.clone()));
         let columns = (0..self.fields.len())
             .map(|k| self.column(file, k, 1))
-            .collect();
-        RecordBatch::try_new(schema, columns).expect("partition columns match their fields")
+            .collect::<Result<_, _>>()?;
+        RecordBatch::try_new(schema, columns)
     }
 }
 
@@ -208,16 +205,6 @@ fn hive_segments(path: &str) -> Vec<(String, String)> {
             Some((key.to_string(), value))
         })
         .collect()
-}
-
-/// Casts text, failing (rather than giving null) on a value that does not
-/// parse.
-fn strict_cast(values: &ArrayRef, target: &DataType) -> Result<ArrayRef, arrow_schema::ArrowError> {
-    let options = CastOptions {
-        safe: false,
-        ..Default::default()
-    };
-    cast_with_options(values, target, &options)
 }
 
 #[cfg(test)]
@@ -250,12 +237,12 @@ mod tests {
             types,
             ["Dictionary(Int32, Int32)", "Dictionary(Int32, Utf8)"]
         );
-        let known = p.known(0);
+        let known = p.known(0).unwrap();
         let city = arrow_cast::cast(known.column(1), &DataType::Utf8).unwrap();
         let city = city.as_any().downcast_ref::<StringArray>().unwrap();
         assert_eq!(city.value(0), "New York");
-        assert!(p.known(2).column(0).is_null(0));
-        assert!(p.known(2).column(1).is_null(0));
+        assert!(p.known(2).unwrap().column(0).is_null(0));
+        assert!(p.known(2).unwrap().column(1).is_null(0));
     }
 
     #[test]
@@ -264,7 +251,7 @@ mod tests {
         let given = Partitioning::Hive(vec![("d".into(), DataType::Date32)]);
         let p = Partitions::discover(&files, &given).unwrap().unwrap();
         assert_eq!(p.fields[0].data_type(), &DataType::Date32);
-        assert_eq!(p.column(0, 0, 3).len(), 3);
+        assert_eq!(p.column(0, 0, 3).unwrap().len(), 3);
         let bad = Partitioning::Hive(vec![("x".into(), DataType::Date32)]);
         let err = Partitions::discover(&files, &bad).unwrap_err().to_string();
         assert!(err.contains("\"x\"") && err.contains("\"7\""), "{err}");

@@ -119,7 +119,9 @@ impl DatasetSchema {
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.origins.len());
         for (field, origin) in self.schema.fields().iter().zip(&self.origins) {
             let column = match (origin, &self.partitions) {
-                (Origin::Key(k), Some(p)) => p.column(file, *k, rows),
+                (Origin::Key(k), Some(p)) => p
+                    .column(file, *k, rows)
+                    .map_err(|e| Error::from_arrow(location, e))?,
                 _ => match batch.column_by_name(field.name()) {
                     Some(c) => Arc::clone(c),
                     None => new_null_array(field.data_type(), rows),

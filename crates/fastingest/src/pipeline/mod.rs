@@ -303,6 +303,17 @@ pub(crate) fn checked_plan(
     }
 }
 
+/// The one schema of a read's prepared `files` (in source order).
+pub(crate) fn dataset_schema<'f, F: Format>(
+    options: &ReadOptions,
+    dataset: &Dataset,
+    files: impl Iterator<Item = &'f Arc<F::File>>,
+) -> Result<DatasetSchema> {
+    let files: Vec<&dyn Planned> = files.map(|f| f.as_ref() as _).collect();
+    let partitions = dataset.partitions.clone();
+    DatasetSchema::unify(options, partitions, &files, F::IN_REQUESTED_ORDER)
+}
+
 /// Joins the files of a read in source order, under one schema (see
 /// [`DatasetSchema`]).
 pub(crate) fn concat<F: Format>(
@@ -311,13 +322,7 @@ pub(crate) fn concat<F: Format>(
     dataset: &Dataset,
     results: Vec<(Arc<F::File>, Vec<RecordBatch>)>,
 ) -> Result<Table> {
-    let files: Vec<&dyn Planned> = results.iter().map(|(f, _)| f.as_ref() as _).collect();
-    let unified = DatasetSchema::unify(
-        options,
-        dataset.partitions.clone(),
-        &files,
-        F::IN_REQUESTED_ORDER,
-    )?;
+    let unified = dataset_schema::<F>(options, dataset, results.iter().map(|(f, _)| f))?;
     let mut batches = Vec::new();
     for (i, (file, file_batches)) in results.into_iter().enumerate() {
         for b in file_batches {

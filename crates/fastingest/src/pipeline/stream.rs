@@ -12,8 +12,7 @@ use futures::{stream, StreamExt};
 use tokio::sync::mpsc;
 
 use super::read::start_units;
-use super::{check_single_file, with_files, Format, Planned, ReadOptions};
-use crate::dataset::DatasetSchema;
+use super::{check_single_file, dataset_schema, with_files, Format, Planned, ReadOptions};
 use crate::error::Result;
 use crate::fetch::{each_file, Fetcher};
 
@@ -60,13 +59,7 @@ pub(crate) async fn stream<F: Format>(
                     },
                 )
                 .await?;
-            let files: Vec<&dyn Planned> = prepared.iter().map(|f| f.as_ref() as _).collect();
-            let unified = DatasetSchema::unify(
-                options,
-                dataset.partitions.clone(),
-                &files,
-                F::IN_REQUESTED_ORDER,
-            )?;
+            let unified = dataset_schema::<F>(options, &dataset, prepared.iter())?;
             Ok((prepared, unified))
         }
     })
