@@ -118,6 +118,10 @@ pub enum Error {
         detail: String,
         /// Whether the last failure was a timeout.
         timed_out: bool,
+        /// The last failure's own error (the store client's, the OS's), when
+        /// there was one.
+        #[source]
+        cause: Option<Cause>,
     },
 
     /// The caller asked for something that does not make sense.
@@ -212,6 +216,7 @@ impl Error {
                 attempts: 1,
                 detail: s("d"),
                 timed_out: false,
+                cause: None,
             },
             Error::InvalidArgument(s("d")),
             Error::InvalidConfig(s("d")),
@@ -256,12 +261,14 @@ impl Error {
                 attempts,
                 detail,
                 timed_out,
+                cause,
             } => Error::Io {
                 location,
                 range,
                 attempts,
                 detail: format!("{what}: {detail}"),
                 timed_out,
+                cause,
             },
             other => other,
         }
@@ -371,6 +378,7 @@ mod tests {
             attempts: 3,
             detail: "reset".into(),
             timed_out: false,
+            cause: None,
         };
         assert_eq!(
             e.to_string(),
@@ -382,6 +390,7 @@ mod tests {
             attempts: 1,
             detail: "denied".into(),
             timed_out: false,
+            cause: None,
         };
         assert_eq!(
             listing.to_string(),

@@ -138,6 +138,7 @@ impl Fetcher {
                         attempts: 0,
                         detail: "fetch task was cancelled".into(),
                         timed_out: false,
+                        cause: None,
                     })
                 })
             }

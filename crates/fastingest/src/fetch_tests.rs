@@ -84,6 +84,7 @@ impl RangeSource for Instrumented {
                 return Err(Failure::Transient {
                     detail: "connection reset by peer".into(),
                     timed_out: false,
+                    cause: None,
                 });
             }
             for (k, b) in dst.iter_mut().enumerate() {

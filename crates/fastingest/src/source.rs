@@ -281,6 +281,7 @@ fn resolve_local(path: &str, location: String) -> Result<Vec<Resolved>> {
             attempts: 1,
             detail: e.to_string(),
             timed_out: false,
+            cause: Some(std::sync::Arc::new(e)),
         })?;
         if p.is_file() {
             files.push(p);
@@ -304,6 +305,7 @@ fn resolve_local_directory(root: &std::path::Path, spec: &str) -> Result<Vec<Res
         attempts: 1,
         detail: format!("listing the directory failed: {e}"),
         timed_out: false,
+        cause: Some(std::sync::Arc::new(e)),
     };
     let mut files: Vec<(String, PathBuf)> = Vec::new();
     let mut pending = vec![(root.to_path_buf(), String::new())];

@@ -108,6 +108,7 @@ fn task_failed(location: &str, e: tokio::task::JoinError) -> Error {
         attempts: 1,
         detail: format!("cache task failed: {e}"),
         timed_out: false,
+        cause: None,
     }
 }
 

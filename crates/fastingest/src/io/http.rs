@@ -2,6 +2,7 @@
 //! header is sent (a presigned URL is signed for GET alone, so no HEAD).
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use bytes::BytesMut;
 use futures::future::BoxFuture;
@@ -47,6 +48,7 @@ impl HttpSource {
         let resp = request.send().await.map_err(|e| Failure::Transient {
             timed_out: e.is_timeout(),
             detail: e.to_string(),
+            cause: Some(Arc::new(e)),
         })?;
         let status = resp.status();
         if status.is_success() {
@@ -59,6 +61,7 @@ impl HttpSource {
                 attempts: 1,
                 detail: "the file changed while it was being read (ETag no longer matches)".into(),
                 timed_out: false,
+                cause: None,
             }));
         }
         let location = self.url.clone();
@@ -82,6 +85,7 @@ impl HttpSource {
                 attempts: 1,
                 detail,
                 timed_out: false,
+                cause: None,
             }),
         })
     }
@@ -91,6 +95,7 @@ fn body_error(e: reqwest::Error) -> Failure {
     Failure::Transient {
         timed_out: e.is_timeout(),
         detail: format!("reading response body: {e}"),
+        cause: Some(Arc::new(e)),
     }
 }
 
@@ -136,6 +141,7 @@ impl RangeSource for HttpSource {
                         attempts: 1,
                         detail: "server sent 206 without a Content-Range total".into(),
                         timed_out: false,
+                        cause: None,
                     })
                 })?;
                 self.note_version(&resp_headers, size);

@@ -58,6 +58,7 @@ pub(crate) fn io_error(location: &str, e: std::io::Error) -> Error {
             attempts: 1,
             detail,
             timed_out: false,
+            cause: Some(std::sync::Arc::new(e)),
         },
     }
 }
@@ -106,6 +107,7 @@ impl RangeSource for LocalSource {
                         attempts,
                         detail,
                         timed_out,
+                        cause,
                         ..
                     } => Error::Io {
                         location,
@@ -117,6 +119,7 @@ impl RangeSource for LocalSource {
                             detail
                         },
                         timed_out,
+                        cause,
                     },
                     other => other,
                 })

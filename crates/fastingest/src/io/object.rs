@@ -110,6 +110,7 @@ pub(crate) fn classify(location: &str, err: object_store::Error) -> Failure {
             attempts: 1,
             detail: format!("the object changed while it was being read ({detail})"),
             timed_out: false,
+            cause: Some(Arc::new(err)),
         }),
         E::Generic { .. } => match http_status(&detail) {
             // 408, 429 (SlowDown) and 5xx are worth another try; other 4xx are not.
@@ -125,11 +126,13 @@ pub(crate) fn classify(location: &str, err: object_store::Error) -> Failure {
                     attempts: 1,
                     detail: format!("{kind}: {detail}"),
                     timed_out: false,
+                    cause: Some(Arc::new(err)),
                 })
             }
             _ => Failure::Transient {
                 timed_out: detail.contains("timed out") || detail.contains("Timeout"),
                 detail,
+                cause: Some(Arc::new(err)),
             },
         },
         _ => Failure::Permanent(Error::Io {
@@ -138,6 +141,7 @@ pub(crate) fn classify(location: &str, err: object_store::Error) -> Failure {
             attempts: 1,
             detail,
             timed_out: false,
+            cause: Some(Arc::new(err)),
         }),
     }
 }

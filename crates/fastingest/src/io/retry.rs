@@ -9,7 +9,7 @@ use std::time::Duration;
 use rand::Rng;
 
 use crate::config::Config;
-use crate::error::Error;
+use crate::error::{Cause, Error};
 use crate::stats::ReadStats;
 
 /// Why one attempt failed.
@@ -22,6 +22,8 @@ pub enum Failure {
         detail: String,
         /// Whether the attempt ran out of time.
         timed_out: bool,
+        /// The client's own error, kept as the final error's source.
+        cause: Option<Cause>,
     },
     /// Trying again will not help: not found, denied, bad request, changed
     /// object, bad range. Carries the final error.
@@ -33,6 +35,7 @@ impl Failure {
         Failure::Transient {
             detail: detail.into(),
             timed_out: false,
+            cause: None,
         }
     }
 }
@@ -75,6 +78,7 @@ impl<'a> Retry<'a> {
             Err(_) => Err(Failure::Transient {
                 detail: format!("no response within {:?}", self.config.request_timeout),
                 timed_out: true,
+                cause: None,
             }),
         }
     }
@@ -91,7 +95,11 @@ impl<'a> Retry<'a> {
                 }
                 Err(err)
             }
-            Failure::Transient { detail, timed_out } => {
+            Failure::Transient {
+                detail,
+                timed_out,
+                cause,
+            } => {
                 if self.tries > self.config.max_retries {
                     return Err(Error::Io {
                         location: self.location.to_string(),
@@ -99,6 +107,7 @@ impl<'a> Retry<'a> {
                         attempts: self.tries,
                         detail,
                         timed_out,
+                        cause,
                     });
                 }
                 self.stats.add_retry();
@@ -195,6 +204,31 @@ mod tests {
             "{msg}"
         );
         assert!(msg.contains("3 attempt"), "{msg}");
+    }
+
+    #[tokio::test]
+    async fn the_last_failures_own_error_is_the_source() {
+        let stats = ReadStats::new();
+        let err = with_retries(&fast_config(1), &stats, "s3://b/k", None, || async {
+            let store_error = object_store::Error::Generic {
+                store: "S3",
+                source: "connection reset by peer".into(),
+            };
+            Err::<(), _>(super::super::object::classify("s3://b/k", store_error))
+        })
+        .await
+        .unwrap_err();
+        assert!(matches!(err, Error::Io { attempts: 2, .. }), "{err}");
+        let source = std::error::Error::source(&err).expect("the store's error is kept");
+        assert!(source.to_string().contains("connection reset"), "{source}");
+    }
+
+    #[test]
+    fn local_io_errors_keep_the_os_error() {
+        let os = std::io::Error::other("disk on fire");
+        let err = super::super::local::io_error("/data/x.parquet", os);
+        let source = std::error::Error::source(&err).expect("the OS error is kept");
+        assert_eq!(source.to_string(), "disk on fire");
     }
 
     #[tokio::test]
