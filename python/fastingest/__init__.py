@@ -11,6 +11,7 @@ All I/O and decoding run in Rust with the GIL released.
 from __future__ import annotations
 
 import asyncio
+import copyreg
 import os
 import warnings
 from collections.abc import Iterator
@@ -126,6 +127,27 @@ def _cache_arg(cache: CacheArg) -> Cache | None:
     raise InvalidArgumentError(
         f"cache must be a fastingest.Cache, a directory or False, not {type(cache).__name__}"
     )
+
+
+def _config_from_dict(values: dict[str, Any]) -> Config:
+    return Config(**values)
+
+
+def _cache_from_settings(path: str, max_bytes: Any, min_free_bytes: Any, validate: str) -> Cache:
+    try:
+        ttl: str | float = float(validate)
+    except ValueError:
+        ttl = validate
+    return _shared_cache(path, max_bytes=max_bytes, min_free_bytes=min_free_bytes, validate=ttl)
+
+
+# Configs and caches travel to other processes (DataLoader workers, Ray and
+# Dask tasks) as their settings; a cache is opened again there.
+copyreg.pickle(Config, lambda c: (_config_from_dict, (c.to_dict(),)))
+copyreg.pickle(
+    Cache,
+    lambda c: (_cache_from_settings, (str(c.path), c.max_bytes, c.min_free_bytes, c.validate)),
+)
 
 
 def _warn_cache(cache: Cache | None, stacklevel: int = 3) -> None:

@@ -11,6 +11,7 @@ mod run;
 mod stats;
 mod stream;
 mod stripes;
+mod units;
 
 use bytes::Bytes;
 use fastingest::parquet as pq;
@@ -366,6 +367,22 @@ fn iter_batches(
     Ok(stream::PyBatchStream::new(batches))
 }
 
+/// A Parquet dataset opened for reading by row group (see
+/// `fastingest.torch.ParquetDataset`).
+#[pyfunction]
+fn open_parquet_units(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    args: ReadArgs<'_>,
+) -> PyResult<units::PyParquetUnits> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    let reader = run::block_on(py, async move {
+        fastingest::ParquetUnits::open(&sources, &options).await
+    })?;
+    Ok(units::PyParquetUnits::new(reader))
+}
+
 /// An ORC read's batches as they are decoded (see
 /// `fastingest.iter_orc_batches`; `row_groups` carries the stripes).
 #[pyfunction]
@@ -463,6 +480,8 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::PyBatchStream>()?;
     m.add_function(wrap_pyfunction!(iter_batches, m)?)?;
     m.add_function(wrap_pyfunction!(iter_orc_batches, m)?)?;
+    m.add_class::<units::PyParquetUnits>()?;
+    m.add_function(wrap_pyfunction!(open_parquet_units, m)?)?;
     m.add_class::<stripes::PyBytesView>()?;
     m.add_function(wrap_pyfunction!(read_orc_stripes, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;

@@ -60,7 +60,7 @@ pub use orc::{
 };
 pub use parquet::{
     plan_chunks, plan_parquet, read_chunks, read_metadata, read_parquet, stream_parquet, ChunkSet,
-    Footer, ParquetMetadata, PreparedFile,
+    Footer, ParquetMetadata, ParquetUnits, PreparedFile,
 };
-pub use pipeline::{BatchStream, ReadOptions, Table};
+pub use pipeline::{BatchStream, ReadOptions, Table, UnitInfo};
 pub use stats::{ReadStats, StatsSnapshot};

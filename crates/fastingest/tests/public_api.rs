@@ -8,7 +8,7 @@ use arrow_schema::{DataType, Field, Schema};
 use bytes::Bytes;
 use fastingest::{
     plan_orc, plan_parquet, read_metadata, read_orc, read_orc_stripes, read_parquet, stream_orc,
-    stream_parquet, CmpOp, Config, Error, Filter, Predicate, ReadOptions,
+    stream_parquet, CmpOp, Config, Error, Filter, ParquetUnits, Predicate, ReadOptions,
 };
 use futures::StreamExt;
 use object_store::ObjectStoreExt;
@@ -124,6 +124,50 @@ async fn streams_batches_in_order() {
     }
     assert_eq!(batches.len(), ROWS as usize / ROWS_PER_GROUP);
     assert_eq!(ids(&batches), (0..ROWS).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn row_groups_stream_in_any_order_one_batch_each() {
+    let dir = tempdir();
+    let path = local_file(dir.path());
+    let options = ReadOptions {
+        columns: Some(vec!["id".into()]),
+        filter: Some(
+            Filter::new(vec![vec![Predicate {
+                column: "id".into(),
+                op: CmpOp::GtEq,
+                value: Arc::new(Int64Array::from(vec![1_000])),
+            }]])
+            .expect("a valid filter"),
+        ),
+        ..Default::default()
+    };
+    let reader = ParquetUnits::open(&[path], &options).await.expect("open");
+    let units = reader.units();
+    assert_eq!(units.len(), 4);
+    assert!(units.iter().all(|u| u.num_rows == ROWS_PER_GROUP as u64));
+    assert!(units
+        .iter()
+        .all(|u| u.fetch_bytes > 0 && u.decoded_bytes > 0));
+    // Any order, repeats allowed, a budget smaller than one unit still runs.
+    let order = vec![3, 0, 2, 0];
+    let mut stream = reader.stream(order.clone(), 1).expect("stream");
+    let mut got = Vec::new();
+    while let Some(batch) = stream.next().await {
+        got.push(batch.expect("a batch"));
+    }
+    assert_eq!(got.len(), order.len(), "one batch per unit asked for");
+    for (batch, &u) in got.iter().zip(&order) {
+        let start = (u * ROWS_PER_GROUP) as i64;
+        let want: Vec<i64> = (start..start + ROWS_PER_GROUP as i64)
+            .filter(|&i| i >= 1_000)
+            .collect();
+        assert_eq!(ids(std::slice::from_ref(batch)), want, "unit {u}");
+    }
+    assert!(matches!(
+        reader.stream(vec![4], 1 << 20),
+        Err(Error::InvalidArgument(_))
+    ));
 }
 
 #[tokio::test]

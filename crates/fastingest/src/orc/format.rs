@@ -60,6 +60,21 @@ impl Planned for PreparedOrc {
         &self.source
     }
 
+    fn unit_rows(&self, unit: usize) -> u64 {
+        let stripe = self.plan.units[unit].index;
+        self.tail.metadata.stripe_metadatas()[stripe].number_of_rows()
+    }
+
+    fn unit_decoded_bytes(&self, unit: usize) -> u64 {
+        // ORC stripes are compressed as a whole; the bytes read are the
+        // closest measure at hand.
+        self.plan.units[unit]
+            .ranges
+            .iter()
+            .map(|r| r.end - r.start)
+            .sum()
+    }
+
     fn plan(&self) -> &FilePlan {
         &self.plan
     }

@@ -100,6 +100,22 @@ impl Planned for PreparedFile {
     fn output(&self, batch: RecordBatch) -> Result<RecordBatch> {
         extract(&self.projection, &batch).map_err(|e| Error::from_arrow(self.source.location(), e))
     }
+
+    fn unit_rows(&self, unit: usize) -> u64 {
+        let row_group = self.plan.units[unit].index;
+        self.footer.metadata.row_group(row_group).num_rows().max(0) as u64
+    }
+
+    fn unit_decoded_bytes(&self, unit: usize) -> u64 {
+        // The row group's uncompressed size, in the share its compressed
+        // size gives the column chunks read.
+        let planned = &self.plan.units[unit];
+        let row_group = self.footer.metadata.row_group(planned.index);
+        let read: u64 = planned.ranges.iter().map(|r| r.end - r.start).sum();
+        let compressed = row_group.compressed_size().max(1) as u64;
+        let uncompressed = row_group.total_byte_size().max(0) as u64;
+        (uncompressed as f64 * (read as f64 / compressed as f64).min(1.0)) as u64
+    }
 }
 
 /// One file, planned and ready to fetch.

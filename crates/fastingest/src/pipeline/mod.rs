@@ -14,6 +14,7 @@ mod decode;
 mod raw;
 mod read;
 mod stream;
+mod units;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -38,6 +39,8 @@ pub(crate) use raw::{fetch_pieces, PieceReceiver, RawFile};
 pub(crate) use read::{metadata, plan, read};
 pub(crate) use stream::stream;
 pub use stream::BatchStream;
+pub use units::UnitInfo;
+pub(crate) use units::UnitReader;
 
 /// A file format the pipeline can read.
 pub(crate) trait Format: Send + Sync + 'static {
@@ -96,6 +99,11 @@ pub(crate) trait Planned: Send + Sync + 'static {
     ) -> Result<Vec<RecordBatch>>;
     /// A decoded (and filtered) batch cut to the columns asked for.
     fn output(&self, batch: RecordBatch) -> Result<RecordBatch>;
+    /// The rows unit `unit` holds before any filter.
+    fn unit_rows(&self, unit: usize) -> u64;
+    /// About how many bytes unit `unit` takes once decoded (the columns
+    /// read): what a shuffle buffer holding it costs.
+    fn unit_decoded_bytes(&self, unit: usize) -> u64;
 }
 
 /// What to read and how.
@@ -301,6 +309,27 @@ pub(crate) fn checked_plan(
         }),
         None => Ok(plan),
     }
+}
+
+/// Resolves `sources` and prepares every file (metadata and plan, no
+/// column data), under one dataset schema.
+pub(crate) async fn prepare_all<F: Format>(
+    sources: &[String],
+    options: &ReadOptions,
+    fetcher: &Fetcher,
+) -> Result<(Vec<Arc<F::File>>, DatasetSchema)> {
+    with_files(sources, options, |dataset| async move {
+        check_single_file(&dataset.files, options, F::UNITS)?;
+        let prepared = crate::fetch::each_file(
+            fetcher,
+            dataset.scoped(options),
+            &|f: Fetcher, (s, scope)| async move { F::prepare(&f, s, &scope).await.map(Arc::new) },
+        )
+        .await?;
+        let unified = dataset_schema::<F>(options, &dataset, prepared.iter())?;
+        Ok((prepared, unified))
+    })
+    .await
 }
 
 /// The one schema of a read's prepared `files` (in source order).

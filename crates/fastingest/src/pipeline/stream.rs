@@ -12,9 +12,8 @@ use futures::{stream, StreamExt};
 use tokio::sync::mpsc;
 
 use super::read::start_units;
-use super::{check_single_file, dataset_schema, with_files, Format, Planned, ReadOptions};
+use super::{prepare_all, Format, Planned, ReadOptions};
 use crate::error::Result;
-use crate::fetch::{each_file, Fetcher};
 
 /// A read's batches as they are decoded, in file and row order.
 pub struct BatchStream {
@@ -46,24 +45,7 @@ pub(crate) async fn stream<F: Format>(
     options: &ReadOptions,
 ) -> Result<BatchStream> {
     let fetcher = options.fetcher();
-    let (prepared, unified) = with_files(sources, options, |dataset| {
-        let fetcher = fetcher.clone();
-        async move {
-            check_single_file(&dataset.files, options, F::UNITS)?;
-            let prepared =
-                each_file(
-                    &fetcher,
-                    dataset.scoped(options),
-                    &|f: Fetcher, (s, scope)| async move {
-                        F::prepare(&f, s, &scope).await.map(Arc::new)
-                    },
-                )
-                .await?;
-            let unified = dataset_schema::<F>(options, &dataset, prepared.iter())?;
-            Ok((prepared, unified))
-        }
-    })
-    .await?;
+    let (prepared, unified) = prepare_all::<F>(sources, options, &fetcher).await?;
     let schema = Arc::clone(&unified.schema);
     let (tx, rx) = mpsc::channel(BATCHES_AHEAD);
     let cache = options.cache.clone();
