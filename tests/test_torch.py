@@ -134,7 +134,7 @@ def test_shuffle_mixes_rows_of_many_row_groups(sorted_file, shuffle_buffer):
 def test_small_shuffle_buffer_bounds_the_window(sorted_file):
     buffer = 8 * ROW_GROUP * 24
     ds = dataset(sorted_file, shuffle=True, batch_size=64, shuffle_buffer=buffer)
-    windows = ds._fresh(1).windows
+    windows = ds._fresh(1, 1).windows
     assert len(windows) > 5
     for window in windows:
         held = sum(

@@ -156,8 +156,17 @@ def shares(total: int, world_size: int, batch_size: int, drop_last: bool) -> lis
     return [r * total // world_size for r in range(world_size + 1)]
 
 
-def fresh(units: Sequence[Unit], settings: Settings, epoch: int, world_size: int) -> Layout:
-    """The plan of a whole epoch."""
+# Windows per worker, at least: a window on the edge of a worker's block is
+# decoded by both neighbours, so a rank's share is cut into enough windows
+# that this costs little (about 1 in 8 windows read twice).
+WINDOWS_PER_WORKER = 8
+
+
+def fresh(
+    units: Sequence[Unit], settings: Settings, epoch: int, world_size: int, workers: int = 1
+) -> Layout:
+    """The plan of a whole epoch, for ``workers`` DataLoader workers per rank
+    (which only sizes the windows: the rows of each rank do not depend on it)."""
     n = len(units)
     if settings.shuffle:
         order = np.random.default_rng([settings.seed, epoch]).permutation(n).tolist()
@@ -171,7 +180,7 @@ def fresh(units: Sequence[Unit], settings: Settings, epoch: int, world_size: int
     for rank in range(world_size):
         pieces = cut(laid, bounds[rank], bounds[rank + 1])
         segments = []
-        for j, group in enumerate(_windows(pieces, units, settings)):
+        for j, group in enumerate(_windows(pieces, units, settings, workers)):
             key = (settings.seed, epoch, world_size, rank, j)
             window = Window(tuple(group), key)
             segments.append((len(windows), 0, window.rows))
@@ -219,20 +228,27 @@ def rest(
 
 
 def _windows(
-    pieces: Sequence[Piece], units: Sequence[Unit], settings: Settings
+    pieces: Sequence[Piece], units: Sequence[Unit], settings: Settings, workers: int
 ) -> list[list[Piece]]:
     """Consecutive pieces grouped while their decoded size stays within the
-    shuffle buffer (a piece larger than it is a window alone). Without a
-    shuffle each piece is its own window: nothing is mixed."""
+    shuffle buffer and a ``WINDOWS_PER_WORKER * workers``-th of the share (a
+    piece larger than that is a window alone). Without a shuffle each piece
+    is its own window: nothing is mixed."""
     if not settings.shuffle:
         return [[p] for p in pieces]
+
+    def size_of(piece: Piece) -> float:
+        unit = units[piece[0]]
+        return unit.decoded_bytes * (piece[2] - piece[1]) / max(unit.rows, 1)
+
+    share = sum(size_of(p) for p in pieces)
+    limit = min(settings.shuffle_buffer, share / (WINDOWS_PER_WORKER * workers))
     groups: list[list[Piece]] = []
     current: list[Piece] = []
     size = 0.0
     for piece in pieces:
-        unit = units[piece[0]]
-        piece_bytes = unit.decoded_bytes * (piece[2] - piece[1]) / max(unit.rows, 1)
-        if current and size + piece_bytes > settings.shuffle_buffer:
+        piece_bytes = size_of(piece)
+        if current and size + piece_bytes > limit:
             groups.append(current)
             current, size = [], 0.0
         current.append(piece)

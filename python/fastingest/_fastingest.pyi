@@ -20,6 +20,7 @@ __all__ = [
     "Config",
     "DeviceChunk",
     "DeviceChunkSet",
+    "ParquetUnits",
     "ReadStats",
     "__version__",
     "_allocator_purge_delay",
@@ -29,6 +30,7 @@ __all__ = [
     "cuda_device_count",
     "iter_batches",
     "iter_orc_batches",
+    "open_parquet_units",
     "plan_orc",
     "plan_parquet",
     "read_chunks",
@@ -176,7 +178,7 @@ class BatchStream:
     def __enter__(self) -> Self: ...
     def __exit__(self, _t: object, _v: object, _tb: object) -> None: ...
 
-@disjoint_base
+@final
 class ParquetUnits:
     """A Parquet dataset whose footers are read, streamed by row group in
     any order (the reader under ``fastingest.torch``)."""

@@ -151,6 +151,41 @@ def _tensor(torch: Any, arr: np.ndarray) -> Any:
         return torch.from_numpy(arr)
 
 
+def host_arrays(data: Any, *, strings: str = "error") -> dict[str, np.ndarray]:
+    """The arrays :func:`to_torch` makes tensors of, by the tensors' names:
+    ``"<name>"``, ``"<name>.offsets"`` (strings), ``"<name>.validity"`` (nulls)."""
+    arrays: dict[str, np.ndarray] = {}
+    for name, col in host_columns(data, strings=strings).items():
+        arrays[name] = col.values
+        if col.offsets is not None:
+            arrays[f"{name}.offsets"] = col.offsets
+        if col.validity is not None:
+            arrays[f"{name}.validity"] = col.validity
+    return arrays
+
+
+def in_one_shared_storage(torch: Any, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """``arrays`` copied into one block of shared memory, as tensors viewing
+    it. A DataLoader worker hands each tensor's storage to the main process
+    through shared memory: one storage per batch costs one segment, not one
+    per column (which made 2 workers 15x slower than 0 on 17 columns)."""
+    offsets: dict[str, int] = {}
+    total = 0
+    for key, arr in arrays.items():
+        total = (total + 63) // 64 * 64  # every view aligned for its dtype
+        offsets[key] = total
+        total += arr.nbytes
+    block = torch.empty(total, dtype=torch.uint8).share_memory_()
+    flat = block.numpy()
+    out: dict[str, Any] = {}
+    for key, arr in arrays.items():
+        start = offsets[key]
+        flat[start : start + arr.nbytes] = np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
+        dtype = _tensor(torch, arr[:0]).dtype
+        out[key] = block[start : start + arr.nbytes].view(dtype)
+    return out
+
+
 def to_torch(data: Any, device: Any = "cuda:0", *, strings: str = "error") -> dict[str, Any]:
     """Columns of a pyarrow Table (or batches) as ``dict[str, torch.Tensor]``.
 
@@ -163,20 +198,15 @@ def to_torch(data: Any, device: Any = "cuda:0", *, strings: str = "error") -> di
     each array is staged in pinned memory and copied asynchronously, and the
     call returns once every copy is done.
     """
-    columns = host_columns(data, strings=strings)
+    arrays = host_arrays(data, strings=strings)
     torch = _import_torch()
     target = torch.device(device)
     if target.type == "cuda" and not torch.cuda.is_available():
         raise DeviceUnavailableError(f"to_torch(device={device!r}): torch sees no CUDA device")
-    arrays: dict[str, np.ndarray] = {}
-    for name, col in columns.items():
-        arrays[name] = col.values
-        if col.offsets is not None:
-            arrays[f"{name}.offsets"] = col.offsets
-        if col.validity is not None:
-            arrays[f"{name}.validity"] = col.validity
     if target.type == "cpu":
-        return {k: _tensor(torch, v) for k, v in arrays.items()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return {k: torch.from_numpy(v) for k, v in arrays.items()}
     out: dict[str, Any] = {}
     staged = []
     for key, arr in arrays.items():

@@ -37,7 +37,7 @@ from . import _cache_arg, _warn_cache
 from ._epoch import Layout, Segment, Settings, Unit, Window, fresh, resumed
 from ._fastingest import open_parquet_units
 from ._options import PARQUET_KEYS, Filters, Partitioning, Source, read_args
-from ._torch import host_columns, to_torch
+from ._torch import host_arrays, host_columns, in_one_shared_storage, to_torch
 from .exceptions import CorruptFileError, InvalidArgumentError
 
 __all__ = ["DataLoader", "ParquetDataset"]
@@ -173,18 +173,18 @@ class ParquetDataset(torch.utils.data.IterableDataset):
             self._resume = None
         self.epoch = epoch
 
-    def _fresh(self, world: int) -> Layout:
-        key = ("fresh", self.epoch, world)
+    def _fresh(self, world: int, workers: int) -> Layout:
+        key = ("fresh", self.epoch, world, workers)
         if key not in self._layouts:
             self._layouts.clear()  # one epoch's plans at a time
-            self._layouts[key] = fresh(self._units, self.settings, self.epoch, world)
+            self._layouts[key] = fresh(self._units, self.settings, self.epoch, world, workers)
         return self._layouts[key]
 
     def _layout_of(self, state: dict[str, Any]) -> Layout:
         """The plan ``state`` was taken in."""
         base = state["resumed_from"]
         if base is None:
-            return self._fresh(state["world_size"])
+            return self._fresh(state["world_size"], state["num_workers"])
         parent = self._layout_of(base)
         consumed = base["batches"] - parent.offset
         return resumed(
@@ -196,7 +196,7 @@ class ParquetDataset(torch.utils.data.IterableDataset):
         ``workers`` unknown (``len``), any plan with the right counts."""
         state = self._resume
         if state is None:
-            return self._fresh(world), 0
+            return self._fresh(world, workers or 1), 0
         layout = self._layout_of(state)
         consumed = state["batches"] - layout.offset
         same_workers = workers is None or workers == state["num_workers"]
@@ -420,12 +420,11 @@ class ParquetDataset(torch.utils.data.IterableDataset):
 
     def _tensors(self, parts: list[pa.Table]) -> dict[str, torch.Tensor]:
         table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
-        tensors = to_torch(table, "cpu", strings=self.strings)
-        if torch.utils.data.get_worker_info() is not None:
-            # Tensors over Arrow's memory cannot move to the shared memory a
-            # worker hands batches over in; give them their own.
-            tensors = {k: v.clone() for k, v in tensors.items()}
-        return tensors
+        if torch.utils.data.get_worker_info() is None:
+            return to_torch(table, "cpu", strings=self.strings)  # views of Arrow's buffers
+        # In a worker: the batch goes to the main process through shared
+        # memory, best as one block.
+        return in_one_shared_storage(torch, host_arrays(table, strings=self.strings))
 
     # -- pickling (spawned DataLoader workers) -------------------------------
 
