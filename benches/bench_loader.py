@@ -75,6 +75,7 @@ def _columns() -> list[str]:
 
 
 def epoch(reader: str, spec: dict) -> dict:
+    import one_read as helpers
     import torch
 
     started = None
@@ -88,7 +89,7 @@ def epoch(reader: str, spec: dict) -> dict:
             columns=_columns(),
             batch_size=BATCH,
             shuffle=reader == "fastingest-shuffle",
-            storage_options=None if local else _fi_options(spec),
+            storage_options=None if local else helpers.storage_options(spec),
             cache=False if local else spec["cache"],
         )
         started = time.perf_counter()  # footers read, as every peer's start
@@ -99,18 +100,11 @@ def epoch(reader: str, spec: dict) -> dict:
 
         class Files(torch.utils.data.IterableDataset):
             def __iter__(self):
-                import pyarrow.fs as pafs
                 import pyarrow.parquet as pq
 
                 info = torch.utils.data.get_worker_info()
                 mine = files[info.id :: info.num_workers] if info else files
-                fs = pafs.S3FileSystem(
-                    access_key=spec["key"],
-                    secret_key=spec["secret"],
-                    region="us-east-1",
-                    endpoint_override=spec["endpoint"].removeprefix("http://"),
-                    scheme="http",
-                )
+                fs, _ = helpers.pyarrow_fs("s3://", spec)
                 for key in mine:
                     with fs.open_input_file(key) as f:
                         for b in pq.ParquetFile(f).iter_batches(BATCH, columns=_columns()):
@@ -145,17 +139,10 @@ def epoch(reader: str, spec: dict) -> dict:
         for batch in loader:
             rows += len(batch["label"])
     elif reader == "ray-data":
-        import pyarrow.fs as pafs
         import ray
 
         ray.init(num_cpus=WORKERS, include_dashboard=False, log_to_driver=False)
-        fs = pafs.S3FileSystem(
-            access_key=spec["key"],
-            secret_key=spec["secret"],
-            region="us-east-1",
-            endpoint_override=spec["endpoint"].removeprefix("http://"),
-            scheme="http",
-        )
+        fs, _ = helpers.pyarrow_fs("s3://", spec)
         started = time.perf_counter()
         data = ray.data.read_parquet(spec["keys"], filesystem=fs, columns=_columns())
         for batch in data.iter_torch_batches(batch_size=BATCH):
@@ -164,16 +151,6 @@ def epoch(reader: str, spec: dict) -> dict:
         raise ValueError(reader)
     seconds = time.perf_counter() - started
     return {"seconds": seconds, "rows": rows, "samples_per_s": rows / seconds}
-
-
-def _fi_options(spec: dict) -> dict:
-    return {
-        "endpoint_url": spec["endpoint"],
-        "access_key_id": spec["key"],
-        "secret_access_key": spec["secret"],
-        "region": "us-east-1",
-        "allow_http": "true",
-    }
 
 
 def run_child(reader: str, spec: dict) -> dict:
@@ -272,13 +249,9 @@ def main() -> None:
         lines.append("")
     report = "\n".join(lines)
     print(report)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    (out / f"loader-{stamp}.md").write_text(report)
-    (out / f"loader-{stamp}.json").write_text(
-        json.dumps({"/".join(k): v for k, v in results.items()}, indent=1)
-    )
+    from bench_read import write_results
+
+    write_results(Path(args.out), "loader-", report, {"/".join(k): v for k, v in results.items()})
 
 
 if __name__ == "__main__":

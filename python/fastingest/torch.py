@@ -328,6 +328,15 @@ class ParquetDataset(torch.utils.data.IterableDataset):
             args = self._args()
             reader = open_parquet_units(self.source, args)
             _warn_cache(args["cache"])
+            made = self.__dict__.get("_locations")
+            if made is not None and (
+                reader.locations() != made
+                or [u[:2] for u in reader.units()] != [tuple(u) for u in self._unit_ids]
+            ):
+                raise InvalidArgumentError(
+                    f"{self.source!r}: the dataset's files or row groups changed since "
+                    "the ParquetDataset was made; make it again"
+                )
             self.__dict__["_reader_of"] = (pid, reader)
             return reader
         return cached[1]
@@ -364,13 +373,6 @@ class ParquetDataset(torch.utils.data.IterableDataset):
         self, windows: Sequence[Window], segments: Sequence[Segment]
     ) -> Iterator[dict[str, torch.Tensor]]:
         reader = self._reader()
-        if reader.locations() != self._locations or [u[:2] for u in reader.units()] != [
-            tuple(u) for u in self._unit_ids
-        ]:
-            raise InvalidArgumentError(
-                f"{self.source!r}: the dataset's files or row groups changed since "
-                "the ParquetDataset was made; make it again"
-            )
         # Consecutive segments of one window are read together.
         groups: list[tuple[int, list[tuple[int, int]]]] = []
         for window, a, b in segments:
