@@ -20,8 +20,8 @@ __all__ = [
     "Config",
     "DeviceChunk",
     "DeviceChunkSet",
-    "ParquetUnits",
     "ReadStats",
+    "Units",
     "__version__",
     "_allocator_purge_delay",
     "_error_classes",
@@ -30,6 +30,7 @@ __all__ = [
     "cuda_device_count",
     "iter_batches",
     "iter_orc_batches",
+    "open_orc_units",
     "open_parquet_units",
     "plan_orc",
     "plan_parquet",
@@ -179,17 +180,20 @@ class BatchStream:
     def __exit__(self, _t: object, _v: object, _tb: object) -> None: ...
 
 @final
-class ParquetUnits:
-    """A Parquet dataset whose footers are read, streamed by row group in
-    any order (the reader under ``fastingest.torch``)."""
+class Units:
+    """A Parquet or ORC dataset whose footers are read, streamed by unit
+    (row group, stripe) in any order: the reader under ``fastingest.torch``,
+    ``fastingest.ray`` and ``fastingest.dask``."""
 
     @property
     def schema(self) -> pa.Schema: ...
     def units(self) -> list[tuple[int, int, int, int, int]]:
-        """``(file, row_group, num_rows, fetch_bytes, decoded_bytes)`` per row group."""
+        """``(file, index, num_rows, fetch_bytes, decoded_bytes)`` per unit."""
     def locations(self) -> list[str]: ...
+    def partitions(self) -> pa.RecordBatch | None:
+        """The partition keys, one row per file; ``None`` without any."""
     def stream(self, order: list[int], ahead_bytes: int) -> BatchStream:
-        """Row groups ``order`` as one filtered batch each, in that order."""
+        """Units ``order`` as one filtered batch each, in that order."""
 
 @disjoint_base
 class ChunkInfo:
@@ -331,7 +335,8 @@ class DeviceChunkSet:
 def read_parquet(source: Any, args: dict[str, Any]) -> pa.Table: ...
 def start_read_parquet(callback: Any, source: Any, args: dict[str, Any]) -> None: ...
 def iter_batches(source: Any, args: dict[str, Any]) -> BatchStream: ...
-def open_parquet_units(source: Any, args: dict[str, Any]) -> ParquetUnits: ...
+def open_parquet_units(source: Any, args: dict[str, Any]) -> Units: ...
+def open_orc_units(source: Any, args: dict[str, Any]) -> Units: ...
 def plan_parquet(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
 def read_metadata(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...
 def read_any_metadata(source: Any, args: dict[str, Any]) -> list[dict[str, Any]]: ...

@@ -89,6 +89,11 @@ class ParquetOptions(StoreOptions, DatasetOptions, total=False):
     """Row-group indices into the file (a single file only)."""
 
 
+class ClusterOptions(StoreOptions, DatasetOptions, total=False):
+    """The keywords ``fastingest.ray`` and ``fastingest.dask`` pass on to
+    every task's read, besides ``columns`` and ``filters``."""
+
+
 class OrcStripeOptions(StoreOptions, total=False):
     """The keywords of ``read_orc_stripes`` (raw stripes hold every column)."""
 

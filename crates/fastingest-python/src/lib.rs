@@ -368,19 +368,35 @@ fn iter_batches(
 }
 
 /// A Parquet dataset opened for reading by row group (see
-/// `fastingest.torch.ParquetDataset`).
+/// `fastingest.torch.ParquetDataset` and `fastingest.ray`/`fastingest.dask`).
 #[pyfunction]
 fn open_parquet_units(
     py: Python<'_>,
     source: &Bound<'_, PyAny>,
     args: ReadArgs<'_>,
-) -> PyResult<units::PyParquetUnits> {
+) -> PyResult<units::PyUnits> {
     let sources = convert::sources(source)?;
     let options = args.into_options()?;
     let reader = run::block_on(py, async move {
-        fastingest::ParquetUnits::open(&sources, &options).await
+        fastingest::open_parquet_units(&sources, &options).await
     })?;
-    Ok(units::PyParquetUnits::new(reader))
+    Ok(units::PyUnits::new(reader))
+}
+
+/// An ORC dataset opened for reading by stripe (see `fastingest.ray` and
+/// `fastingest.dask`; stripe filters as `read_orc`).
+#[pyfunction]
+fn open_orc_units(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    args: ReadArgs<'_>,
+) -> PyResult<units::PyUnits> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    let reader = run::block_on(py, async move {
+        fastingest::open_orc_units(&sources, &options).await
+    })?;
+    Ok(units::PyUnits::new(reader))
 }
 
 /// An ORC read's batches as they are decoded (see
@@ -480,8 +496,9 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stream::PyBatchStream>()?;
     m.add_function(wrap_pyfunction!(iter_batches, m)?)?;
     m.add_function(wrap_pyfunction!(iter_orc_batches, m)?)?;
-    m.add_class::<units::PyParquetUnits>()?;
+    m.add_class::<units::PyUnits>()?;
     m.add_function(wrap_pyfunction!(open_parquet_units, m)?)?;
+    m.add_function(wrap_pyfunction!(open_orc_units, m)?)?;
     m.add_class::<stripes::PyBytesView>()?;
     m.add_function(wrap_pyfunction!(read_orc_stripes, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;

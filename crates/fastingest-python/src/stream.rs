@@ -72,7 +72,7 @@ enum Next {
     Pending,
 }
 
-fn to_pyarrow_batch(py: Python<'_>, batch: RecordBatch) -> PyResult<Py<PyAny>> {
+pub(crate) fn to_pyarrow_batch(py: Python<'_>, batch: RecordBatch) -> PyResult<Py<PyAny>> {
     let obj = PyRecordBatch::new(batch).into_pyobject(py)?;
     Ok(py
         .import("pyarrow")?

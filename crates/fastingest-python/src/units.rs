@@ -1,5 +1,6 @@
-//! `ParquetUnits`: a dataset opened for reading row group by row group, in
-//! any order (the reader under `fastingest.torch`).
+//! `Units`: a dataset opened for reading unit by unit (row groups or
+//! stripes), in any order: the reader under `fastingest.torch` and the Ray
+//! and Dask read tasks.
 
 use std::sync::Arc;
 
@@ -7,24 +8,24 @@ use pyo3::prelude::*;
 use pyo3_arrow::PySchema;
 
 use crate::run;
-use crate::stream::PyBatchStream;
+use crate::stream::{to_pyarrow_batch, PyBatchStream};
 
-/// A Parquet dataset whose footers are read, streamed by row group.
-#[pyclass(name = "ParquetUnits", module = "fastingest", frozen)]
-pub struct PyParquetUnits {
-    inner: Arc<fastingest::ParquetUnits>,
+/// A Parquet or ORC dataset whose footers are read, streamed by unit.
+#[pyclass(name = "Units", module = "fastingest", frozen)]
+pub struct PyUnits {
+    inner: Arc<fastingest::Units>,
 }
 
-impl PyParquetUnits {
-    pub fn new(inner: fastingest::ParquetUnits) -> Self {
-        PyParquetUnits {
+impl PyUnits {
+    pub fn new(inner: fastingest::Units) -> Self {
+        PyUnits {
             inner: Arc::new(inner),
         }
     }
 }
 
 #[pymethods]
-impl PyParquetUnits {
+impl PyUnits {
     /// The schema of every batch (a `pyarrow.Schema`).
     #[getter]
     fn schema(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
@@ -36,8 +37,8 @@ impl PyParquetUnits {
             .unbind())
     }
 
-    /// The row groups, in file order: `(file, row_group, num_rows,
-    /// fetch_bytes, decoded_bytes)` each.
+    /// The units, in file order: `(file, index, num_rows, fetch_bytes,
+    /// decoded_bytes)` each.
     fn units(&self) -> Vec<(usize, usize, u64, u64, u64)> {
         self.inner
             .units()
@@ -51,8 +52,17 @@ impl PyParquetUnits {
         self.inner.locations()
     }
 
-    /// Row groups `order` (positions in `units()`) as one filtered batch
-    /// each, in that order; the fetch runs ahead within `ahead_bytes`.
+    /// The partition keys, one row per file (a `pyarrow.RecordBatch`), or
+    /// `None` when the files have none.
+    fn partitions(&self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let Some(batch) = self.inner.partitions().map_err(crate::errors::to_py)? else {
+            return Ok(None);
+        };
+        to_pyarrow_batch(py, batch).map(Some)
+    }
+
+    /// Units `order` (positions in `units()`) as one filtered batch each, in
+    /// that order; the fetch runs ahead within `ahead_bytes`.
     fn stream(
         &self,
         py: Python<'_>,

@@ -55,12 +55,12 @@ pub use error::{Error, Result};
 pub use filter::{CmpOp, Filter, Predicate};
 pub use gpu::{cuda_available, cuda_device_count};
 pub use orc::{
-    plan_orc, read_orc, read_orc_metadata, read_orc_stripes, stream_orc, OrcMetadata, OrcTail,
-    PreparedOrc, StripeMeta, StripeSet,
+    open_orc_units, plan_orc, read_orc, read_orc_metadata, read_orc_stripes, stream_orc,
+    OrcMetadata, OrcTail, PreparedOrc, StripeMeta, StripeSet,
 };
 pub use parquet::{
-    plan_chunks, plan_parquet, read_chunks, read_metadata, read_parquet, stream_parquet, ChunkSet,
-    Footer, ParquetMetadata, ParquetUnits, PreparedFile,
+    open_parquet_units, plan_chunks, plan_parquet, read_chunks, read_metadata, read_parquet,
+    stream_parquet, ChunkSet, Footer, ParquetMetadata, PreparedFile,
 };
-pub use pipeline::{BatchStream, ReadOptions, Table, UnitInfo};
+pub use pipeline::{BatchStream, ReadOptions, Table, UnitInfo, Units};
 pub use stats::{ReadStats, StatsSnapshot};

@@ -7,8 +7,9 @@ use arrow_array::{Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use bytes::Bytes;
 use fastingest::{
-    plan_orc, plan_parquet, read_metadata, read_orc, read_orc_stripes, read_parquet, stream_orc,
-    stream_parquet, CmpOp, Config, Error, Filter, ParquetUnits, Predicate, ReadOptions,
+    open_orc_units, open_parquet_units, plan_orc, plan_parquet, read_metadata, read_orc,
+    read_orc_stripes, read_parquet, stream_orc, stream_parquet, CmpOp, Config, Error, Filter,
+    Predicate, ReadOptions,
 };
 use futures::StreamExt;
 use object_store::ObjectStoreExt;
@@ -142,7 +143,7 @@ async fn row_groups_stream_in_any_order_one_batch_each() {
         ),
         ..Default::default()
     };
-    let reader = ParquetUnits::open(&[path], &options).await.expect("open");
+    let reader = open_parquet_units(&[path], &options).await.expect("open");
     let units = reader.units();
     assert_eq!(units.len(), 4);
     assert!(units.iter().all(|u| u.num_rows == ROWS_PER_GROUP as u64));
@@ -312,6 +313,31 @@ async fn orc_reads_filters_streams_and_hands_out_raw_stripes() {
         rows += batch.num_rows();
     }
     assert_eq!(rows, 10);
+}
+
+#[tokio::test]
+async fn orc_stripes_stream_as_units_in_any_order() {
+    let dir = tempdir();
+    let path = orc_file(dir.path());
+    let units = open_orc_units(std::slice::from_ref(&path), &ReadOptions::default())
+        .await
+        .expect("open");
+    let infos = units.units();
+    assert!(infos.len() > 2, "{} stripes", infos.len());
+    assert!(units.partitions().expect("keys").is_none());
+    let order: Vec<usize> = (0..infos.len()).rev().collect();
+    let mut stream = units.stream(order.clone(), 1 << 20).expect("stream");
+    let mut got = Vec::new();
+    while let Some(batch) = stream.next().await {
+        got.push(batch.expect("a batch"));
+    }
+    assert_eq!(got.len(), order.len(), "one batch per stripe");
+    for (batch, &u) in got.iter().zip(&order) {
+        assert_eq!(batch.num_rows() as u64, infos[u].num_rows);
+    }
+    let mut all = ids(&got);
+    all.sort_unstable();
+    assert_eq!(all, (0..ROWS).collect::<Vec<_>>());
 }
 
 /// A temporary directory removed on drop (no extra dependency for one helper).

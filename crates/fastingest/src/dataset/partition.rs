@@ -176,6 +176,28 @@ impl Partitions {
         }
     }
 
+    /// Every file's keys, one row per file, typed as the batches have them
+    /// (an inferred key's dictionary holds all its values).
+    pub fn per_file(&self) -> Result<RecordBatch, ArrowError> {
+        let schema = Arc::new(Schema::new(self.fields.clone()));
+        let columns = (0..self.fields.len())
+            .map(|k| {
+                let index = self.of_file.iter().map(|keys| keys[k]);
+                if self.dictionary[k] {
+                    let keys: Int32Array = index.map(|i| i.map(|i| i as i32)).collect();
+                    let values = Arc::clone(&self.values[k]);
+                    let dict =
+                        DictionaryArray::<arrow_array::types::Int32Type>::try_new(keys, values)?;
+                    Ok(Arc::new(dict) as ArrayRef)
+                } else {
+                    let indices: UInt32Array = index.map(|i| i.map(|i| i as u32)).collect();
+                    arrow_select::take::take(self.values[k].as_ref(), &indices, None)
+                }
+            })
+            .collect::<Result<_, ArrowError>>()?;
+        RecordBatch::try_new(schema, columns)
+    }
+
     /// File `file`'s keys as a one-row batch (for deciding filters).
     pub fn known(&self, file: usize) -> Result<RecordBatch, ArrowError> {
         let schema = Arc::new(Schema::new(self.fields.clone()));

@@ -35,6 +35,11 @@ pub(crate) struct DatasetSchema {
 }
 
 impl DatasetSchema {
+    /// The files' partition keys, if they have any.
+    pub fn partitions(&self) -> Option<&Partitions> {
+        self.partitions.as_deref()
+    }
+
     /// The schema of reading `files` (in order) with `options`.
     /// `requested_order`: whether `columns` come back in the order asked
     /// (Parquet) or in file order (ORC, as pyarrow's reader), partition keys

@@ -23,7 +23,7 @@ pub use stripes::{read_orc_stripes, StripeMeta, StripeSet};
 pub use tail::OrcTail;
 
 use crate::error::{Error, Result};
-use crate::pipeline::{self, BatchStream, ReadOptions, Table};
+use crate::pipeline::{self, BatchStream, ReadOptions, Table, Units};
 use format::Orc;
 
 /// Reads ORC `sources` (paths, URLs, globs) into one table.
@@ -37,6 +37,13 @@ pub async fn read_orc(sources: &[String], options: &ReadOptions) -> Result<Table
 /// file's stripes as their bytes arrive).
 pub async fn stream_orc(sources: &[String], options: &ReadOptions) -> Result<BatchStream> {
     pipeline::stream::<Orc>(sources, options).await
+}
+
+/// Opens ORC `sources` for reading stripe by stripe, in any order: every
+/// tail is read, no column data. The units are the stripes that
+/// `options.filter`'s statistics leave.
+pub async fn open_orc_units(sources: &[String], options: &ReadOptions) -> Result<Units> {
+    Units::open::<Orc>(sources, options).await
 }
 
 /// Plans the reads of ORC `sources`: tails and stripe footers are fetched,

@@ -19,7 +19,7 @@ pub use format::{ParquetMetadata, PreparedFile};
 pub use select::{OutputColumn, Projection};
 
 use crate::error::Result;
-use crate::pipeline::{self, BatchStream, ReadOptions, Table, UnitInfo};
+use crate::pipeline::{self, BatchStream, ReadOptions, Table, Units};
 use crate::source::Source;
 use format::Parquet;
 
@@ -35,40 +35,12 @@ pub async fn stream_parquet(sources: &[String], options: &ReadOptions) -> Result
     pipeline::stream::<Parquet>(sources, options).await
 }
 
-/// A Parquet dataset opened for reading row group by row group, in any
-/// order: the reader under the training loader (`fastingest.torch`).
-pub struct ParquetUnits(pipeline::UnitReader<Parquet>);
-
-impl ParquetUnits {
-    /// Resolves `sources` and reads every footer (no column data). The units
-    /// are the row groups that `options.filter`'s statistics leave.
-    pub async fn open(sources: &[String], options: &ReadOptions) -> Result<Self> {
-        pipeline::UnitReader::open(sources, options)
-            .await
-            .map(ParquetUnits)
-    }
-
-    /// The schema of every batch (partition keys included).
-    pub fn schema(&self) -> SchemaRef {
-        self.0.schema()
-    }
-
-    /// The row groups, in file order.
-    pub fn units(&self) -> &[UnitInfo] {
-        self.0.units()
-    }
-
-    /// The files' locations, in dataset order.
-    pub fn locations(&self) -> Vec<String> {
-        self.0.locations()
-    }
-
-    /// Streams row groups `order` (positions in [`units`](Self::units)) as
-    /// one filtered batch each, in that order, fetching ahead of the
-    /// consumer within `ahead_bytes`. Call it on the runtime.
-    pub fn stream(&self, order: Vec<usize>, ahead_bytes: u64) -> Result<BatchStream> {
-        self.0.stream(order, ahead_bytes)
-    }
+/// Opens Parquet `sources` for reading row group by row group, in any
+/// order (the reader under `fastingest.torch` and the Ray and Dask read
+/// tasks): every footer is read, no column data. The units are the row
+/// groups that `options.filter`'s statistics leave.
+pub async fn open_parquet_units(sources: &[String], options: &ReadOptions) -> Result<Units> {
+    Units::open::<Parquet>(sources, options).await
 }
 
 /// Plans the read of `sources` without fetching column data (footers only).

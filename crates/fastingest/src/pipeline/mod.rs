@@ -39,8 +39,7 @@ pub(crate) use raw::{fetch_pieces, PieceReceiver, RawFile};
 pub(crate) use read::{metadata, plan, read};
 pub(crate) use stream::stream;
 pub use stream::BatchStream;
-pub use units::UnitInfo;
-pub(crate) use units::UnitReader;
+pub use units::{UnitInfo, Units};
 
 /// A file format the pipeline can read.
 pub(crate) trait Format: Send + Sync + 'static {

@@ -3,6 +3,8 @@
 //! over all files); then any sequence of units (row groups, stripes) streams
 //! out as one batch per unit, in the order asked, while the fetch of the
 //! units after it runs ahead of the consumer within a byte budget.
+//! [`Units`] is that reader with its format erased: the public face that the
+//! training loader and the Ray and Dask read tasks use.
 
 use std::sync::Arc;
 
@@ -32,6 +34,79 @@ pub struct UnitInfo {
     pub fetch_bytes: u64,
     /// About how many bytes it takes decoded.
     pub decoded_bytes: u64,
+}
+
+/// A dataset opened for reading unit by unit (row groups of Parquet files,
+/// stripes of ORC files), in any order: made by `open_parquet_units` or
+/// `open_orc_units`.
+pub struct Units(Box<dyn UnitAccess>);
+
+impl Units {
+    pub(crate) async fn open<F: Format>(sources: &[String], options: &ReadOptions) -> Result<Self> {
+        let reader = UnitReader::<F>::open(sources, options).await?;
+        Ok(Units(Box::new(reader)))
+    }
+
+    /// The schema of every batch (partition keys included).
+    pub fn schema(&self) -> SchemaRef {
+        self.0.schema()
+    }
+
+    /// The units the filter's statistics leave, in file order.
+    pub fn units(&self) -> &[UnitInfo] {
+        self.0.units()
+    }
+
+    /// The files' locations, in dataset order.
+    pub fn locations(&self) -> Vec<String> {
+        self.0.locations()
+    }
+
+    /// The partition keys, one row per file (in dataset order), typed as the
+    /// batches have them; `None` when the files have no partition keys.
+    pub fn partitions(&self) -> Result<Option<RecordBatch>> {
+        self.0.partitions()
+    }
+
+    /// Streams units `order` (positions in [`units`](Self::units); repeats
+    /// allowed) as one filtered batch each, in that order, fetching ahead of
+    /// the consumer within `ahead_bytes`. Call it on the runtime.
+    pub fn stream(&self, order: Vec<usize>, ahead_bytes: u64) -> Result<BatchStream> {
+        self.0.stream(order, ahead_bytes)
+    }
+}
+
+/// What [`Units`] asks of a [`UnitReader`], whatever its format.
+trait UnitAccess: Send + Sync {
+    fn schema(&self) -> SchemaRef;
+    fn units(&self) -> &[UnitInfo];
+    fn locations(&self) -> Vec<String>;
+    fn partitions(&self) -> Result<Option<RecordBatch>>;
+    fn stream(&self, order: Vec<usize>, ahead_bytes: u64) -> Result<BatchStream>;
+}
+
+impl<F: Format> UnitAccess for UnitReader<F> {
+    fn schema(&self) -> SchemaRef {
+        UnitReader::schema(self)
+    }
+    fn units(&self) -> &[UnitInfo] {
+        UnitReader::units(self)
+    }
+    fn locations(&self) -> Vec<String> {
+        UnitReader::locations(self)
+    }
+    fn partitions(&self) -> Result<Option<RecordBatch>> {
+        let Some(partitions) = self.inner.unified.partitions() else {
+            return Ok(None);
+        };
+        let batch = partitions
+            .per_file()
+            .map_err(|e| Error::from_arrow("partition keys", e))?;
+        Ok(Some(batch))
+    }
+    fn stream(&self, order: Vec<usize>, ahead_bytes: u64) -> Result<BatchStream> {
+        UnitReader::stream(self, order, ahead_bytes)
+    }
 }
 
 /// Units whose fetch may run at once ahead of the consumer (the byte budget
