@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -154,17 +152,9 @@ def epoch(reader: str, spec: dict) -> dict:
 
 
 def run_child(reader: str, spec: dict) -> dict:
-    out = subprocess.run(
-        [sys.executable, __file__, "--one", reader, json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=1800,
-        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
-    )
-    if out.returncode != 0:
-        return {"error": out.stderr.strip().splitlines()[-1][:300] if out.stderr else "failed"}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    from bench_read import run_child as run_script
+
+    return run_script(__file__, reader, spec)
 
 
 def main() -> None:

@@ -132,6 +132,22 @@ def ceiling_probe(url: str, s3: dict, size: int, inflight: int = 32, slice_mb: i
     return size / 1e6 / (time.perf_counter() - started)
 
 
+def run_child(script: str, reader: str, spec: dict, timeout: float = 1800) -> dict:
+    """Runs `script --one reader spec` in a fresh process: its last stdout
+    line as JSON, or {"error": ...} with its last stderr line."""
+    out = subprocess.run(
+        [sys.executable, script, "--one", reader, json.dumps(spec)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+    )
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1][:300] if out.stderr else "failed"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def write_results(out: Path, prefix: str, table: str, record: dict) -> None:
     """Writes `<prefix><timestamp>.json` (the record plus the machine and the
     commit) and `.md` (the table) under `out`."""
