@@ -5,7 +5,7 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 cd "$REPO_ROOT"
 scripts/install-python.sh
-what="${1:?usage: scripts/dev.sh lint|test-rust|test-py|quick [pytest args]}"
+what="${1:?usage: scripts/dev.sh lint|test-rust|test-py|quick|fuzz [args]}"
 shift
 case "$what" in
   lint)
@@ -26,6 +26,14 @@ case "$what" in
   quick)
     maturin develop --quiet --profile "$BUILD_PROFILE"
     python -m pytest -q -p no:cacheprovider -x -m "not remote" "$@"
+    ;;
+  fuzz)
+    maturin develop --quiet --profile "$BUILD_PROFILE"
+    corpora=()
+    if [[ -d "$REPO_ROOT/../shared/corpora" ]]; then
+      corpora=(--corpora "$REPO_ROOT/../shared/corpora")
+    fi
+    python -m devtools.fuzz "${corpora[@]}" "$@"
     ;;
   *)
     echo "scripts/dev.sh: unknown target $what" >&2

@@ -191,11 +191,43 @@ def test_ray_override_num_blocks_sets_the_read_tasks(ray_engine, lake):
     units = len(KEYS) * FILES_PER_KEY * (ROWS_PER_FILE // ROW_GROUP)
     planned = plan("t", "parquet", str(lake), {}, fastingest._cache_arg)
     for asked, made in ((5, 5), (units + 7, units), (1, 1)):
-        assert len(fray.FastingestDatasource(planned).get_read_tasks(asked)) == made
+        source = fray.FastingestDatasource(planned, num_blocks=asked)
+        assert len(source.get_read_tasks(asked)) == made
     ds = fray.read_parquet(str(lake), override_num_blocks=5)
     assert ds.materialize().num_blocks() == 5
     with pytest.raises(fastingest.InvalidArgumentError, match="override_num_blocks"):
         fray.read_parquet(str(lake), override_num_blocks=0)
+
+
+def test_ray_default_task_count_is_a_few_per_cpu(ray_engine, lake):
+    # Ray's default asks for a block per MiB of small data (or 200); each
+    # fastingest task fetches in parallel inside itself, so it makes
+    # TASKS_PER_CPU tasks per cluster CPU unless bytes call for more.
+    planned = plan("t", "parquet", str(lake), {}, fastingest._cache_arg)
+    cpus = int(ray.cluster_resources()["CPU"])
+    source = fray.FastingestDatasource(planned)
+    assert len(source.get_read_tasks(200)) == fray.TASKS_PER_CPU * cpus
+    assert len(source.get_read_tasks(1)) == 1
+    ds = fray.read_parquet(str(lake))
+    assert ds.materialize().num_blocks() == fray.TASKS_PER_CPU * cpus
+    assert ray_table(ds).num_rows == len(KEYS) * FILES_PER_KEY * ROWS_PER_FILE
+
+
+def test_ray_task_yields_blocks_of_the_target_size(ray_engine, lake):
+    # A task reading more than Ray's target block size hands over several
+    # blocks as it reads, not one table at the end.
+    planned = plan("t", "parquet", str(lake), {}, fastingest._cache_arg)
+    (task,) = fray.FastingestDatasource(planned, num_blocks=1).get_read_tasks(1)
+    context = ray.data.DataContext.get_current()
+    saved = context.target_max_block_size
+    context.target_max_block_size = planned.total_bytes() // 4
+    try:
+        blocks = list(task.read_fn())
+    finally:
+        context.target_max_block_size = saved
+    assert len(blocks) >= 3
+    assert sum(b.num_rows for b in blocks) == len(KEYS) * FILES_PER_KEY * ROWS_PER_FILE
+    assert all(b.schema == planned.scan.schema for b in blocks)
 
 
 def test_ray_bad_input_raises_at_the_call(ray_engine, tmp_path):
@@ -227,7 +259,7 @@ def test_ray_tasks_carry_no_credentials_in_reprs(ray_engine, s3_lake):
         plan("t", "parquet", url, {"storage_options": s3.options()}, fastingest._cache_arg)
     )
     tasks = source.get_read_tasks(3)
-    assert len(tasks) == 3
+    assert len(tasks) == min(3, fray.TASKS_PER_CPU * int(ray.cluster_resources()["CPU"]))
     for task in tasks:
         text = repr(task.read_fn) + repr(task.read_fn.scan) + repr(task.metadata)
         assert MINIO_PASSWORD not in text

@@ -140,6 +140,37 @@ def test_presigned_https_url(s3):
         fastingest.read_parquet(s3.presign("signed/missing.parquet"))
 
 
+def test_presigned_url_signatures_stay_out_of_messages_and_names(s3):
+    from fastingest._parts import plan
+
+    table = numeric_table(3000)
+    s3.put("signed/p.parquet", parquet_bytes(table, row_group_size=1000))
+    url = s3.presign("signed/p.parquet")
+    missing = s3.presign("signed/missing.parquet")
+    secrets = [
+        part.split("=", 1)[1]
+        for u in (url, missing)
+        for part in u.split("?", 1)[1].split("&")
+        if part.startswith(("X-Amz-Signature=", "X-Amz-Credential="))
+    ]
+    assert len(secrets) == 4
+    with pytest.raises(fastingest.NotFoundError) as raised:
+        fastingest.read_parquet(missing)
+    message = str(raised.value)
+    assert "signed/missing.parquet" in message
+    assert not any(s in message for s in secrets), message
+    # What a cluster task is told: names without the signature, and a
+    # location that still opens the object (with it).
+    planned = plan("t", "parquet", url, {}, fastingest._cache_arg)
+    (part,) = planned.parts_of_count(1)
+    shown = repr(part) + " ".join(part.names) + " ".join(planned.names)
+    assert "signed/p.parquet" in shown
+    assert not any(s in shown for s in secrets), shown
+    assert_tables_equal(planned.scan.read(part), table)
+    meta = fastingest.metadata(url)
+    assert not any(s in repr(meta) for s in secrets)
+
+
 def test_gcs_read(gcs):
     table = numeric_table(4000)
     gcs.gcs_upload("test-bucket", "dir/n.parquet", parquet_bytes(table, row_group_size=500))

@@ -189,7 +189,10 @@ class Units:
     def schema(self) -> pa.Schema: ...
     def units(self) -> list[tuple[int, int, int, int, int]]:
         """``(file, index, num_rows, fetch_bytes, decoded_bytes)`` per unit."""
-    def locations(self) -> list[str]: ...
+    def locations(self) -> list[str]:
+        """The files, for display (no credentials or URL signatures)."""
+    def sources(self) -> list[str]:
+        """What opens each file again (a presigned URL keeps its signature)."""
     def partitions(self) -> pa.RecordBatch | None:
         """The partition keys, one row per file; ``None`` without any."""
     def stream(self, order: list[int], ahead_bytes: int) -> BatchStream:

@@ -12,7 +12,7 @@ the same Rust reader as every other read (fetch ahead, GIL released).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -48,7 +48,8 @@ TASK_AHEAD_BYTES = 256 << 20
 class Part:
     """One read task: units of one or more files, in file order."""
 
-    locations: tuple[str, ...]
+    locations: tuple[str, ...] = field(repr=False)
+    """What opens the files (a presigned URL keeps its signature)."""
     units: tuple[tuple[int, int], ...]
     """``(file, index)``: the file's position in ``locations`` and the row
     group's (stripe's) index in that file."""
@@ -56,6 +57,8 @@ class Part:
     """Rows of the units before any row filter."""
     size_bytes: int
     """About how many bytes the units take decoded."""
+    names: tuple[str, ...] = ()
+    """The files for display (no credentials or URL signatures)."""
 
 
 @dataclass(frozen=True)
@@ -97,15 +100,20 @@ class Scan:
         """Reads `part` into one table under :attr:`schema`."""
         import pyarrow as pa
 
+        return pa.Table.from_batches(list(self.stream(part)), schema=self.schema)
+
+    def stream(self, part: Part) -> Iterator[pa.RecordBatch]:
+        """`part`'s record batches under :attr:`schema`, in unit order, read
+        ahead by up to :data:`TASK_AHEAD_BYTES`."""
         if not part.units:
-            return self.schema.empty_table()
+            return iter(())
         opened = self._open(list(part.locations))
         # By location: a filter on partition keys may drop files here, which
         # renumbers those that stay.
         # (A file named directly may be named as it was asked for, or by
         # its key: either matches.)
         asked = set(part.locations)
-        names = [n if n in asked else reopenable(n) for n in opened.locations()]
+        names = [n if n in asked else reopenable(n) for n in opened.sources()]
         where = {(names[u[0]], u[1]): position for position, u in enumerate(opened.units())}
         order = []
         for unit in part.units:
@@ -114,11 +122,10 @@ class Scan:
                 order.append(position)
             elif self.filters is self.planned_filters:
                 raise InvalidArgumentError(
-                    f"{part.locations[unit[0]]}: unit {unit[1]} was planned but the file no "
+                    f"{part.names[unit[0]]}: unit {unit[1]} was planned but the file no "
                     "longer has it (did the file change since the read was planned?)"
                 )
-        batches = list(opened.stream(order, TASK_AHEAD_BYTES))
-        return pa.Table.from_batches(batches, schema=self.schema)
+        return iter(opened.stream(order, TASK_AHEAD_BYTES))
 
     def _open(self, locations: list[str]) -> Units:
         options: dict[str, Any] = {
@@ -141,6 +148,9 @@ class Planned:
 
     scan: Scan
     locations: list[str]
+    """What opens each file again (never for display)."""
+    names: list[str]
+    """The files for display."""
     units: list[tuple[int, int, int, int, int]]
     """``(file, index, num_rows, fetch_bytes, decoded_bytes)`` per unit."""
     partitions: pa.RecordBatch | None
@@ -205,6 +215,7 @@ class Planned:
             parts.append(
                 Part(
                     locations=tuple(reopenable(self.locations[f]) for f in files),
+                    names=tuple(self.names[f] for f in files),
                     units=tuple((local[self.units[i][0]], self.units[i][1]) for i in group),
                     num_rows=sum(self.units[i][2] for i in group),
                     size_bytes=sum(self.units[i][4] for i in group),
@@ -240,7 +251,7 @@ def plan(
         cache=args["cache"],
         planned_filters=args["filters"],
     )
-    return Planned(scan, opened.locations(), opened.units(), partitions)
+    return Planned(scan, opened.sources(), opened.locations(), opened.units(), partitions)
 
 
 def select(schema: pa.Schema, names: Sequence[str]) -> pa.Schema:

@@ -47,9 +47,16 @@ impl PyUnits {
             .collect()
     }
 
-    /// The files' locations, in dataset order.
+    /// The files' locations, in dataset order (no credentials or URL
+    /// signatures: for display).
     fn locations(&self) -> Vec<String> {
         self.inner.locations()
+    }
+
+    /// What opens each file again, in dataset order (a presigned URL keeps
+    /// its signature: never for display).
+    fn sources(&self) -> Vec<String> {
+        self.inner.sources()
     }
 
     /// The partition keys, one row per file (a `pyarrow.RecordBatch`), or

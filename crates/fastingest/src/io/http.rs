@@ -45,10 +45,15 @@ impl HttpSource {
         if let Some(etag) = self.seen.get().and_then(|v| v.etag.as_ref()) {
             request = request.header(IF_MATCH, etag);
         }
-        let resp = request.send().await.map_err(|e| Failure::Transient {
-            timed_out: e.is_timeout(),
-            detail: e.to_string(),
-            cause: Some(Arc::new(e)),
+        // reqwest's errors name the URL: without it, so that no signature
+        // reaches a message (the location names the object).
+        let resp = request.send().await.map_err(|e| {
+            let e = e.without_url();
+            Failure::Transient {
+                timed_out: e.is_timeout(),
+                detail: e.to_string(),
+                cause: Some(Arc::new(e)),
+            }
         })?;
         let status = resp.status();
         if status.is_success() {
@@ -56,7 +61,7 @@ impl HttpSource {
         }
         if status == StatusCode::PRECONDITION_FAILED {
             return Err(Failure::Permanent(Error::Io {
-                location: self.url.clone(),
+                location: self.identity.clone(),
                 range: None,
                 attempts: 1,
                 detail: "the file changed while it was being read (ETag no longer matches)".into(),
@@ -64,7 +69,7 @@ impl HttpSource {
                 cause: None,
             }));
         }
-        let location = self.url.clone();
+        let location = self.identity.clone();
         let detail = format!("HTTP {status}");
         Err(match status {
             StatusCode::NOT_FOUND | StatusCode::GONE => {
@@ -92,6 +97,7 @@ impl HttpSource {
 }
 
 fn body_error(e: reqwest::Error) -> Failure {
+    let e = e.without_url();
     Failure::Transient {
         timed_out: e.is_timeout(),
         detail: format!("reading response body: {e}"),
@@ -123,6 +129,10 @@ fn total_from_content_range(resp: &reqwest::Response) -> Option<u64> {
 
 impl RangeSource for HttpSource {
     fn location(&self) -> &str {
+        &self.identity
+    }
+
+    fn address(&self) -> &str {
         &self.url
     }
 
@@ -136,7 +146,7 @@ impl RangeSource for HttpSource {
             if partial {
                 let size = total.ok_or_else(|| {
                     Failure::Permanent(Error::Io {
-                        location: self.url.clone(),
+                        location: self.identity.clone(),
                         range: None,
                         attempts: 1,
                         detail: "server sent 206 without a Content-Range total".into(),

@@ -44,8 +44,15 @@ pub struct Tail {
 /// Implementations do one attempt per call; retries and timeouts are applied
 /// by [`with_retries`] around them, so every source retries the same way.
 pub trait RangeSource: Send + Sync + Debug {
-    /// Where the bytes come from, as the user named it; used in every error.
+    /// Where the bytes come from, as the user named it but without
+    /// credentials or URL signatures; used in every error, log and repr.
     fn location(&self) -> &str;
+
+    /// What opens exactly this object again (a presigned URL with its
+    /// signature): for handing a file to another process, never for display.
+    fn address(&self) -> &str {
+        self.location()
+    }
 
     /// Reads up to `len` bytes from the end of the object and learns its size,
     /// in a single request where the backend allows it.

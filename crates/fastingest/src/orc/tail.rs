@@ -51,6 +51,111 @@ fn postscript(tail: &Bytes) -> Option<PostScriptInfo> {
     })
 }
 
+/// Nesting deeper than this is refused (real schemas nest a few levels; the
+/// decoder recurses once per level).
+const MAX_TYPE_DEPTH: usize = 256;
+
+/// What is wrong with the footer's type tree, if anything: every subtype
+/// id must be greater than its parent's (ORC numbers types in pre-order),
+/// within the list, and used once; the nesting at most [`MAX_TYPE_DEPTH`].
+/// `None` also when the footer does not decode: orc-rust reports that.
+fn type_tree_problem(tail: &Bytes, ps: &PostScriptInfo) -> Option<String> {
+    let types = footer_proto(tail, ps)?.types;
+    let n = types.len();
+    let mut depth = vec![0usize; n];
+    let mut used = vec![false; n];
+    for (id, ty) in types.iter().enumerate() {
+        if let Some(name) = ty.field_names.iter().find(|n| n.contains('\0')) {
+            // Arrow's C interface (how tables reach Python) has C-string names.
+            return Some(format!(
+                "type {id} has a field named {name:?} (a NUL byte in it)"
+            ));
+        }
+        if ty.kind() == orc_rust::proto::r#type::Kind::Decimal {
+            // Arrow (and so every reader of the result) needs 1..=38 digits.
+            let (precision, scale) = (ty.precision(), ty.scale());
+            if !(1..=38).contains(&precision) || scale > precision {
+                return Some(format!(
+                    "type {id} is a decimal of precision {precision} and scale {scale}"
+                ));
+            }
+        }
+        for &child in &ty.subtypes {
+            let child = child as usize;
+            if child <= id || child >= n || used[child] {
+                return Some(format!(
+                    "type {id} lists subtype {child}, which is not a later unused type of the {n}"
+                ));
+            }
+            used[child] = true;
+            // Parents come before children: their depth is final here.
+            depth[child] = depth[id] + 1;
+            if depth[child] > MAX_TYPE_DEPTH {
+                return Some(format!("types nest deeper than {MAX_TYPE_DEPTH} levels"));
+            }
+        }
+    }
+    None
+}
+
+/// The footer message, decompressed with the postscript's codec. orc-rust
+/// keeps its codec constructor to itself, so the codec comes from reading a
+/// minimal tail with this postscript's compression (one struct type, its
+/// footer stored as an uncompressed chunk, which every codec allows).
+fn footer_proto(tail: &Bytes, ps: &PostScriptInfo) -> Option<orc_rust::proto::Footer> {
+    use orc_rust::proto;
+    use prost::Message;
+    use std::io::Read;
+    let n = tail.len() as u64;
+    let end = n.checked_sub(1 + ps.ps_len)?;
+    let start = end.checked_sub(ps.footer_len)?;
+    let postscript = proto::PostScript::decode(&tail[end as usize..(n - 1) as usize]).ok()?;
+    let compression = if postscript.compression() == proto::CompressionKind::None {
+        None
+    } else {
+        let root = proto::Type {
+            kind: Some(proto::r#type::Kind::Struct as i32),
+            ..Default::default()
+        };
+        let footer = proto::Footer {
+            types: vec![root],
+            ..Default::default()
+        }
+        .encode_to_vec();
+        // An "original" chunk: its 3-byte header is the length shifted left
+        // once with the lowest bit set.
+        let header = ((footer.len() as u32) << 1) | 1;
+        let mut minimal = header.to_le_bytes()[..3].to_vec();
+        minimal.extend_from_slice(&footer);
+        let small_ps = proto::PostScript {
+            footer_length: Some(minimal.len() as u64),
+            metadata_length: Some(0),
+            ..postscript.clone()
+        }
+        .encode_to_vec();
+        minimal.extend_from_slice(&small_ps);
+        minimal.push(small_ps.len() as u8);
+        let mut reader = TailChunks {
+            size: minimal.len() as u64,
+            bytes: Bytes::from(minimal),
+        };
+        let made =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_metadata(&mut reader)));
+        made.ok()?.ok()?.compression()
+    };
+    let mut footer = Vec::new();
+    let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        orc_rust::compression::Decompressor::new(
+            tail.slice(start as usize..end as usize),
+            compression,
+            vec![],
+        )
+        .read_to_end(&mut footer)
+    }));
+    read.ok()?.ok()?;
+    proto::Footer::decode(footer.as_slice()).ok()
+}
+
 /// The type attributes in the footer, which `orc-rust` does not expose.
 /// Best effort: a footer it could decode decodes here too.
 fn type_attributes(
@@ -142,6 +247,17 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
         joined.extend_from_slice(&head);
         joined.extend_from_slice(&bytes);
         bytes = joined.freeze();
+    }
+    // orc-rust builds the schema by recursion over the footer's type ids:
+    // a cycle or a very deep chain there overflows the stack, which no
+    // catch can stop, so the type tree is checked first.
+    if let Some(problem) = type_tree_problem(&bytes, &ps) {
+        return Err(Error::Corrupt {
+            location: location.to_string(),
+            range: Some(size - bytes.len() as u64..size),
+            detail: format!("not a valid ORC file tail: {problem}"),
+            cause: None,
+        });
     }
     let mut reader = TailChunks {
         size,

@@ -203,7 +203,15 @@ async fn plan_file(
     let leaves: Vec<usize> = (0..descr.num_columns())
         .filter(|&l| mask.leaf_included(l))
         .collect();
-    let row_groups: Vec<usize> = prepared.plan.units.iter().map(|u| u.index).collect();
+    // A row group without rows has no chunk worth a request (pyarrow writes
+    // one for an empty table, with only a dictionary page in it).
+    let row_groups: Vec<usize> = prepared
+        .plan
+        .units
+        .iter()
+        .map(|u| u.index)
+        .filter(|&rg| metadata.row_group(rg).num_rows() > 0)
+        .collect();
     let mut units = Vec::with_capacity(row_groups.len());
     for &rg in &row_groups {
         let mut ranges = Vec::with_capacity(leaves.len());

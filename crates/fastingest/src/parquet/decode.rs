@@ -78,6 +78,7 @@ pub(crate) fn decode_row_group(
 ) -> Result<Vec<RecordBatch>> {
     let location = file.source.location();
     let rg = file.plan.units[unit].index;
+    check_unit_pages(file, unit, &spans)?;
     let num_rows = file.reader_metadata.metadata().row_group(rg).num_rows();
     let reader = PrefetchedReader::new(
         spans,
@@ -96,5 +97,69 @@ pub(crate) fn decode_row_group(
     let stream = builder
         .build()
         .map_err(|e| Error::from_parquet(location, e))?;
-    futures::executor::block_on(stream.try_collect()).map_err(|e| Error::from_parquet(location, e))
+    // A damaged page can trip an assertion inside the decoder: that is this
+    // file's error, not a crashed read.
+    let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        futures::executor::block_on(stream.try_collect::<Vec<RecordBatch>>())
+    }));
+    match decoded {
+        Ok(batches) => batches.map_err(|e| Error::from_parquet(location, e)),
+        Err(panic) => Err(Error::Corrupt {
+            location: location.to_string(),
+            range: None,
+            detail: format!(
+                "row group {rg}: the decoder failed on damaged data ({})",
+                panic_message(&panic)
+            ),
+            cause: None,
+        }),
+    }
+}
+
+/// The text of a caught panic.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".into())
+}
+
+/// Checks the page headers of the unit's column chunks in `spans` before
+/// the decoder allocates what they claim (see [`super::pages`]).
+fn check_unit_pages(file: &PreparedFile, unit: usize, spans: &FetchedSpans) -> Result<()> {
+    let metadata = file.reader_metadata.metadata();
+    let plan_unit = &file.plan.units[unit];
+    let group = metadata.row_group(plan_unit.index);
+    for leaf in (0..group.num_columns()).filter(|&l| file.projection.mask.leaf_included(l)) {
+        let chunk = group.column(leaf);
+        let (start, len) = chunk.byte_range();
+        let end = start + len;
+        // The fetched ranges of this chunk (all of it, or its dictionary and
+        // the pages a selection keeps): each starts at a page header.
+        for range in plan_unit
+            .ranges
+            .iter()
+            .filter(|r| r.start >= start && r.end <= end)
+        {
+            let Some(bytes) = spans.get(range) else {
+                continue;
+            };
+            if let Err(bad) = super::pages::check_pages(&bytes, chunk.compression()) {
+                let at = range.start + bad.offset as u64;
+                return Err(Error::Corrupt {
+                    location: file.source.location().to_string(),
+                    range: Some(at..range.end),
+                    detail: format!(
+                        "row group {}, column {}: {}",
+                        plan_unit.index,
+                        chunk.column_path(),
+                        bad.detail
+                    ),
+                    cause: None,
+                });
+            }
+        }
+    }
+    Ok(())
 }

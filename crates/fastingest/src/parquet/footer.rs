@@ -136,6 +136,14 @@ pub async fn read_footer(
         joined.freeze()
     };
     let footer_range = footer_start..size - FOOTER_TRAILER;
+    // The decoder reserves memory by the counts the footer claims: claims
+    // its bytes cannot back are refused first.
+    if let Err(detail) = super::thrift::check_file_metadata(&footer) {
+        return Err(corrupt(
+            Some(footer_range),
+            format!("corrupt footer: {detail}"),
+        ));
+    }
     let decoded = std::panic::catch_unwind(|| ParquetMetaDataReader::decode_metadata(&footer));
     let metadata = match decoded {
         Ok(Ok(m)) => m,
@@ -158,6 +166,7 @@ pub async fn read_footer(
         }
     };
     reject_encrypted_columns(location, &metadata)?;
+    check_chunk_ranges(location, &metadata, footer_start)?;
     let metadata = fix_row_count(metadata);
     let tail_bytes = tail.bytes.clone();
     let metadata = if with_page_index {
@@ -172,6 +181,49 @@ pub async fn read_footer(
         file_size: size,
         tail: tail_bytes,
     })
+}
+
+/// Every column chunk must lie between the leading magic and the footer,
+/// with its data page inside it: the offsets come from the file and may say
+/// anything, and everything after this (planning, `byte_range`, decoding)
+/// relies on them. A chunk without values (a zero-row row group) may leave
+/// its data page offset unset.
+fn check_chunk_ranges(location: &str, metadata: &ParquetMetaData, data_end: u64) -> Result<()> {
+    for (rg, group) in metadata.row_groups().iter().enumerate() {
+        if group.num_rows() < 0 {
+            return Err(Error::Corrupt {
+                location: location.to_string(),
+                range: None,
+                detail: format!("row group {rg} claims {} rows", group.num_rows()),
+                cause: None,
+            });
+        }
+        for c in group.columns() {
+            let data = c.data_page_offset();
+            let start = c.dictionary_page_offset().unwrap_or(data);
+            let len = c.compressed_size();
+            let end = start.checked_add(len).unwrap_or(-1);
+            let inside = if len == 0 {
+                start >= 0
+            } else {
+                start >= 4 && len > 0 && end >= start && end as u64 <= data_end
+            };
+            let ok = inside && (c.num_values() == 0 || (start <= data && data < end));
+            if !ok {
+                return Err(Error::Corrupt {
+                    location: location.to_string(),
+                    range: None,
+                    detail: format!(
+                        "row group {rg}, column {}: invalid chunk offsets (start {start}, \
+                         data page {data}, length {len}; the data ends at byte {data_end})",
+                        c.column_path()
+                    ),
+                    cause: None,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A plaintext footer can still describe encrypted column chunks; without

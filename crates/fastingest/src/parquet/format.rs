@@ -15,7 +15,7 @@ use parquet::file::metadata::ParquetMetaData;
 use super::decode::decode_row_group;
 use super::footer::{read_footer, Footer};
 use super::prune::{page_row_ranges, prune_row_groups};
-use super::select::{extract, project, validate_schema, Projection};
+use super::select::{extract, project, validate_schema, without_null_dictionaries, Projection};
 use crate::dataset::FileScope;
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
@@ -40,9 +40,7 @@ impl Format for Parquet {
 
     async fn open(fetcher: &Fetcher, source: Source) -> Result<ParquetMetadata> {
         let footer = read_footer(fetcher, &source, false).await?;
-        let meta =
-            ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
-                .map_err(|e| Error::from_parquet(source.location(), e))?;
+        let meta = arrow_metadata(source.location(), &footer)?;
         // The schema a full read would return (same metadata rules).
         let all = project(
             source.location(),
@@ -139,6 +137,68 @@ pub struct PreparedFile {
     pub filter: Option<Filter>,
 }
 
+/// The footer as the Arrow reader sees it. The schema Arrow writers embed
+/// in the footer is decoded here, and a damaged one can trip an assertion
+/// in the decoder: that is a corrupt footer, not a crashed read.
+fn arrow_metadata(location: &str, footer: &Footer) -> Result<ArrowReaderMetadata> {
+    // Nothing is shared with the closure but the metadata it only reads.
+    let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
+    }));
+    match made {
+        Ok(made) => {
+            let mut made = made.map_err(|e| Error::from_parquet(location, e))?;
+            check_names(location, made.schema().fields())?;
+            if let Some(fixed) = without_null_dictionaries(made.schema()) {
+                // pyarrow writes a dictionary of nulls (a column of only
+                // nulls, dictionary-typed) and reads it back as `null`; the
+                // decoder cannot build a dictionary of them.
+                let options = ArrowReaderOptions::new().with_schema(fixed);
+                made = ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), options)
+                    .map_err(|e| Error::from_parquet(location, e))?;
+            }
+            Ok(made)
+        }
+        Err(panic) => Err(Error::Corrupt {
+            location: location.to_string(),
+            range: None,
+            detail: format!(
+                "the footer's Arrow schema (ARROW:schema) is damaged ({})",
+                super::decode::panic_message(&panic)
+            ),
+            cause: None,
+        }),
+    }
+}
+
+/// Column names reach Python through Arrow's C interface, whose names are
+/// C strings: a name with a NUL byte in it (at any depth) is refused here,
+/// naming the file, rather than failing the hand-over.
+fn check_names(location: &str, fields: &arrow_schema::Fields) -> Result<()> {
+    for field in fields {
+        if field.name().contains('\0') {
+            return Err(Error::Corrupt {
+                location: location.to_string(),
+                range: None,
+                detail: format!("column {:?} has a NUL byte in its name", field.name()),
+                cause: None,
+            });
+        }
+        let children = match field.data_type() {
+            arrow_schema::DataType::Struct(children) => children.clone(),
+            arrow_schema::DataType::List(f)
+            | arrow_schema::DataType::LargeList(f)
+            | arrow_schema::DataType::FixedSizeList(f, _)
+            | arrow_schema::DataType::ListView(f)
+            | arrow_schema::DataType::LargeListView(f)
+            | arrow_schema::DataType::Map(f, _) => arrow_schema::Fields::from(vec![f.clone()]),
+            _ => continue,
+        };
+        check_names(location, &children)?;
+    }
+    Ok(())
+}
+
 /// Reads the footer and plans the fetch of one file.
 pub(crate) async fn prepare(
     fetcher: &Fetcher,
@@ -149,9 +209,7 @@ pub(crate) async fn prepare(
     fetcher.stats().add_file();
     // The page index is only worth its bytes when a filter can use it.
     let footer = read_footer(fetcher, &source, scope.filters()).await?;
-    let reader_metadata =
-        ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
-            .map_err(|e| Error::from_parquet(&location, e))?;
+    let reader_metadata = arrow_metadata(&location, &footer)?;
     validate_schema(&location, &footer.metadata)?;
     let file_schema = Arc::clone(reader_metadata.schema());
     let (columns, rows) = scope.in_file(|c| file_schema.field_with_name(c).is_ok())?;

@@ -6,8 +6,10 @@ mod decode;
 mod footer;
 mod format;
 mod memo;
+mod pages;
 mod prune;
 mod select;
+mod thrift;
 
 use arrow_schema::SchemaRef;
 

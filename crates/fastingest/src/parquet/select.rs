@@ -93,6 +93,8 @@ pub fn project(
     });
     let decoded = parquet_to_arrow_schema_by_columns(descr, mask.clone(), embedded.as_ref().or(kv))
         .map_err(|e| Error::from_parquet(location, e))?;
+    let decoded = Arc::new(decoded);
+    let decoded = without_null_dictionaries(&decoded).unwrap_or(decoded);
     let mut md = decoded.metadata().clone();
     md.remove("ARROW:schema");
     let fields: Vec<FieldRef> = match &outputs {
@@ -107,6 +109,45 @@ pub fn project(
         outputs,
         output_schema: Arc::new(Schema::new_with_metadata(fields, md)),
     })
+}
+
+/// `schema` with every dictionary of nulls (at the top or in structs) as
+/// plain `null`, or `None` when it has none.
+pub(crate) fn without_null_dictionaries(schema: &SchemaRef) -> Option<SchemaRef> {
+    use arrow_schema::{Field, Fields};
+    fn fix(field: &FieldRef) -> Option<FieldRef> {
+        let fixed = match field.data_type() {
+            DataType::Dictionary(_, value) if value.as_ref() == &DataType::Null => DataType::Null,
+            DataType::Struct(children) => {
+                let changed: Vec<Option<FieldRef>> = children.iter().map(fix).collect();
+                if changed.iter().all(Option::is_none) {
+                    return None;
+                }
+                let children: Fields = children
+                    .iter()
+                    .zip(changed)
+                    .map(|(c, f)| f.unwrap_or_else(|| Arc::clone(c)))
+                    .collect();
+                DataType::Struct(children)
+            }
+            _ => return None,
+        };
+        Some(Arc::new(Field::clone(field).with_data_type(fixed)))
+    }
+    let changed: Vec<Option<FieldRef>> = schema.fields().iter().map(fix).collect();
+    if changed.iter().all(Option::is_none) {
+        return None;
+    }
+    let fields: Fields = schema
+        .fields()
+        .iter()
+        .zip(changed)
+        .map(|(f, c)| c.unwrap_or_else(|| Arc::clone(f)))
+        .collect();
+    Some(Arc::new(arrow_schema::Schema::new_with_metadata(
+        fields,
+        schema.metadata().clone(),
+    )))
 }
 
 /// Whether the leaf with Parquet path `parts` (root named `root`) lies under

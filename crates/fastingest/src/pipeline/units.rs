@@ -62,6 +62,12 @@ impl Units {
         self.0.locations()
     }
 
+    /// What opens each file again, in dataset order (may carry a URL's
+    /// signature: never for display).
+    pub fn sources(&self) -> Vec<String> {
+        self.0.sources()
+    }
+
     /// The partition keys, one row per file (in dataset order), typed as the
     /// batches have them; `None` when the files have no partition keys.
     pub fn partitions(&self) -> Result<Option<RecordBatch>> {
@@ -81,6 +87,7 @@ trait UnitAccess: Send + Sync {
     fn schema(&self) -> SchemaRef;
     fn units(&self) -> &[UnitInfo];
     fn locations(&self) -> Vec<String>;
+    fn sources(&self) -> Vec<String>;
     fn partitions(&self) -> Result<Option<RecordBatch>>;
     fn stream(&self, order: Vec<usize>, ahead_bytes: u64) -> Result<BatchStream>;
 }
@@ -94,6 +101,9 @@ impl<F: Format> UnitAccess for UnitReader<F> {
     }
     fn locations(&self) -> Vec<String> {
         UnitReader::locations(self)
+    }
+    fn sources(&self) -> Vec<String> {
+        UnitReader::sources(self)
     }
     fn partitions(&self) -> Result<Option<RecordBatch>> {
         let Some(partitions) = self.inner.unified.partitions() else {
@@ -171,12 +181,24 @@ impl<F: Format> UnitReader<F> {
         &self.inner.infos
     }
 
-    /// The files' locations, in dataset order.
+    /// The files' locations, in dataset order (for display: no credentials
+    /// or URL signatures).
     pub fn locations(&self) -> Vec<String> {
         let files = &self.inner.files;
         files
             .iter()
             .map(|f| f.source().location().to_string())
+            .collect()
+    }
+
+    /// What opens each file again, in dataset order: the location, or the
+    /// full presigned URL where the location had its signature removed.
+    /// For handing files to other processes; never for display.
+    pub fn sources(&self) -> Vec<String> {
+        let files = &self.inner.files;
+        files
+            .iter()
+            .map(|f| f.source().address().to_string())
             .collect()
     }
 

@@ -1,0 +1,144 @@
+"""Small Parquet and ORC files written byte by byte, honest or lying in one
+named way, for the tests of hostile input (tests/test_hostile.py).
+
+Each builder with no lie writes a file pyarrow reads; each lie changes one
+claim and nothing else, so a test knows exactly what the reader was shown.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+# --- Thrift compact protocol (Parquet) ----------------------------------------
+
+I32, I64, BINARY, LIST, STRUCT = 5, 6, 8, 9, 12
+
+
+def varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def zigzag(value: int) -> int:
+    return (value << 1) ^ (value >> 63)
+
+
+def thrift_struct(*fields: tuple[int, int, object]) -> bytes:
+    """A struct of `(id, type, value)` fields in increasing id order; values
+    are ints, bytes, nested structs (bytes, type STRUCT) or lists given as
+    `(element type, [encoded elements])`."""
+    out = bytearray()
+    last = 0
+    for field_id, kind, value in fields:
+        out.append(((field_id - last) << 4) | kind)
+        last = field_id
+        if kind in (I32, I64):
+            out += varint(zigzag(value))
+        elif kind == BINARY:
+            out += varint(len(value)) + value
+        elif kind == STRUCT:
+            out += value
+        elif kind == LIST:
+            elem, items = value
+            header = (len(items) << 4) | elem if len(items) < 15 else 0xF0 | elem
+            out.append(header)
+            if len(items) >= 15:
+                out += varint(len(items))
+            for item in items:
+                out += item
+    out.append(0)
+    return bytes(out)
+
+
+def parquet_file(
+    values: int = 1000, claim_uncompressed: int | None = None, claim_children: int | None = None
+) -> bytes:
+    """One required INT32 column `x` = 0..values-1 in one gzip data page.
+    `claim_uncompressed`: the page header's uncompressed size instead of the
+    real one; `claim_children`: the root schema element's child count."""
+    plain = struct.pack(f"<{values}i", *range(values))
+    packer = zlib.compressobj(wbits=31)  # gzip framing, as Parquet's GZIP
+    compressed = packer.compress(plain) + packer.flush()
+    page_header = thrift_struct(
+        (1, I32, 0),  # DATA_PAGE
+        (2, I32, claim_uncompressed if claim_uncompressed is not None else len(plain)),
+        (3, I32, len(compressed)),
+        (5, STRUCT, thrift_struct((1, I32, values), (2, I32, 0), (3, I32, 3), (4, I32, 3))),
+    )
+    chunk = page_header + compressed
+    column_meta = thrift_struct(
+        (1, I32, 1),  # INT32
+        (2, LIST, (I32, [varint(zigzag(0))])),  # PLAIN
+        (3, LIST, (BINARY, [varint(1) + b"x"])),
+        (4, I32, 2),  # GZIP
+        (5, I64, values),
+        (6, I64, len(page_header) + len(plain)),
+        (7, I64, len(chunk)),
+        (9, I64, 4),
+    )
+    column_chunk = thrift_struct((2, I64, 4), (3, STRUCT, column_meta))
+    row_group = thrift_struct(
+        (1, LIST, (STRUCT, [column_chunk])), (2, I64, len(plain)), (3, I64, values)
+    )
+    root = thrift_struct(
+        (4, BINARY, b"schema"), (5, I32, claim_children if claim_children is not None else 1)
+    )
+    column = thrift_struct((1, I32, 1), (3, I32, 0), (4, BINARY, b"x"))
+    footer = thrift_struct(
+        (1, I32, 1),
+        (2, LIST, (STRUCT, [root, column])),
+        (3, I64, values),
+        (4, LIST, (STRUCT, [row_group])),
+    )
+    return b"PAR1" + chunk + footer + struct.pack("<I", len(footer)) + b"PAR1"
+
+
+# --- protobuf (ORC) ----------------------------------------------------------
+
+
+def proto_field(number: int, value: int | bytes) -> bytes:
+    if isinstance(value, int):
+        return varint(number << 3) + varint(value)
+    return varint((number << 3) | 2) + varint(len(value)) + value
+
+
+def orc_type(kind: int, subtypes: list[int] = (), names: list[bytes] = (), **ints: int) -> bytes:
+    out = proto_field(1, kind)
+    if subtypes:
+        out += proto_field(2, b"".join(varint(s) for s in subtypes))
+    for name in names:
+        out += proto_field(3, name)
+    for number, value in (("precision", 5), ("scale", 6)):
+        if number in ints:
+            out += proto_field(value, ints[number])
+    return out
+
+
+STRUCT_KIND, LONG_KIND, DECIMAL_KIND = 12, 4, 14
+
+
+def orc_file(types: list[bytes] | None = None) -> bytes:
+    """An ORC file without rows (no stripes): by default a struct with one
+    bigint column `a`; `types` replaces the footer's type list."""
+    if types is None:
+        types = [orc_type(STRUCT_KIND, [1], [b"a"]), orc_type(LONG_KIND)]
+    footer = proto_field(1, 3) + proto_field(2, 3)
+    for t in types:
+        footer += proto_field(4, t)
+    footer += proto_field(6, 0)
+    postscript = (
+        proto_field(1, len(footer))
+        + proto_field(2, 0)  # compression NONE
+        + proto_field(4, varint(0) + varint(12))  # version 0.12, packed
+        + proto_field(5, 0)  # metadata length
+        + proto_field(8000, b"ORC")
+    )
+    return b"ORC" + footer + postscript + bytes([len(postscript)])

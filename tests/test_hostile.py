@@ -1,0 +1,176 @@
+"""Hostile and damaged input (issue 16): files whose footers and page
+headers lie, a short seeded pass of the mutation fuzzer, and the edge cases
+found by trying fastingest as a new user would."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.orc as orc
+import pyarrow.parquet as pq
+import pytest
+
+import fastingest
+from devtools import fuzz, hostile
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def read_limited(path: Path, call: str, memory_mib: int = 512) -> dict:
+    """`fastingest.<call>(path)` in a fresh process whose address space may
+    grow by `memory_mib` after start-up: an allocation of what a lying
+    header claims kills it (the test then fails on the exit code)."""
+    code = f"""
+import json, sys
+import fastingest
+from devtools.fuzz import limit_memory
+limit_memory({memory_mib})
+try:
+    fastingest.{call}({str(path)!r})
+    print(json.dumps({{"ok": True}}))
+except fastingest.FastIngestError as e:
+    print(json.dumps({{"ok": False, "type": type(e).__name__, "message": str(e)}}))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
+    assert done.returncode == 0, (
+        f"{call} on {path.name} died ({done.returncode}): {done.stderr[-3000:]}"
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_hand_written_files_are_honest(tmp_path):
+    # The builders' unlying files read the same in pyarrow and fastingest,
+    # so a lie is the only thing wrong with the hostile ones.
+    path = tmp_path / "honest.parquet"
+    path.write_bytes(hostile.parquet_file(values=1000))
+    assert pq.read_table(path)["x"].to_pylist() == list(range(1000))
+    assert fastingest.read_parquet(str(path)).equals(pq.read_table(path))
+    orc_path = tmp_path / "honest.orc"
+    orc_path.write_bytes(hostile.orc_file())
+    assert orc.read_table(orc_path).schema.names == ["a"]
+    assert fastingest.read_orc(str(orc_path)).schema.field("a").type == pa.int64()
+
+
+@pytest.mark.parametrize("call", ["read_parquet", "read_chunks", "metadata", "iter_batches"])
+def test_footer_claiming_a_billion_columns_fails_before_allocating(tmp_path, call):
+    path = tmp_path / "children.parquet"
+    path.write_bytes(hostile.parquet_file(claim_children=1 << 30))
+    got = read_limited(path, call if call != "iter_batches" else "read_parquet")
+    assert got["type"] == "CorruptFileError", got
+    assert "children.parquet" in got["message"] and "children" in got["message"].split(":", 1)[1]
+
+
+def test_page_claiming_two_gib_fails_before_allocating(tmp_path):
+    path = tmp_path / "page.parquet"
+    path.write_bytes(hostile.parquet_file(values=1000, claim_uncompressed=(1 << 31) - 1))
+    got = read_limited(path, "read_parquet")
+    assert got["type"] == "CorruptFileError", got
+    assert "page.parquet" in got["message"]
+    assert "more than the codec can produce" in got["message"]
+    # The byte range names where the page header is.
+    assert "(bytes 4.." in got["message"]
+
+
+@pytest.mark.parametrize(
+    "types, words",
+    [
+        # Type 0 lists itself: a cycle the schema builder would recurse into.
+        ([hostile.orc_type(hostile.STRUCT_KIND, [0], [b"a"])], "subtype 0"),
+        # A list of 5000 nested structs, each the next one's parent.
+        (
+            [hostile.orc_type(hostile.STRUCT_KIND, [i + 1], [b"s"]) for i in range(5000)]
+            + [hostile.orc_type(hostile.LONG_KIND)],
+            "deeper than",
+        ),
+        (
+            [
+                hostile.orc_type(hostile.STRUCT_KIND, [1], [b"d"]),
+                hostile.orc_type(hostile.DECIMAL_KIND, precision=0, scale=0),
+            ],
+            "precision 0",
+        ),
+        (
+            [
+                hostile.orc_type(hostile.STRUCT_KIND, [1], [b"a\0b"]),
+                hostile.orc_type(hostile.LONG_KIND),
+            ],
+            "NUL",
+        ),
+    ],
+)
+def test_orc_type_trees_that_are_not_trees_are_refused(tmp_path, types, words):
+    path = tmp_path / "types.orc"
+    path.write_bytes(hostile.orc_file(types))
+    for call in ("read_orc", "metadata"):
+        got = read_limited(path, call)
+        assert got["type"] == "CorruptFileError", got
+        assert "types.orc" in got["message"] and words in got["message"], got
+
+
+def test_short_seeded_fuzz_pass_finds_nothing(tmp_path):
+    report = fuzz.run(inputs=3000, seed=20261123, workers=2, quiet=True, out=tmp_path)
+    assert report.inputs == 3000
+    assert report.findings == [], json.dumps(report.findings[:5], indent=1)
+    # Both outcomes happen for every entry point: the pass reaches decoding,
+    # not only the footer checks.
+    for call in ("metadata", "read_parquet", "read_chunks", "read_orc", "read_orc_stripes"):
+        read, refused = report.outcomes[call]
+        assert read > 20 and refused > 20, (call, read, refused)
+
+
+def test_the_fuzzer_reports_what_goes_wrong(tmp_path, monkeypatch):
+    # A harness that cannot fail proves nothing: a call that raises a
+    # non-fastingest error is reported with the input that caused it.
+    path = tmp_path / "input.parquet"
+    path.write_bytes(b"PAR1" + b"\0" * 20 + b"PAR1")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("not a fastingest error")
+
+    monkeypatch.setattr(fastingest, "read_parquet", broken)
+    problems = fuzz.drive(path, "parquet")
+    assert [(p["call"], p["problem"]) for p in problems] == [
+        ("read_parquet", "builtins.RuntimeError")
+    ]
+    # The same input is generated from (seed, index) every time.
+    seeds = fuzz.write_seeds()
+    assert fuzz.input_of(seeds, 5, 17)[1] == fuzz.input_of(seeds, 5, 17)[1]
+    assert fuzz.input_of(seeds, 5, 17)[1] != fuzz.input_of(seeds, 5, 18)[1]
+
+
+def test_read_chunks_of_a_zero_row_row_group(tmp_path):
+    # pyarrow writes an empty table as one row group of no rows whose chunk
+    # is a dictionary page alone (data page offset 0).
+    path = tmp_path / "empty.parquet"
+    pq.write_table(pa.table({"s": pa.array([], pa.string()), "i": pa.array([], pa.int64())}), path)
+    chunks = fastingest.read_chunks(str(path))
+    assert len(chunks) == 0
+    rebuilt = pq.read_table(io.BytesIO(chunks.to_parquet_bytes()))
+    assert rebuilt.num_rows == 0 and rebuilt.schema.names == ["s", "i"]
+    assert fastingest.read_parquet(str(path)).num_rows == 0
+
+
+@pytest.mark.parametrize("rows", [0, 3])
+def test_dictionary_of_nulls_reads_as_null_like_pyarrow(tmp_path, rows):
+    # A dictionary-typed column of only nulls (what an empty or all-null
+    # categorical becomes): pyarrow reads it back as `null`; the decoder
+    # cannot build a dictionary of nulls (it used to fail with 3 rows).
+    path = tmp_path / "nulls.parquet"
+    nulls = pa.DictionaryArray.from_arrays(
+        pa.array([None] * rows, pa.int32()), pa.array([], pa.null())
+    )
+    inner = pa.StructArray.from_arrays([nulls, pa.array(range(rows), pa.int64())], ["d", "v"])
+    table = pa.table({"d": nulls, "i": pa.array(range(rows), pa.int32()), "s": inner})
+    pq.write_table(table, path)
+    want = pq.read_table(path)
+    got = fastingest.read_parquet(str(path))
+    assert got.schema.field("d").type == want.schema.field("d").type == pa.null()
+    assert got.equals(want)
+    assert fastingest.read_parquet(str(path), columns=["d"]).equals(want.select(["d"]))
