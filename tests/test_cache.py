@@ -323,7 +323,7 @@ def test_a_full_disk_degrades_to_uncached_reads(s3, tmp_path):
         )
 
 
-def test_an_unusable_directory_degrades_to_uncached_reads(s3, tmp_path):
+def test_an_unusable_directory_degrades_to_uncached_reads(s3, tmp_path, caplog):
     table = numeric_table(5_000)
     url = s3.put("nodir/t.parquet", parquet_bytes(table))
     blocker = tmp_path / "a-file"
@@ -333,6 +333,10 @@ def test_an_unusable_directory_degrades_to_uncached_reads(s3, tmp_path):
             url, storage_options=s3.options(), cache=str(blocker / "cache")
         )
     assert_tables_equal(got, table)
+    # The same warning reaches logging, for programs that collect logs.
+    logged = [r for r in caplog.records if r.name == "fastingest.cache"]
+    assert logged and "not usable" in logged[0].getMessage()
+    assert logged[0].levelname == "WARNING"
 
 
 def test_cache_is_private_and_holds_no_credentials(s3, tmp_path):

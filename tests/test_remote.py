@@ -227,7 +227,8 @@ def _put_fault_file(s3, table) -> tuple[str, bytes]:
         ("limit_data", {"bytes": 150_000}),
     ],
 )
-def test_faults_give_the_right_table_after_retries(s3, toxi, fault_table, kind, attributes):
+def test_faults_give_the_right_table_after_retries(s3, toxi, fault_table, kind, attributes, caplog):
+    caplog.set_level("INFO", logger="fastingest")
     url, _ = _put_fault_file(s3, fault_table)
     name = toxi.add_toxic("s3", kind, attributes)
     if kind == "reset_peer":
@@ -245,8 +246,16 @@ def test_faults_give_the_right_table_after_retries(s3, toxi, fault_table, kind, 
         url, storage_options=s3.options(proxied=True), config=cfg, stats=stats
     )
     assert_tables_equal(got, fault_table)
+    fastingest._fastingest._flush_logs()
+    retried = [r for r in caplog.records if r.name == "fastingest.retry"]
     if kind != "slicer":
         assert stats.retries > 0
+        # Each retry is a WARNING record naming the object and the bytes.
+        assert len(retried) == stats.retries
+        assert all(r.levelname == "WARNING" for r in retried)
+        assert "faults/" in retried[0].getMessage() and "retrying in" in retried[0].getMessage()
+    else:
+        assert retried == []
 
 
 def test_timeouts_end_in_a_clear_error(s3, toxi, fault_table):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import copyreg
+import logging
 import os
 import warnings
 from collections.abc import Iterator
@@ -51,8 +52,10 @@ from ._fastingest import start_read_orc as _start_read_orc
 from ._fastingest import start_read_parquet as _start_read_parquet
 from ._options import (
     ORC_KEYS,
+    ORC_READ_KEYS,
     ORC_STRIPE_KEYS,
     PARQUET_KEYS,
+    PARQUET_READ_KEYS,
     STORE_KEYS,
     CacheArg,
     Filters,
@@ -60,15 +63,18 @@ from ._options import (
     OrcMetadata,
     OrcOptions,
     OrcPlan,
+    OrcReadOptions,
     OrcStripe,
     OrcStripeOptions,
     ParquetMetadata,
     ParquetOptions,
     ParquetPlan,
+    ParquetReadOptions,
     Source,
     StoreOptions,
     read_args,
 )
+from ._progress import reporting as _reporting
 from .exceptions import (
     CacheWarning,
     ColumnNotFoundError,
@@ -150,11 +156,20 @@ copyreg.pickle(
 )
 
 
+# Records under "fastingest": "fastingest.retry" (WARNING: a request failed
+# and is tried again), "fastingest.request" (INFO: a request took over 10 s),
+# "fastingest.cache" (WARNING: what CacheWarning says). Nothing is printed
+# unless the program configures logging.
+logging.getLogger("fastingest").addHandler(logging.NullHandler())
+_cache_log = logging.getLogger("fastingest.cache")
+
+
 def _warn_cache(cache: Cache | None, stacklevel: int = 3) -> None:
     """Re-raises what the cache reported (full disk, unwritable directory,
     damaged entries) as :class:`CacheWarning`; the read itself succeeded."""
     if cache is not None:
         for message in cache._take_warnings():
+            _cache_log.warning("%s", message)
             warnings.warn(message, CacheWarning, stacklevel=stacklevel)
 
 
@@ -187,6 +202,10 @@ _OPTIONS_DOC = """
     - ``stats``: a :class:`ReadStats` the read adds its counters to.
     - ``cache``: a :class:`Cache`, a cache directory, or ``False``; by default
       the cache ``FASTINGEST_CACHE_DIR`` names, if any.
+    - ``progress`` (``read_parquet``, ``read_orc``, ``read_chunks``): a
+      progress bar (tqdm) of bytes planned vs fetched; ``True`` anywhere,
+      ``False`` never, by default on a terminal once the read takes 2 s
+      (``FASTINGEST_PROGRESS=1``/``0`` changes the default).
 
     The GIL is released for the whole read; Ctrl-C cancels it.
 """
@@ -199,7 +218,7 @@ def _documented(fn: Any) -> Any:
 
 
 @_documented
-def read_parquet(source: Source, **options: Unpack[ParquetOptions]) -> pa.Table:
+def read_parquet(source: Source, **options: Unpack[ParquetReadOptions]) -> pa.Table:
     """Read Parquet into a :class:`pyarrow.Table` equal to
     ``pyarrow.parquet.read_table`` with the same arguments (schema with its
     metadata, rows, order).
@@ -208,8 +227,8 @@ def read_parquet(source: Source, **options: Unpack[ParquetOptions]) -> pa.Table:
     ``http(s)://`` or ``memory://`` URL, a glob of those, or a list of any of these;
     several files are read in parallel and joined in source order.
     """
-    args = _args("read_parquet", dict(options), PARQUET_KEYS)
-    with _cache_warnings(args):
+    args = _args("read_parquet", dict(options), PARQUET_READ_KEYS)
+    with _cache_warnings(args), _reporting(args, options.get("progress"), "read_parquet"):
         return _read_parquet(source, args)
 
 
@@ -227,9 +246,11 @@ def iter_batches(source: Source, **options: Unpack[ParquetOptions]) -> BatchStre
     same batches, in the same order, as the table holds): every footer is read
     first (the schema is known and checked across files), then each row
     group's batches are handed over as soon as they are decoded, while later
-    bytes are still being fetched. A slow consumer holds the read back (a few
-    batches and two files ahead), so a dataset larger than memory can be
-    streamed. Closing the stream (or dropping it) stops the read."""
+    bytes are still being fetched. A slow consumer holds the read back: the
+    row groups fetched or decoded but not yet handed over stay within the
+    config's ``memory_budget`` (plus a few batches), so a file or dataset
+    larger than memory can be streamed. Closing the stream (or dropping it)
+    stops the read."""
     args = _args("iter_batches", dict(options), PARQUET_KEYS)
     with _cache_warnings(args):
         return _iter_batches(source, args)
@@ -254,7 +275,7 @@ def read_chunks(
     staging_size: int | None = None,
     staging_buffers: int | None = None,
     streams: int | None = None,
-    **options: Unpack[ParquetOptions],
+    **options: Unpack[ParquetReadOptions],
 ) -> ChunkSet | DeviceChunkSet:
     """The raw column chunks a read selects (compressed and encoded, exactly
     the file's bytes) with their metadata, fetched with the same plan,
@@ -267,8 +288,8 @@ def read_chunks(
     the network, through ``staging_buffers`` pinned buffers of
     ``staging_size`` bytes (default 4 x 8 MiB) on ``streams`` copy streams
     (default 2), and a :class:`DeviceChunkSet` is returned."""
-    args = _args("read_chunks", dict(options), PARQUET_KEYS)
-    with _cache_warnings(args):
+    args = _args("read_chunks", dict(options), PARQUET_READ_KEYS)
+    with _cache_warnings(args), _reporting(args, options.get("progress"), "read_chunks"):
         return _read_chunks(source, args, device, staging_size, staging_buffers, streams)
 
 
@@ -313,13 +334,19 @@ async def _run_async(start: Any, source: Any, args: dict[str, Any]) -> pa.Table:
     def done(ok: bool, value: Any) -> None:
         loop.call_soon_threadsafe(settle, ok, value)
 
-    start(done, source, args)
-    with _cache_warnings(args):
-        return await future
+    pending = start(done, source, args)
+    try:
+        with _cache_warnings(args):
+            return await future
+    except asyncio.CancelledError:
+        # The awaiting task was cancelled (a timeout, a TaskGroup): so is
+        # the read, its requests dropped and its memory freed.
+        pending.cancel()
+        raise
 
 
 @_documented
-def read_orc(source: Source, **options: Unpack[OrcOptions]) -> pa.Table:
+def read_orc(source: Source, **options: Unpack[OrcReadOptions]) -> pa.Table:
     """Read ORC into a :class:`pyarrow.Table` equal to ``pyarrow.orc.read_table``
     with the same ``columns`` (returned in file order, as pyarrow does).
 
@@ -330,8 +357,8 @@ def read_orc(source: Source, **options: Unpack[OrcOptions]) -> pa.Table:
     stripe indices (a single file only). ``filters`` skip the stripes whose
     statistics rule them out (integer and date columns) and keep the
     matching rows; their columns need not be among ``columns``."""
-    args = _args("read_orc", dict(options), ORC_KEYS)
-    with _cache_warnings(args):
+    args = _args("read_orc", dict(options), ORC_READ_KEYS)
+    with _cache_warnings(args), _reporting(args, options.get("progress"), "read_orc"):
         return _read_orc(source, args)
 
 
@@ -439,11 +466,13 @@ __all__ = [
     "NotFoundError",
     "OrcMetadata",
     "OrcOptions",
+    "OrcReadOptions",
     "OrcPlan",
     "OrcStripe",
     "OrcStripeOptions",
     "ParquetMetadata",
     "ParquetOptions",
+    "ParquetReadOptions",
     "ParquetPlan",
     "PermissionDeniedError",
     "ReadStats",

@@ -1,4 +1,6 @@
-"""The ``fastingest`` command line: ``fastingest cache info | prune | clear``."""
+"""The ``fastingest`` command line: ``fastingest inspect FILE|URL`` (a Parquet
+or ORC file's schema, row groups or stripes, sizes, codecs and statistics,
+from its footer alone) and ``fastingest cache info | prune | clear``."""
 
 from __future__ import annotations
 
@@ -22,6 +24,22 @@ def _human(n: float) -> str:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fastingest", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
+    inspect = commands.add_parser(
+        "inspect",
+        help="a file's schema, row groups or stripes, sizes, codecs and statistics",
+        description="Reads only the footer (one request for a remote file).",
+    )
+    inspect.add_argument("source", help="a path or URL (s3://, gs://, az://, https://)")
+    inspect.add_argument("--format", choices=("parquet", "orc"), help="default: by name or content")
+    inspect.add_argument(
+        "-o",
+        "--storage-option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a storage option (e.g. -o region=us-east-1 -o skip_signature=true); repeatable",
+    )
+    inspect.add_argument("--json", action="store_true", help="print JSON")
     cache = commands.add_parser("cache", help="inspect and manage an on-disk cache")
     actions = cache.add_subparsers(dest="action", required=True)
     for name, text in (
@@ -57,6 +75,81 @@ def _print(result: dict[str, Any], as_json: bool) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "inspect":
+        return _inspect(args)
+    return _cache(args)
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from . import metadata
+    from .exceptions import FastIngestError
+
+    options: dict[str, str] = {}
+    for item in args.storage_option:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            print(f"fastingest: --storage-option wants KEY=VALUE, not {item!r}", file=sys.stderr)
+            return 2
+        options[key] = value
+    try:
+        found = metadata(args.source, format=args.format, storage_options=options or None)
+    except FastIngestError as e:
+        print(f"fastingest: {e}", file=sys.stderr)
+        return 1
+    files = found if isinstance(found, list) else [found]
+    if args.json:
+        described = [{**f, "schema": _schema_json(f["schema"])} for f in files]
+        print(json.dumps(described if isinstance(found, list) else described[0], default=str))
+        return 0
+    for i, file in enumerate(files):
+        if i:
+            print()
+        _print_file(file)
+    return 0
+
+
+def _schema_json(schema: Any) -> list[dict[str, Any]]:
+    return [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in schema]
+
+
+def _print_file(file: dict[str, Any]) -> None:
+    """A file's metadata as an indented report."""
+    fmt = file["format"]
+    print(f"{file.get('path') or file.get('location') or ''}")
+    head = {k: v for k, v in file.items() if not isinstance(v, list | dict) and k != "schema"}
+    for key, value in head.items():
+        print(f"  {key}: {value}")
+    print("  schema:")
+    for field in file["schema"]:
+        print(f"    {field.name}: {field.type}{'' if field.nullable else ' not null'}")
+    if fmt == "parquet":
+        for group in file["row_groups"]:
+            print(
+                f"  row group {group['index']}: {group['num_rows']} rows, "
+                f"{_human(group['compressed_size'])} compressed, "
+                f"{_human(group['total_byte_size'])} uncompressed"
+            )
+            for column in group["columns"]:
+                stats = column.get("statistics") or {}
+                shown = ", ".join(f"{k}={v}" for k, v in stats.items() if v is not None)
+                print(
+                    f"    {column['path']}: {column['codec']}, "
+                    f"{'/'.join(column['encodings'])}, {_human(column['compressed_size'])}"
+                    + (f"; {shown}" if shown else "")
+                )
+    else:
+        for stripe in file["stripes"]:
+            sizes = {k: v for k, v in stripe.items() if k.endswith("length")}
+            print(
+                f"  stripe {stripe.get('index', '')}: {stripe['num_rows']} rows at byte "
+                f"{stripe['offset']}, " + ", ".join(f"{k} {_human(v)}" for k, v in sizes.items())
+            )
+        for name, stats in (file.get("statistics") or {}).items():
+            shown = ", ".join(f"{k}={v}" for k, v in (stats or {}).items() if v is not None)
+            print(f"    {name}: {shown}")
+
+
+def _cache(args: argparse.Namespace) -> int:
     if not args.dir:
         print(
             "fastingest: no cache directory: pass --dir or set FASTINGEST_CACHE_DIR",

@@ -89,6 +89,21 @@ class ParquetOptions(StoreOptions, DatasetOptions, total=False):
     """Row-group indices into the file (a single file only)."""
 
 
+class ProgressOption(TypedDict, total=False):
+    """The keyword of the whole-table reads (``read_parquet``, ``read_orc``,
+    ``read_chunks``)."""
+
+    progress: bool | None
+    """A progress bar on stderr or in a notebook (tqdm): bytes planned vs
+    fetched, rate, requests, files. ``True``: shown anywhere (logs and CI
+    too); ``False``: never; ``None`` (default): on a terminal, once the read
+    has taken two seconds. ``FASTINGEST_PROGRESS=1``/``0`` sets the default."""
+
+
+class ParquetReadOptions(ParquetOptions, ProgressOption, total=False):
+    """The keywords of ``read_parquet`` and ``read_chunks``."""
+
+
 class ClusterOptions(StoreOptions, DatasetOptions, total=False):
     """The keywords ``fastingest.ray`` and ``fastingest.dask`` pass on to
     every task's read, besides ``columns`` and ``filters``."""
@@ -110,6 +125,10 @@ class OrcOptions(OrcStripeOptions, DatasetOptions, total=False):
 
     columns: Sequence[str] | None
     """Top-level names; returned in file order, as pyarrow's ORC reader does."""
+
+
+class OrcReadOptions(OrcOptions, ProgressOption, total=False):
+    """The keywords of ``read_orc``."""
 
 
 class Plan(TypedDict):
@@ -198,6 +217,8 @@ _DATASET_KEYS = tuple(DatasetOptions.__annotations__)
 PARQUET_KEYS = ("columns", "filters", "row_groups", *_DATASET_KEYS, *_STORE_KEYS)
 ORC_KEYS = ("columns", "filters", "stripes", *_DATASET_KEYS, *_STORE_KEYS)
 ORC_STRIPE_KEYS = ("filters", "stripes", *_STORE_KEYS)
+PARQUET_READ_KEYS = (*PARQUET_KEYS, "progress")
+ORC_READ_KEYS = (*ORC_KEYS, "progress")
 STORE_KEYS = _STORE_KEYS
 
 

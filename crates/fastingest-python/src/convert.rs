@@ -236,7 +236,10 @@ pub fn metadata_dict<'py>(
                 "logical_type",
                 descr.logical_type_ref().map(|l| format!("{l:?}")),
             )?;
-            cd.set_item("codec", c.compression().to_string())?;
+            cd.set_item(
+                "codec",
+                fastingest::parquet::chunks::codec_name(c.compression()),
+            )?;
             cd.set_item(
                 "encodings",
                 c.encodings().map(|e| e.to_string()).collect::<Vec<_>>(),

@@ -7,6 +7,7 @@ mod chunks;
 mod config;
 mod convert;
 mod errors;
+mod logs;
 mod run;
 mod stats;
 mod stream;
@@ -159,7 +160,7 @@ fn start_read(
     source: &Bound<'_, PyAny>,
     args: ReadArgs<'_>,
     format: Format,
-) -> PyResult<()> {
+) -> PyResult<run::PendingRead> {
     let sources = convert::sources(source)?;
     let options = args.into_options()?;
     run::spawn_with_callback(format.read(sources, options), callback, table_to_pyarrow)
@@ -182,7 +183,7 @@ fn start_read_parquet(
     callback: Py<PyAny>,
     source: &Bound<'_, PyAny>,
     args: ReadArgs<'_>,
-) -> PyResult<()> {
+) -> PyResult<run::PendingRead> {
     start_read(callback, source, args, Format::Parquet)
 }
 
@@ -279,7 +280,7 @@ fn start_read_orc(
     callback: Py<PyAny>,
     source: &Bound<'_, PyAny>,
     args: ReadArgs<'_>,
-) -> PyResult<()> {
+) -> PyResult<run::PendingRead> {
     start_read(callback, source, args, Format::Orc)
 }
 
@@ -474,10 +475,13 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     configure_allocator();
     quiet_caught_panics();
     m.add_function(wrap_pyfunction!(_allocator_purge_delay, m)?)?;
+    logs::install();
+    m.add_function(wrap_pyfunction!(logs::_flush_logs, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<PyConfig>()?;
     m.add_class::<PyReadStats>()?;
     m.add_class::<PyCache>()?;
+    m.add_class::<run::PendingRead>()?;
     m.add_function(wrap_pyfunction!(read_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(start_read_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(plan_parquet, m)?)?;

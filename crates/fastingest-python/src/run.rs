@@ -58,7 +58,7 @@ where
 /// Starts `fut` on the shared runtime and calls `callback(ok, value)` from a
 /// worker thread when it ends: `ok` is True with the value made by `finish`,
 /// or False with the exception.
-pub fn spawn_with_callback<T, F, C>(fut: F, callback: Py<PyAny>, finish: C) -> PyResult<()>
+pub fn spawn_with_callback<T, F, C>(fut: F, callback: Py<PyAny>, finish: C) -> PyResult<PendingRead>
 where
     T: Send + 'static,
     F: Future<Output = fastingest::Result<T>> + Send + 'static,
@@ -66,12 +66,27 @@ where
 {
     let rt = fastingest::runtime::shared()
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start the I/O runtime: {e}")))?;
+    // The read itself is a task of its own: cancelling aborts it (its
+    // requests dropped, its buffers freed) without the callback running.
+    let read = rt.spawn(fut);
+    let abort = read.abort_handle();
     rt.spawn(async move {
-        let result = fut.await;
+        // `None`: the read panicked (a bug; the decoders' panics are caught
+        // and named as corrupt files before they get here).
+        let result = match read.await {
+            Ok(result) => Some(result),
+            Err(e) if e.is_cancelled() => return,
+            Err(_) => None,
+        };
         // Taking the GIL may wait; do it off the I/O workers.
         let _ = tokio::task::spawn_blocking(move || {
             Python::attach(|py| {
-                let outcome = result.map_err(to_py).and_then(|v| finish(py, v));
+                let outcome = match result {
+                    Some(result) => result.map_err(to_py).and_then(|v| finish(py, v)),
+                    None => Err(PyRuntimeError::new_err(
+                        "fastingest read failed: the read task panicked",
+                    )),
+                };
                 let call = match outcome {
                     Ok(value) => callback.call1(py, (true, value)),
                     Err(err) => callback.call1(py, (false, err.into_value(py))),
@@ -83,5 +98,26 @@ where
         })
         .await;
     });
-    Ok(())
+    Ok(PendingRead { abort })
+}
+
+/// A read started for a coroutine (`read_parquet_async`): cancelling the
+/// awaiting task cancels the read.
+#[pyclass(name = "PendingRead", module = "fastingest._fastingest", frozen)]
+pub struct PendingRead {
+    abort: tokio::task::AbortHandle,
+}
+
+#[pymethods]
+impl PendingRead {
+    /// Stops the read: its requests are dropped and its memory freed; the
+    /// callback is not called.
+    fn cancel(&self) {
+        self.abort.abort();
+    }
+
+    /// Whether the read has ended (finished, failed or cancelled).
+    fn done(&self) -> bool {
+        self.abort.is_finished()
+    }
 }

@@ -66,21 +66,34 @@ impl<'a> Retry<'a> {
         }
     }
 
-    /// Runs one attempt under the request timeout, counting it.
+    /// Runs one attempt under the request timeout, counting it (and
+    /// logging it when it took longer than [`SLOW_REQUEST`]).
     pub(crate) async fn attempt<T>(
         &mut self,
         fut: impl Future<Output = Result<T, Failure>>,
     ) -> Result<T, Failure> {
         self.tries += 1;
         self.stats.add_request();
-        match tokio::time::timeout(self.config.request_timeout, fut).await {
+        let started = std::time::Instant::now();
+        let result = match tokio::time::timeout(self.config.request_timeout, fut).await {
             Ok(result) => result,
             Err(_) => Err(Failure::Transient {
                 detail: format!("no response within {:?}", self.config.request_timeout),
                 timed_out: true,
                 cause: None,
             }),
+        };
+        let took = started.elapsed();
+        if took >= SLOW_REQUEST {
+            log::info!(
+                target: "fastingest::request",
+                "{}: slow request: {} took {:.1} s",
+                self.location,
+                describe(&self.range),
+                took.as_secs_f64()
+            );
         }
+        result
     }
 
     /// After a failed attempt: sleeps and returns `Ok` when another attempt
@@ -111,10 +124,30 @@ impl<'a> Retry<'a> {
                     });
                 }
                 self.stats.add_retry();
-                tokio::time::sleep(backoff(self.config, self.tries)).await;
+                let delay = backoff(self.config, self.tries);
+                log::warn!(
+                    target: "fastingest::retry",
+                    "{}: {} failed (attempt {} of {}): {detail}; retrying in {:.2} s",
+                    self.location,
+                    describe(&self.range),
+                    self.tries,
+                    self.config.max_retries + 1,
+                    delay.as_secs_f64()
+                );
+                tokio::time::sleep(delay).await;
                 Ok(())
             }
         }
+    }
+}
+
+/// A request taking this long is logged (at INFO, `fastingest.request`).
+pub const SLOW_REQUEST: Duration = Duration::from_secs(10);
+
+fn describe(range: &Option<Range<u64>>) -> String {
+    match range {
+        Some(r) => format!("read of bytes {}..{}", r.start, r.end),
+        None => "request".into(),
     }
 }
 

@@ -303,7 +303,9 @@ fn chunk_metas(file_index: usize, file: &ChunkFile) -> Vec<ChunkMeta> {
     out
 }
 
-fn codec_name(c: Compression) -> &'static str {
+/// A codec's name as the format spells it (and pyarrow shows it): `ZSTD`, not
+/// the reader's `ZSTD(ZstdLevel(1))` (the level is the writer's, not in the file).
+pub fn codec_name(c: Compression) -> &'static str {
     match c {
         Compression::UNCOMPRESSED => "UNCOMPRESSED",
         Compression::SNAPPY => "SNAPPY",

@@ -2,6 +2,7 @@
 //! bytes arrive (decoding overlaps the fetch), the files joined in order.
 //! Also the two lighter calls: plans (metadata only) and metadata.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
@@ -13,6 +14,7 @@ use super::{check_single_file, concat, each_source, with_files, Format, Planned}
 use super::{ReadOptions, Table};
 use crate::error::Result;
 use crate::fetch::{await_spans, each_file, unit_spans, FetchedSpans, Fetcher};
+use crate::plan::FilePlan;
 use crate::source::Source;
 
 /// Reads `sources` (paths, URLs, globs) into one table.
@@ -83,22 +85,46 @@ pub(super) type UnitFuture = BoxFuture<'static, Result<Vec<RecordBatch>>>;
 /// unit that decodes it as soon as its spans are in, while later spans are
 /// still on the wire. Dropping every future stops the fetch.
 pub(super) fn start_units<F: Format>(fetcher: &Fetcher, file: &Arc<F::File>) -> Vec<UnitFuture> {
-    let plan = file.plan();
+    start_window::<F>(fetcher, file, 0..file.plan().units.len())
+}
+
+/// [`start_units`] for the units at `positions` of the file's plan alone (a
+/// plan of their own, so that no other unit's bytes are fetched).
+pub(super) fn start_window<F: Format>(
+    fetcher: &Fetcher,
+    file: &Arc<F::File>,
+    positions: Range<usize>,
+) -> Vec<UnitFuture> {
+    let whole = file.plan();
+    let window;
+    let plan = if positions == (0..whole.units.len()) {
+        whole
+    } else {
+        let config = fetcher.config();
+        window = FilePlan::new(
+            whole.location.clone(),
+            whole.file_size,
+            whole.units[positions.clone()].to_vec(),
+            config.hole_limit,
+            config.slice_size,
+        );
+        &window
+    };
     let (spans, abort_guards) = fetcher.start_with(file.source(), plan, file.known_bytes());
     let abort_guards = Arc::new(abort_guards);
     // Each unit holds the spans it needs; a span's bytes are freed as soon
     // as the last unit using it is decoded.
     plan.units
         .iter()
-        .enumerate()
-        .map(|(i, unit)| {
+        .zip(positions)
+        .map(|(unit, position)| {
             let needed = unit_spans(plan, &spans, unit);
             let (file, fetcher) = (Arc::clone(file), fetcher.clone());
             let guards = Arc::clone(&abort_guards);
             async move {
                 let _fetching = guards;
                 let fetched = FetchedSpans::new(await_spans(needed).await?);
-                decode_unit(file, i, F::UNIT, fetched, fetcher).await
+                decode_unit(file, position, F::UNIT, fetched, fetcher).await
             }
             .boxed()
         })

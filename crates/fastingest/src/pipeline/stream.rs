@@ -1,17 +1,19 @@
 //! Reads as a stream of batches: every file prepared first (the schema is
-//! known and checked), then each file's units decoded as their bytes arrive,
-//! with the next files' fetch already started. A slow consumer holds the
-//! read back: a few decoded batches and the files ahead are in memory, not
-//! the whole dataset.
+//! known and checked), then the units decoded as their bytes arrive, with
+//! the fetch of later units (of this file and the next) started ahead
+//! within the read's `memory_budget`. A slow consumer holds the read back:
+//! about `memory_budget` of fetched bytes and a few decoded batches are in
+//! memory, not the file or the dataset.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use futures::{stream, StreamExt};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Semaphore};
 
-use super::read::start_units;
+use super::read::start_window;
 use super::{prepare_all, Format, Planned, ReadOptions};
 use crate::error::Result;
 
@@ -34,12 +36,25 @@ impl futures::Stream for BatchStream {
     }
 }
 
-/// Files whose fetch starts ahead of the one being decoded.
-const FILES_AHEAD: usize = 2;
 /// Decoded batches waiting for the consumer.
 const BATCHES_AHEAD: usize = 4;
+/// Windows whose fetch may be started ahead of the one being decoded (the
+/// byte budget is the real bound; this keeps tiny windows from flooding the
+/// runtime).
+const WINDOWS_AHEAD: usize = 64;
+/// The largest window: consecutive units fetched as one plan (their small
+/// ranges coalesced across units).
+const MAX_WINDOW: u64 = 64 << 20;
 
 /// Reads `sources` as a stream of batches.
+///
+/// Each file's units are cut into windows of consecutive units (a quarter
+/// of `memory_budget`, at most [`MAX_WINDOW`]); a window's fetch starts
+/// when the bytes of the windows fetched but not yet handed over, its own
+/// included, fit in `memory_budget` (a window larger than that runs alone).
+/// So a slow consumer holds at most about `memory_budget` of fetched bytes,
+/// a few decoding units and [`BATCHES_AHEAD`] batches, whatever the files'
+/// sizes.
 pub(crate) async fn stream<F: Format>(
     sources: &[String],
     options: &ReadOptions,
@@ -49,28 +64,54 @@ pub(crate) async fn stream<F: Format>(
     let schema = Arc::clone(&unified.schema);
     let (tx, rx) = mpsc::channel(BATCHES_AHEAD);
     let cache = options.cache.clone();
+    let config = fetcher.config();
+    let window_bytes = (config.memory_budget / 4).clamp(config.slice_size.max(1), MAX_WINDOW);
+    let windows = windows_of::<F>(&prepared, window_bytes);
+    // The budget in KiB keeps the permit count within u32.
+    let budget_kib = (config.memory_budget / 1024).clamp(1, u32::MAX as u64 >> 4) as u32;
+    let budget = Arc::new(Semaphore::new(budget_kib as usize));
+    let decode_ahead = config.effective_decode_parallelism().max(1) * 2;
+
+    // Starts each window's fetch, in order, as the budget allows.
+    let (started_tx, started_rx) = mpsc::channel(WINDOWS_AHEAD);
+    let starter = {
+        let (fetcher, prepared) = (fetcher.clone(), prepared.clone());
+        tokio::spawn(async move {
+            for (f, positions, bytes) in windows {
+                let cost = bytes.div_ceil(1024).clamp(1, budget_kib as u64) as u32;
+                let Ok(permit) = Arc::clone(&budget).acquire_many_owned(cost).await else {
+                    return;
+                };
+                let units = start_window::<F>(&fetcher, &prepared[f], positions);
+                if started_tx.send((f, units, Arc::new(permit))).await.is_err() {
+                    return; // the stream is gone
+                }
+            }
+        })
+    };
     tokio::spawn(async move {
-        let files = stream::iter(prepared.into_iter().enumerate())
-            .map(|(i, file)| {
-                let units = start_units::<F>(&fetcher, &file);
-                let location = file.source().location().to_string();
-                async move { (i, location, units) }
+        let _starter = AbortOnDrop(starter);
+        // Every unit carries its window's permit: the window's budget comes
+        // back when its last unit's batches are handed over.
+        let started = stream::unfold(started_rx, |mut rx| async move {
+            rx.recv().await.map(|window| (window, rx))
+        });
+        let mut units = started
+            .flat_map(|(f, units, permit)| {
+                stream::iter(units.into_iter().map(move |unit| {
+                    let permit = Arc::clone(&permit);
+                    async move { (f, unit.await, permit) }
+                }))
             })
-            .buffered(FILES_AHEAD);
-        let mut batches = files
-            .flat_map(|(i, location, units)| {
-                let n = units.len().max(1);
-                stream::iter(units)
-                    .buffered(n)
-                    .map(move |unit| (i, location.clone(), unit))
-            })
+            .buffered(decode_ahead)
             .boxed();
-        while let Some((i, location, unit)) = batches.next().await {
+        while let Some((f, unit, permit)) = units.next().await {
+            let location = prepared[f].source().location();
             let result = unit.and_then(|bs| {
                 bs.into_iter()
                     .map(|b| {
                         fetcher.stats().add_rows(b.num_rows() as u64);
-                        unified.conform(i, b, &location)
+                        unified.conform(f, b, location)
                     })
                     .collect::<Result<Vec<_>>>()
             });
@@ -87,6 +128,7 @@ pub(crate) async fn stream<F: Format>(
                     return;
                 }
             }
+            drop(permit);
         }
         if let Some(cache) = &cache {
             cache.flush_counters();
@@ -96,4 +138,41 @@ pub(crate) async fn stream<F: Format>(
         schema,
         batches: rx,
     })
+}
+
+/// Each file's units cut into runs of consecutive units of up to
+/// `window_bytes` to fetch (a larger unit is a run alone): `(file, unit
+/// positions, bytes to fetch)`, in file and unit order.
+fn windows_of<F: Format>(
+    files: &[Arc<F::File>],
+    window_bytes: u64,
+) -> Vec<(usize, Range<usize>, u64)> {
+    let mut windows = Vec::new();
+    for (f, file) in files.iter().enumerate() {
+        let units = &file.plan().units;
+        let mut start = 0;
+        let mut bytes = 0u64;
+        for (position, unit) in units.iter().enumerate() {
+            let size: u64 = unit.ranges.iter().map(|r| r.end - r.start).sum();
+            if position > start && bytes + size > window_bytes {
+                windows.push((f, start..position, bytes));
+                start = position;
+                bytes = 0;
+            }
+            bytes += size;
+        }
+        if start < units.len() {
+            windows.push((f, start..units.len(), bytes));
+        }
+    }
+    windows
+}
+
+/// Aborts a spawned task when dropped (the stream's reader is gone).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }

@@ -10,16 +10,14 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use futures::{stream, FutureExt, StreamExt};
+use futures::{stream, StreamExt};
 use tokio::sync::{mpsc, Semaphore};
 
-use super::decode::decode_unit;
-use super::read::UnitFuture;
+use super::read::{start_window, UnitFuture};
 use super::{prepare_all, BatchStream, Format, Planned, ReadOptions};
 use crate::dataset::DatasetSchema;
 use crate::error::{Error, Result};
-use crate::fetch::{await_spans, unit_spans, FetchedSpans, Fetcher};
-use crate::plan::FilePlan;
+use crate::fetch::Fetcher;
 
 /// One unit of a dataset opened for reading by unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -284,22 +282,6 @@ impl<F: Format> Inner<F> {
 /// Fetches the spans of one unit of a prepared file (a plan of its own, so
 /// that no other unit's bytes are fetched) and decodes it.
 fn start_unit<F: Format>(fetcher: &Fetcher, file: &Arc<F::File>, position: usize) -> UnitFuture {
-    let whole = file.plan();
-    let config = fetcher.config();
-    let plan = FilePlan::new(
-        whole.location.clone(),
-        whole.file_size,
-        vec![whole.units[position].clone()],
-        config.hole_limit,
-        config.slice_size,
-    );
-    let (spans, abort_guards) = fetcher.start_with(file.source(), &plan, file.known_bytes());
-    let needed = unit_spans(&plan, &spans, &plan.units[0]);
-    let (file, fetcher) = (Arc::clone(file), fetcher.clone());
-    async move {
-        let _fetching = abort_guards;
-        let fetched = FetchedSpans::new(await_spans(needed).await?);
-        decode_unit(file, position, F::UNIT, fetched, fetcher).await
-    }
-    .boxed()
+    let mut one = start_window::<F>(fetcher, file, position..position + 1);
+    one.pop().expect("a window of one unit has one future")
 }
