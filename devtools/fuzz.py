@@ -463,6 +463,10 @@ def worker(args: argparse.Namespace) -> None:
             finding = {"index": index, "seed": seed.name, "mutations": applied, **problem}
             out.write("F " + json.dumps(finding) + "\n")
             out.flush()
+        if index % 1000 == 999:
+            # Counts so far, so that a worker that dies later loses few.
+            out.write("S " + json.dumps(OUTCOMES) + "\n")
+            OUTCOMES.clear()
     out.write("S " + json.dumps(OUTCOMES) + "\n")
     out.write("done\n")
     out.flush()

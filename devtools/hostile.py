@@ -59,11 +59,17 @@ def thrift_struct(*fields: tuple[int, int, object]) -> bytes:
 
 
 def parquet_file(
-    values: int = 1000, claim_uncompressed: int | None = None, claim_children: int | None = None
+    values: int = 1000,
+    claim_uncompressed: int | None = None,
+    claim_children: int | None = None,
+    claim_width: int | None = None,
 ) -> bytes:
     """One required INT32 column `x` = 0..values-1 in one gzip data page.
     `claim_uncompressed`: the page header's uncompressed size instead of the
-    real one; `claim_children`: the root schema element's child count."""
+    real one; `claim_children`: the root schema element's child count;
+    `claim_width`: the column as FIXED_LEN_BYTE_ARRAY of that width (its
+    4-byte values are a valid FIXED_LEN_BYTE_ARRAY(4) column)."""
+    physical = 1 if claim_width is None else 7  # INT32 or FIXED_LEN_BYTE_ARRAY
     plain = struct.pack(f"<{values}i", *range(values))
     packer = zlib.compressobj(wbits=31)  # gzip framing, as Parquet's GZIP
     compressed = packer.compress(plain) + packer.flush()
@@ -75,7 +81,7 @@ def parquet_file(
     )
     chunk = page_header + compressed
     column_meta = thrift_struct(
-        (1, I32, 1),  # INT32
+        (1, I32, physical),
         (2, LIST, (I32, [varint(zigzag(0))])),  # PLAIN
         (3, LIST, (BINARY, [varint(1) + b"x"])),
         (4, I32, 2),  # GZIP
@@ -91,7 +97,12 @@ def parquet_file(
     root = thrift_struct(
         (4, BINARY, b"schema"), (5, I32, claim_children if claim_children is not None else 1)
     )
-    column = thrift_struct((1, I32, 1), (3, I32, 0), (4, BINARY, b"x"))
+    if claim_width is None:
+        column = thrift_struct((1, I32, physical), (3, I32, 0), (4, BINARY, b"x"))
+    else:
+        column = thrift_struct(
+            (1, I32, physical), (2, I32, claim_width), (3, I32, 0), (4, BINARY, b"x")
+        )
     footer = thrift_struct(
         (1, I32, 1),
         (2, LIST, (STRUCT, [root, column])),

@@ -78,6 +78,21 @@ def test_page_claiming_two_gib_fails_before_allocating(tmp_path):
     assert "(bytes 4.." in got["message"]
 
 
+def test_fixed_width_claiming_a_gigabyte_per_value_fails_before_allocating(tmp_path):
+    honest = tmp_path / "fixed4.parquet"
+    honest.write_bytes(hostile.parquet_file(values=100, claim_width=4))
+    assert fastingest.read_parquet(str(honest)).equals(pq.read_table(honest))
+    # 1000 values of 2^30 bytes: the decoder would reserve a terabyte (the
+    # fuzzer's input 20261123:718638 aborted the process).
+    path = tmp_path / "fixed.parquet"
+    path.write_bytes(hostile.parquet_file(values=1000, claim_width=1 << 30))
+    for call in ("read_parquet", "metadata"):
+        got = read_limited(path, call)
+        assert got["type"] == "CorruptFileError", got
+        assert "fixed.parquet" in got["message"]
+        assert "fixed-length values of 1073741824 bytes" in got["message"]
+
+
 @pytest.mark.parametrize(
     "types, words",
     [

@@ -126,6 +126,10 @@ def test_soak_with_resets_and_cut_bodies_levels_off(s3, toxi):
     early_fds = max(s[2] for s in samples[: len(samples) - len(third) + 1])
     late_rss = max(s[1] for s in third)
     late_fds = max(s[2] for s in third)
+    print(
+        f"soak: {reads} reads, {retries} retries; peak RSS {early_rss >> 20} MiB in the "
+        f"first third, {late_rss >> 20} MiB after; descriptors {early_fds} then {late_fds}"
+    )
     # Level: after the first third, neither grows by more than noise.
     assert late_rss - early_rss < 64 << 20, (early_rss, late_rss)
     assert late_fds - early_fds <= 8, (early_fds, late_fds)

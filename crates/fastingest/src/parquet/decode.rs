@@ -90,7 +90,7 @@ pub(crate) fn decode_row_group(
         ParquetRecordBatchStreamBuilder::new_with_metadata(reader, file.reader_metadata.clone())
             .with_projection(file.projection.mask.clone())
             .with_row_groups(vec![rg])
-            .with_batch_size(num_rows.clamp(1, 1 << 20) as usize);
+            .with_batch_size(batch_rows(file, num_rows));
     if let Some(selection) = file.selections[unit].clone() {
         builder = builder.with_row_selection(selection);
     }
@@ -115,6 +115,29 @@ pub(crate) fn decode_row_group(
         }),
     }
 }
+
+/// Rows per decoded batch: the whole row group (up to 2^20 rows), fewer
+/// when fixed-length columns are wide, since the decoder reserves rows ×
+/// width for them up front (at most [`BATCH_FIXED_BYTES`] a batch).
+fn batch_rows(file: &PreparedFile, num_rows: i64) -> usize {
+    let descr = file
+        .reader_metadata
+        .metadata()
+        .file_metadata()
+        .schema_descr();
+    let widest = (0..descr.num_columns())
+        .filter(|&l| file.projection.mask.leaf_included(l))
+        .map(|l| descr.column(l))
+        .filter(|c| c.physical_type() == parquet::basic::Type::FIXED_LEN_BYTE_ARRAY)
+        .map(|c| c.type_length().max(1) as i64)
+        .max()
+        .unwrap_or(1);
+    let by_width = (BATCH_FIXED_BYTES / widest).max(1);
+    num_rows.clamp(1, (1 << 20).min(by_width)) as usize
+}
+
+/// The most bytes a batch's widest fixed-length column may take.
+const BATCH_FIXED_BYTES: i64 = 256 << 20;
 
 /// The text of a caught panic.
 pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

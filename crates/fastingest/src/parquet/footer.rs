@@ -183,12 +183,36 @@ pub async fn read_footer(
     })
 }
 
+/// The widest fixed-length value read (`FIXED_LEN_BYTE_ARRAY`'s
+/// `type_length`): 64 MiB.
+pub(crate) const MAX_FIXED_WIDTH: i32 = 64 << 20;
+
 /// Every column chunk must lie between the leading magic and the footer,
 /// with its data page inside it: the offsets come from the file and may say
 /// anything, and everything after this (planning, `byte_range`, decoding)
 /// relies on them. A chunk without values (a zero-row row group) may leave
 /// its data page offset unset.
 fn check_chunk_ranges(location: &str, metadata: &ParquetMetaData, data_end: u64) -> Result<()> {
+    // The decoder reserves rows × width for fixed-length values: a width no
+    // real column has is refused (the widest batch is then bounded too,
+    // see `decode::batch_rows`).
+    for column in metadata.file_metadata().schema_descr().columns() {
+        if column.physical_type() == parquet::basic::Type::FIXED_LEN_BYTE_ARRAY
+            && !(0..=MAX_FIXED_WIDTH).contains(&column.type_length())
+        {
+            return Err(Error::Corrupt {
+                location: location.to_string(),
+                range: None,
+                detail: format!(
+                    "column {} claims fixed-length values of {} bytes each (at most {} are read)",
+                    column.path(),
+                    column.type_length(),
+                    MAX_FIXED_WIDTH
+                ),
+                cause: None,
+            });
+        }
+    }
     for (rg, group) in metadata.row_groups().iter().enumerate() {
         if group.num_rows() < 0 {
             return Err(Error::Corrupt {
