@@ -54,7 +54,9 @@ def reporting(args: dict[str, Any], progress: Any, description: str) -> Iterator
     """Shows the progress of the read made inside the block with `args`
     (whose ``stats`` it fills in when the caller passed none)."""
     wanted = _wanted(progress)
-    if wanted is False:
+    # Off a terminal the default draws nothing: decided before importing
+    # tqdm (tens of milliseconds a process's first read would pay).
+    if wanted is False or (wanted is None and not sys.stderr.isatty()):
         yield
         return
     try:
@@ -62,9 +64,6 @@ def reporting(args: dict[str, Any], progress: Any, description: str) -> Iterator
     except ImportError as e:
         if wanted:
             raise InvalidArgumentError("progress=True needs tqdm: pip install tqdm") from e
-        yield
-        return
-    if wanted is None and not sys.stderr.isatty():
         yield
         return
     if args.get("stats") is None:
