@@ -258,6 +258,41 @@ def test_faults_give_the_right_table_after_retries(s3, toxi, fault_table, kind, 
         assert retried == []
 
 
+_LOG_AT_EXIT_CHILD = """
+import json, logging, sys
+import fastingest
+logging.basicConfig(level="WARNING", format="%(name)s|%(message)s")
+url, options = sys.argv[1], json.loads(sys.argv[2])
+config = fastingest.Config(max_retries=2, retry_backoff=0.01, retry_backoff_max=0.02)
+try:
+    fastingest.read_parquet(url, storage_options=options, config=config)
+except fastingest.RemoteIOError:
+    print("failed")
+"""
+
+
+def test_retry_records_reach_logging_before_the_program_exits(s3, toxi, fault_table):
+    import json
+    import subprocess
+    import sys
+
+    url, _ = _put_fault_file(s3, fault_table)
+    toxi.add_toxic("s3", "reset_peer", {"timeout": 0})
+    done = subprocess.run(
+        [sys.executable, "-c", _LOG_AT_EXIT_CHILD, url, json.dumps(s3.options(proxied=True))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.strip() == "failed", done.stderr[-2000:]
+    # A short-lived program that configures logging sees each retry (2 per
+    # request) on its handler, the records forwarded from the runtime's
+    # threads (and flushed at exit).
+    retries = [line for line in done.stderr.splitlines() if line.startswith("fastingest.retry|")]
+    assert len(retries) >= 2, done.stderr[-2000:]
+    assert "faults/n.parquet" in retries[0]
+
+
 def test_timeouts_end_in_a_clear_error(s3, toxi, fault_table):
     url, _ = _put_fault_file(s3, fault_table)
     toxi.add_toxic("s3", "timeout", {"timeout": 0})  # swallow everything, never answer

@@ -11,6 +11,7 @@ All I/O and decoding run in Rust with the GIL released.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import copyreg
 import logging
 import os
@@ -34,6 +35,7 @@ from ._fastingest import (
     DeviceChunkSet,
     ReadStats,
     __version__,
+    _flush_logs,
     cuda_available,
     cuda_device_count,
 )
@@ -162,6 +164,10 @@ copyreg.pickle(
 # unless the program configures logging.
 logging.getLogger("fastingest").addHandler(logging.NullHandler())
 _cache_log = logging.getLogger("fastingest.cache")
+# Records still queued when the program ends (the retries of a read that
+# then failed) reach the handlers before they are closed: atexit runs
+# before logging's own shutdown, which registered earlier.
+atexit.register(_flush_logs)
 
 
 def _warn_cache(cache: Cache | None, stacklevel: int = 3) -> None:

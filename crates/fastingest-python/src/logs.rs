@@ -116,10 +116,18 @@ pub fn install() {
 /// (tests, and programs about to exit).
 #[pyfunction]
 pub fn _flush_logs(py: Python<'_>) {
+    // Nothing logged in this process yet: nothing to wait for.
+    let queue = {
+        let slot = QUEUE_OF_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.as_ref() {
+            Some((owner, tx)) if *owner == std::process::id() => tx.clone(),
+            _ => return,
+        }
+    };
     // Without the GIL: the forwarder needs it to empty the queue.
     py.detach(|| {
         let (tx, rx) = sync_channel(1);
-        if sender().send(Message::Flush(tx)).is_ok() {
+        if queue.send(Message::Flush(tx)).is_ok() {
             let _ = rx.recv_timeout(std::time::Duration::from_secs(10));
         }
     });
