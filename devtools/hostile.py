@@ -10,25 +10,11 @@ from __future__ import annotations
 import struct
 import zlib
 
+from .fuzz import varint, zigzag
+
 # --- Thrift compact protocol (Parquet) ----------------------------------------
 
 I32, I64, BINARY, LIST, STRUCT = 5, 6, 8, 9, 12
-
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def zigzag(value: int) -> int:
-    return (value << 1) ^ (value >> 63)
 
 
 def thrift_struct(*fields: tuple[int, int, object]) -> bytes:

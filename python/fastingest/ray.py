@@ -210,11 +210,12 @@ def read_parquet(
     :func:`fastingest.read_parquet`) as a ``ray.data.Dataset``.
 
     ``override_num_blocks=n`` asks for n read tasks (fewer when the data has
-    fewer row groups); by default Ray chooses from the cluster and the
-    data's size. ``concurrency`` and ``ray_remote_args`` go to
-    ``ray.data.read_datasource``. Tasks carry ``storage_options`` to the
-    workers (never into logs or reprs); a ``cache`` must be a directory on
-    each node (a local disk), shared by that node's workers."""
+    fewer row groups); by default two per cluster CPU (more when a task
+    would pass 1 GiB decoded), never more than Ray asks for.
+    ``concurrency`` and ``ray_remote_args`` go to ``ray.data.read_datasource``.
+    Tasks carry ``storage_options`` to the workers (never into logs or
+    reprs); a ``cache`` must be a directory on each node (a local disk),
+    shared by that node's workers."""
     return _read(
         "fastingest.ray.read_parquet",
         "parquet",

@@ -139,6 +139,55 @@ impl Format {
             Format::Orc => fastingest::orc::read_orc(&sources, &options).await,
         }
     }
+
+    async fn stream(
+        self,
+        sources: Vec<String>,
+        options: ReadOptions,
+    ) -> fastingest::Result<fastingest::BatchStream> {
+        match self {
+            Format::Parquet => pq::stream_parquet(&sources, &options).await,
+            Format::Orc => fastingest::stream_orc(&sources, &options).await,
+        }
+    }
+
+    async fn open_units(
+        self,
+        sources: Vec<String>,
+        options: ReadOptions,
+    ) -> fastingest::Result<fastingest::Units> {
+        match self {
+            Format::Parquet => fastingest::open_parquet_units(&sources, &options).await,
+            Format::Orc => fastingest::open_orc_units(&sources, &options).await,
+        }
+    }
+}
+
+/// A read's batches as they are decoded (the GIL released while the
+/// footers are read).
+fn stream_batches(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    args: ReadArgs<'_>,
+    format: Format,
+) -> PyResult<stream::PyBatchStream> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    let batches = run::block_on(py, format.stream(sources, options))?;
+    Ok(stream::PyBatchStream::new(batches))
+}
+
+/// A dataset opened for reading by unit (footers only).
+fn open_units(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    args: ReadArgs<'_>,
+    format: Format,
+) -> PyResult<units::PyUnits> {
+    let sources = convert::sources(source)?;
+    let options = args.into_options()?;
+    let reader = run::block_on(py, format.open_units(sources, options))?;
+    Ok(units::PyUnits::new(reader))
 }
 
 /// Reads a table with the GIL released and hands it to pyarrow.
@@ -359,13 +408,7 @@ fn iter_batches(
     source: &Bound<'_, PyAny>,
     args: ReadArgs<'_>,
 ) -> PyResult<stream::PyBatchStream> {
-    let sources = convert::sources(source)?;
-    let options = args.into_options()?;
-    let batches = run::block_on(
-        py,
-        async move { pq::stream_parquet(&sources, &options).await },
-    )?;
-    Ok(stream::PyBatchStream::new(batches))
+    stream_batches(py, source, args, Format::Parquet)
 }
 
 /// A Parquet dataset opened for reading by row group (see
@@ -376,12 +419,7 @@ fn open_parquet_units(
     source: &Bound<'_, PyAny>,
     args: ReadArgs<'_>,
 ) -> PyResult<units::PyUnits> {
-    let sources = convert::sources(source)?;
-    let options = args.into_options()?;
-    let reader = run::block_on(py, async move {
-        fastingest::open_parquet_units(&sources, &options).await
-    })?;
-    Ok(units::PyUnits::new(reader))
+    open_units(py, source, args, Format::Parquet)
 }
 
 /// An ORC dataset opened for reading by stripe (see `fastingest.ray` and
@@ -392,12 +430,7 @@ fn open_orc_units(
     source: &Bound<'_, PyAny>,
     args: ReadArgs<'_>,
 ) -> PyResult<units::PyUnits> {
-    let sources = convert::sources(source)?;
-    let options = args.into_options()?;
-    let reader = run::block_on(py, async move {
-        fastingest::open_orc_units(&sources, &options).await
-    })?;
-    Ok(units::PyUnits::new(reader))
+    open_units(py, source, args, Format::Orc)
 }
 
 /// An ORC read's batches as they are decoded (see
@@ -408,12 +441,7 @@ fn iter_orc_batches(
     source: &Bound<'_, PyAny>,
     args: ReadArgs<'_>,
 ) -> PyResult<stream::PyBatchStream> {
-    let sources = convert::sources(source)?;
-    let options = args.into_options()?;
-    let batches = run::block_on(py, async move {
-        fastingest::stream_orc(&sources, &options).await
-    })?;
-    Ok(stream::PyBatchStream::new(batches))
+    stream_batches(py, source, args, Format::Orc)
 }
 
 /// The raw stripes of ORC files (see `fastingest.read_orc_stripes`).

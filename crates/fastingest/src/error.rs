@@ -142,6 +142,15 @@ pub enum Error {
     Device(String),
 }
 
+/// What a caught panic said (its `&str` or `String` payload), for messages.
+pub(crate) fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "the decoder panicked".into())
+}
+
 fn describe_read(range: &Option<Range<u64>>) -> String {
     match range {
         Some(r) => format!("read of bytes {}..{}", r.start, r.end),

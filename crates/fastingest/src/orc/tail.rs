@@ -59,8 +59,8 @@ const MAX_TYPE_DEPTH: usize = 256;
 /// id must be greater than its parent's (ORC numbers types in pre-order),
 /// within the list, and used once; the nesting at most [`MAX_TYPE_DEPTH`].
 /// `None` also when the footer does not decode: orc-rust reports that.
-fn type_tree_problem(tail: &Bytes, ps: &PostScriptInfo) -> Option<String> {
-    let types = footer_proto(tail, ps)?.types;
+fn type_tree_problem(footer: Option<&orc_rust::proto::Footer>) -> Option<String> {
+    let types = &footer?.types;
     let n = types.len();
     let mut depth = vec![0usize; n];
     let mut used = vec![false; n];
@@ -98,51 +98,61 @@ fn type_tree_problem(tail: &Bytes, ps: &PostScriptInfo) -> Option<String> {
     None
 }
 
-/// The footer message, decompressed with the postscript's codec. orc-rust
-/// keeps its codec constructor to itself, so the codec comes from reading a
-/// minimal tail with this postscript's compression (one struct type, its
-/// footer stored as an uncompressed chunk, which every codec allows).
+/// The footer message, decompressed with the postscript's codec, before
+/// orc-rust sees it. orc-rust keeps its codec constructor to itself, so the
+/// codec comes from reading a minimal tail with this postscript's
+/// compression (one struct type, its footer stored as an uncompressed chunk,
+/// which every codec allows).
 fn footer_proto(tail: &Bytes, ps: &PostScriptInfo) -> Option<orc_rust::proto::Footer> {
     use orc_rust::proto;
     use prost::Message;
-    use std::io::Read;
     let n = tail.len() as u64;
     let end = n.checked_sub(1 + ps.ps_len)?;
-    let start = end.checked_sub(ps.footer_len)?;
     let postscript = proto::PostScript::decode(&tail[end as usize..(n - 1) as usize]).ok()?;
-    let compression = if postscript.compression() == proto::CompressionKind::None {
-        None
-    } else {
-        let root = proto::Type {
-            kind: Some(proto::r#type::Kind::Struct as i32),
-            ..Default::default()
-        };
-        let footer = proto::Footer {
-            types: vec![root],
-            ..Default::default()
-        }
-        .encode_to_vec();
-        // An "original" chunk: its 3-byte header is the length shifted left
-        // once with the lowest bit set.
-        let header = ((footer.len() as u32) << 1) | 1;
-        let mut minimal = header.to_le_bytes()[..3].to_vec();
-        minimal.extend_from_slice(&footer);
-        let small_ps = proto::PostScript {
-            footer_length: Some(minimal.len() as u64),
-            metadata_length: Some(0),
-            ..postscript.clone()
-        }
-        .encode_to_vec();
-        minimal.extend_from_slice(&small_ps);
-        minimal.push(small_ps.len() as u8);
-        let mut reader = TailChunks {
-            size: minimal.len() as u64,
-            bytes: Bytes::from(minimal),
-        };
-        let made =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_metadata(&mut reader)));
-        made.ok()?.ok()?.compression()
+    if postscript.compression() == proto::CompressionKind::None {
+        return decode_footer(tail, ps, None);
+    }
+    let root = proto::Type {
+        kind: Some(proto::r#type::Kind::Struct as i32),
+        ..Default::default()
     };
+    let footer = proto::Footer {
+        types: vec![root],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    // An "original" chunk: its 3-byte header is the length shifted left
+    // once with the lowest bit set.
+    let header = ((footer.len() as u32) << 1) | 1;
+    let mut minimal = header.to_le_bytes()[..3].to_vec();
+    minimal.extend_from_slice(&footer);
+    let small_ps = proto::PostScript {
+        footer_length: Some(minimal.len() as u64),
+        metadata_length: Some(0),
+        ..postscript.clone()
+    }
+    .encode_to_vec();
+    minimal.extend_from_slice(&small_ps);
+    minimal.push(small_ps.len() as u8);
+    let mut reader = TailChunks {
+        size: minimal.len() as u64,
+        bytes: Bytes::from(minimal),
+    };
+    let made =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_metadata(&mut reader)));
+    decode_footer(tail, ps, made.ok()?.ok()?.compression())
+}
+
+/// The footer message of `tail`, decompressed with `compression`.
+fn decode_footer(
+    tail: &Bytes,
+    ps: &PostScriptInfo,
+    compression: Option<orc_rust::compression::Compression>,
+) -> Option<orc_rust::proto::Footer> {
+    use prost::Message;
+    use std::io::Read;
+    let end = (tail.len() as u64).checked_sub(1 + ps.ps_len)?;
+    let start = end.checked_sub(ps.footer_len)?;
     let mut footer = Vec::new();
     let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         orc_rust::compression::Decompressor::new(
@@ -153,47 +163,25 @@ fn footer_proto(tail: &Bytes, ps: &PostScriptInfo) -> Option<orc_rust::proto::Fo
         .read_to_end(&mut footer)
     }));
     read.ok()?.ok()?;
-    proto::Footer::decode(footer.as_slice()).ok()
+    orc_rust::proto::Footer::decode(footer.as_slice()).ok()
 }
 
-/// The type attributes in the footer, which `orc-rust` does not expose.
-/// Best effort: a footer it could decode decodes here too.
-fn type_attributes(
-    tail: &Bytes,
-    ps: &PostScriptInfo,
-    metadata: &FileMetadata,
-) -> Vec<Vec<(String, String)>> {
-    use orc_rust::proto;
-    use prost::Message;
-    use std::io::Read;
-    let n = tail.len() as u64;
-    let decode = || -> Option<Vec<Vec<(String, String)>>> {
-        let end = n.checked_sub(1 + ps.ps_len)?;
-        let start = end.checked_sub(ps.footer_len)?;
-        let (start, end) = (start as usize, end as usize);
-        let mut footer = Vec::new();
-        orc_rust::compression::Decompressor::new(
-            tail.slice(start..end),
-            metadata.compression(),
-            vec![],
-        )
-        .read_to_end(&mut footer)
-        .ok()?;
-        let footer = proto::Footer::decode(footer.as_slice()).ok()?;
-        Some(
-            footer
-                .types
-                .iter()
-                .map(|t| {
-                    t.attributes
-                        .iter()
-                        .map(|a| (a.key().to_string(), a.value().to_string()))
-                        .collect()
-                })
-                .collect(),
-        )
+/// The type attributes in the footer, which `orc-rust` does not expose
+/// (none when the footer did not decode here).
+fn type_attributes(footer: Option<&orc_rust::proto::Footer>) -> Vec<Vec<(String, String)>> {
+    let Some(footer) = footer else {
+        return Vec::new();
     };
-    decode().unwrap_or_default()
+    footer
+        .types
+        .iter()
+        .map(|t| {
+            t.attributes
+                .iter()
+                .map(|a| (a.key().to_string(), a.value().to_string()))
+                .collect()
+        })
+        .collect()
 }
 
 /// `orc-rust` first reads this much of the end of a file, whatever the tail's
@@ -251,7 +239,9 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
     // orc-rust builds the schema by recursion over the footer's type ids:
     // a cycle or a very deep chain there overflows the stack, which no
     // catch can stop, so the type tree is checked first.
-    if let Some(problem) = type_tree_problem(&bytes, &ps) {
+    // Decoded once here: checked first, its type attributes kept after.
+    let footer = footer_proto(&bytes, &ps);
+    if let Some(problem) = type_tree_problem(footer.as_ref()) {
         return Err(Error::Corrupt {
             location: location.to_string(),
             range: Some(size - bytes.len() as u64..size),
@@ -267,7 +257,10 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_metadata(&mut reader)));
     match decoded {
         Ok(Ok(metadata)) => {
-            let attributes = type_attributes(&bytes, &ps, &metadata);
+            // The footer decoded before, or (should that have failed) now
+            // with the codec orc-rust found.
+            let footer = footer.or_else(|| decode_footer(&bytes, &ps, metadata.compression()));
+            let attributes = type_attributes(footer.as_ref());
             Ok(OrcTail {
                 metadata: Arc::new(metadata),
                 file_size: size,

@@ -97,23 +97,9 @@ pub(crate) fn decode_row_group(
     let stream = builder
         .build()
         .map_err(|e| Error::from_parquet(location, e))?;
-    // A damaged page can trip an assertion inside the decoder: that is this
-    // file's error, not a crashed read.
-    let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        futures::executor::block_on(stream.try_collect::<Vec<RecordBatch>>())
-    }));
-    match decoded {
-        Ok(batches) => batches.map_err(|e| Error::from_parquet(location, e)),
-        Err(panic) => Err(Error::Corrupt {
-            location: location.to_string(),
-            range: None,
-            detail: format!(
-                "row group {rg}: the decoder failed on damaged data ({})",
-                panic_message(&panic)
-            ),
-            cause: None,
-        }),
-    }
+    // A decoder panic on damaged data is caught where every unit is decoded
+    // (`pipeline::decode`), and named there as this file's corruption.
+    futures::executor::block_on(stream.try_collect()).map_err(|e| Error::from_parquet(location, e))
 }
 
 /// Rows per decoded batch: the whole row group (up to 2^20 rows), fewer
@@ -138,15 +124,6 @@ fn batch_rows(file: &PreparedFile, num_rows: i64) -> usize {
 
 /// The most bytes a batch's widest fixed-length column may take.
 const BATCH_FIXED_BYTES: i64 = 256 << 20;
-
-/// The text of a caught panic.
-pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "no message".into())
-}
 
 /// Checks the page headers of the unit's column chunks in `spans` before
 /// the decoder allocates what they claim (see [`super::pages`]).

@@ -164,7 +164,7 @@ fn arrow_metadata(location: &str, footer: &Footer) -> Result<ArrowReaderMetadata
             range: None,
             detail: format!(
                 "the footer's Arrow schema (ARROW:schema) is damaged ({})",
-                super::decode::panic_message(&panic)
+                crate::error::panic_text(&*panic)
             ),
             cause: None,
         }),

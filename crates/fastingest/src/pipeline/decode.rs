@@ -68,11 +68,7 @@ fn keep_matching(filter: &Filter, batch: RecordBatch, location: &str) -> Result<
 /// What a panicked blocking task said, for the error message.
 pub(crate) fn panic_message(e: tokio::task::JoinError) -> String {
     match e.try_into_panic() {
-        Ok(p) => p
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "the decoder panicked".into()),
+        Ok(p) => crate::error::panic_text(&*p),
         Err(e) => e.to_string(),
     }
 }

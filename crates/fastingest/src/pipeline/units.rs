@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use futures::{stream, StreamExt};
+use futures::{stream, FutureExt, StreamExt};
 use tokio::sync::{mpsc, Semaphore};
 
 use super::read::{start_window, UnitFuture};
@@ -18,6 +18,7 @@ use super::{prepare_all, BatchStream, Format, Planned, ReadOptions};
 use crate::dataset::DatasetSchema;
 use crate::error::{Error, Result};
 use crate::fetch::Fetcher;
+use crate::source::Source;
 
 /// One unit of a dataset opened for reading by unit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,22 +183,19 @@ impl<F: Format> UnitReader<F> {
     /// The files' locations, in dataset order (for display: no credentials
     /// or URL signatures).
     pub fn locations(&self) -> Vec<String> {
-        let files = &self.inner.files;
-        files
-            .iter()
-            .map(|f| f.source().location().to_string())
-            .collect()
+        self.per_file(|source| source.location())
     }
 
     /// What opens each file again, in dataset order: the location, or the
     /// full presigned URL where the location had its signature removed.
     /// For handing files to other processes; never for display.
     pub fn sources(&self) -> Vec<String> {
+        self.per_file(|source| source.address())
+    }
+
+    fn per_file(&self, name: impl Fn(&Source) -> &str) -> Vec<String> {
         let files = &self.inner.files;
-        files
-            .iter()
-            .map(|f| f.source().address().to_string())
-            .collect()
+        files.iter().map(|f| name(f.source()).to_string()).collect()
     }
 
     /// Streams units `order` (positions in [`units`](Self::units); repeats
@@ -282,6 +280,13 @@ impl<F: Format> Inner<F> {
 /// Fetches the spans of one unit of a prepared file (a plan of its own, so
 /// that no other unit's bytes are fetched) and decodes it.
 fn start_unit<F: Format>(fetcher: &Fetcher, file: &Arc<F::File>, position: usize) -> UnitFuture {
-    let mut one = start_window::<F>(fetcher, file, position..position + 1);
-    one.pop().expect("a window of one unit has one future")
+    let one = start_window::<F>(fetcher, file, position..position + 1);
+    // A window of one unit makes one future.
+    match one.into_iter().next() {
+        Some(unit) => unit,
+        None => futures::future::ready(Err(Error::InvalidArgument(format!(
+            "unit {position} is not in its file's plan"
+        ))))
+        .boxed(),
+    }
 }
