@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime
 import io
+import os
+import time
 import urllib.parse
 from pathlib import Path
 
@@ -16,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import fastingest
+from fastingest import _parts
 
 from .conftest import assert_tables_equal
 
@@ -139,7 +142,9 @@ def test_partition_only_columns_read_footers_only(lake):
     want = pq.read_table(lake, columns=["city", "year"])
     assert_tables_equal(got, want)
     snap = stats.to_dict()
-    assert snap["files"] == snap["requests"] == len(_files(lake))
+    # One footer request per file, and one for the lake's `_metadata`, which
+    # turns out not to be a summary.
+    assert snap["files"] == snap["requests"] - 1 == len(_files(lake))
     assert snap["bytes_needed"] == 0
 
 
@@ -320,3 +325,169 @@ def test_gcs_and_azure_prefixes(gcs, azure, lake):
         "az://lake/t", storage_options=aopts, filters=[("city", "=", "a/b")]
     )
     assert_tables_equal(got, want)
+
+
+# --- `_metadata` summary files -------------------------------------------------------
+
+
+def _summary_table() -> pa.Table:
+    """Ids in ranges per partition (`part` = id // 60), several row groups
+    per file: statistics in the summary rule files out."""
+    n = 240
+    return pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "name": pa.array([f"n{i % 7}" for i in range(n)], pa.string()),
+            "part": pa.array([i // 60 for i in range(n)], pa.int32()),
+        }
+    )
+
+
+def _summarised_lake(root: Path) -> list[Path]:
+    """A hive lake with the `_metadata` summary pyarrow writes beside it (as
+    Dask and Spark lay theirs out); the data files, in name order."""
+    collected: list = []
+    table = _summary_table()
+    pq.write_to_dataset(
+        table,
+        root,
+        partition_cols=["part"],
+        metadata_collector=collected,
+        row_group_size=20,
+    )
+    pq.write_metadata(table.drop_columns(["part"]).schema, root / "_metadata", collected)
+    return sorted(root.rglob("*.parquet"))
+
+
+def _break_footer_keep_mtime(f: Path) -> None:
+    """Makes the file's own footer unreadable (its length runs past the
+    file's start) without changing its size or modification time."""
+    st = f.stat()
+    data = bytearray(f.read_bytes())
+    data[-8:-4] = (0x7FFFFFFF).to_bytes(4, "little")
+    f.write_bytes(bytes(data))
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def test_summary_plans_every_file_without_its_footer(tmp_path):
+    root = tmp_path / "lake"
+    files = _summarised_lake(root)
+    assert len(files) == 4
+    want = pq.read_table(root)
+    filters = [("id", "<", 75), ("name", "!=", "n3")]
+    want_filtered = pq.read_table(root, filters=filters)
+    for f in files:
+        _break_footer_keep_mtime(f)
+    # Read directly, a file's footer is now corrupt; through its directory,
+    # the summary describes it and its footer is never read.
+    with pytest.raises(fastingest.CorruptFileError, match="footer length"):
+        fastingest.read_parquet(files[0])
+    stats = fastingest.ReadStats()
+    assert_tables_equal(fastingest.read_parquet(root, stats=stats), want)
+    assert stats.files == 4
+    assert_tables_equal(fastingest.read_parquet(root, filters=filters), want_filtered)
+    streamed = pa.Table.from_batches(list(fastingest.iter_batches(root, filters=filters)))
+    assert_tables_equal(streamed, want_filtered)
+    # The summary's statistics leave the row groups of ids below 75: all
+    # three of the first file, one of the second.
+    plans = fastingest.plan_parquet(root, filters=[("id", "<", 75)])
+    assert [len(p["row_groups"]) for p in plans] == [3, 1, 0, 0]
+    chunks = fastingest.read_chunks(root, columns=["id"], filters=[("id", ">=", 180)])
+    assert [chunks.sources[c.file] for c in chunks] == [str(files[3])] * 3
+    metas = fastingest.metadata(root, format="parquet")
+    assert [m["num_rows"] for m in metas] == [60] * 4
+    assert [m["num_row_groups"] for m in metas] == [3] * 4
+    # The Ray and Dask drivers plan from it too (their tasks then read the
+    # footers of their own files).
+    planned = _parts.plan("read_parquet", "parquet", root, {}, lambda c: c)
+    assert [u[2] for u in planned.units] == [20] * 12
+    # Partition keys alone: the row counts come from the summary; the files
+    # see no request at all.
+    stats = fastingest.ReadStats()
+    only_keys = fastingest.read_parquet(root, columns=["part"], stats=stats)
+    assert only_keys.column("part").to_pylist() == want.column("part").to_pylist()
+    assert stats.requests == 1 and stats.bytes_needed == 0
+
+
+def test_summary_is_not_trusted_where_it_may_be_stale(tmp_path, caplog):
+    root = tmp_path / "lake"
+    files = _summarised_lake(root)
+    summary_written = (root / "_metadata").stat().st_mtime_ns
+    # Rewritten after the summary: other rows, another layout.
+    pq.write_table(
+        pa.table({"id": pa.array([1000, 1001], pa.int64()), "name": ["a", "b"]}), files[1]
+    )
+    os.utime(files[1], ns=(summary_written + 10**9, summary_written + 10**9))
+    # A file the summary does not name (older than it).
+    extra = root / "part=9" / "late.parquet"
+    extra.parent.mkdir()
+    pq.write_table(pa.table({"id": pa.array([5000], pa.int64()), "name": ["z"]}), extra)
+    os.utime(extra, ns=(summary_written - 10**9, summary_written - 10**9))
+    # A file the summary names but which is gone.
+    files[2].unlink()
+    caplog.set_level("INFO", logger="fastingest.summary")
+    got = fastingest.read_parquet(root)
+    assert_tables_equal(got, pq.read_table(root))
+    assert sorted(got.column("id").to_pylist())[-3:] == [1000, 1001, 5000]
+    said = [r.getMessage() for r in caplog.records if r.name == "fastingest.summary"]
+    assert any("written after" in m and str(files[1]) in m for m in said)
+    # Chunks that do not fit the file (its mtime kept older than the
+    # summary's): the file's own footer is read instead.
+    pq.write_table(pa.table({"id": pa.array([7], pa.int64()), "name": ["q"]}), files[0])
+    os.utime(files[0], ns=(summary_written - 10**9, summary_written - 10**9))
+    caplog.clear()
+    got = fastingest.read_parquet(root)
+    assert_tables_equal(got, pq.read_table(root))
+    said = [r.getMessage() for r in caplog.records if r.name == "fastingest.summary"]
+    assert any("does not fit" in m and str(files[0]) in m for m in said)
+
+
+def test_a_damaged_summary_is_ignored_with_a_warning(lake, caplog):
+    # The lake fixture's `_metadata` is not Parquet at all.
+    got = fastingest.read_parquet(lake)
+    assert_tables_equal(got, pq.read_table(lake))
+    said = [r for r in caplog.records if r.name == "fastingest.summary"]
+    assert said and said[0].levelname == "WARNING"
+    assert "not used" in said[0].getMessage() and "_metadata" in said[0].getMessage()
+
+
+def test_s3_summary_saves_the_footer_requests(s3, tmp_path):
+    root = tmp_path / "lake"
+    _summarised_lake(root)
+    summary = (root / "_metadata").read_bytes()
+    # Uploaded as the writers do: the data, then the summary.
+    _upload_lake(root, lambda k, b: s3.put(f"summarised/{k}", b) if k != "_metadata" else None)
+    s3.put("summarised/_metadata", summary)
+    _upload_lake(root, lambda k, b: s3.put(f"plain/{k}", b) if k != "_metadata" else None)
+    # Copied in name order: the summary first, older than the data.
+    s3.put("copied/_metadata", summary)
+    time.sleep(0.05)
+    _upload_lake(root, lambda k, b: s3.put(f"copied/{k}", b) if k != "_metadata" else None)
+    opts = s3.options()
+
+    def read(prefix, **kw):
+        stats = fastingest.ReadStats()
+        table = fastingest.read_parquet(s3.url(prefix), storage_options=opts, stats=stats, **kw)
+        return table, stats
+
+    with_summary, s1 = read("summarised/")
+    assert_tables_equal(with_summary, pq.read_table(root))
+    # Ids below 30 lie in one file: the summary's statistics rule the other
+    # three out, so they get no request (without it, each footer is read).
+    # Each read also lists the prefix (one request).
+    filtered, s1 = read("summarised/", filters=[("id", "<", 30)])
+    plain, s2 = read("plain/", filters=[("id", "<", 30)])
+    assert_tables_equal(filtered, plain)
+    assert filtered.num_rows == 30
+    assert (s1.requests, s2.requests) == (1 + 1 + 1, 1 + 4)
+    # Row counts only: the listing and the summary.
+    _, s1 = read("summarised/", columns=["part"])
+    _, s2 = read("plain/", columns=["part"])
+    assert (s1.requests, s2.requests) == (1 + 1, 1 + 4)
+    # A summary older than the files is not used, unless the config says so.
+    ids = [("id", "<", 30)]
+    _, s3_ = read("copied/", filters=ids)
+    trusted, s4 = read("copied/", filters=ids, config=fastingest.Config(summary_files="trust"))
+    _, s5 = read("summarised/", filters=ids, config=fastingest.Config(summary_files="ignore"))
+    assert_tables_equal(trusted, plain)
+    assert (s3_.requests, s4.requests, s5.requests) == (1 + 1 + 4, 1 + 1 + 1, 1 + 4)

@@ -71,6 +71,11 @@ class Config:
     - ``request_timeout`` (60 s): one attempt, first byte to last.
     - ``connect_timeout`` (5 s).
     - ``decode_parallelism`` (0 = one per core): row groups decoded at once.
+    - ``summary_files`` (``"check"``): what a ``_metadata`` summary at the top
+      of a directory or prefix does: ``"check"`` plans the files from it,
+      except those modified after it; ``"trust"`` plans them all from it (a
+      dataset copied in another order than it was written); ``"ignore"``
+      reads every file's own footer.
     """
 
     footer_prefetch: int
@@ -85,8 +90,9 @@ class Config:
     request_timeout: float
     connect_timeout: float
     decode_parallelism: int
+    summary_files: str
     def __new__(cls, **kwargs: float | str) -> Self: ...
-    def to_dict(self) -> dict[str, int | float]: ...
+    def to_dict(self) -> dict[str, int | float | str]: ...
 
 @final
 class ReadStats:

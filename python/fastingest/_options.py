@@ -24,7 +24,9 @@ Source: TypeAlias = "str | PathLike[str] | Sequence[str | PathLike[str]]"
 under it, recursively), or a list of any of these. Files are read in the
 given order; a glob's or directory's files in sorted order. Below a
 directory, names beginning with ``_`` or ``.`` (``_SUCCESS``, ``_metadata``,
-``.crc``) are not data and are skipped, as pyarrow does."""
+``.crc``) are not data and are skipped, as pyarrow does; a ``_metadata``
+summary at the top of a directory or prefix plans its files (one request
+instead of one footer per file)."""
 
 Partitioning: TypeAlias = "Literal['hive'] | Mapping[str, pa.DataType] | pa.Schema | None"
 """``partitioning=``: how ``key=value`` directories become columns.

@@ -50,6 +50,7 @@ impl PyConfig {
         d.set_item("request_timeout", secs(c.request_timeout))?;
         d.set_item("connect_timeout", secs(c.connect_timeout))?;
         d.set_item("decode_parallelism", c.decode_parallelism)?;
+        d.set_item("summary_files", c.summary_files.as_str())?;
         Ok(d)
     }
 

@@ -41,6 +41,34 @@ pub struct Config {
     pub connect_timeout: Duration,
     /// Row groups decoded at once (0: one per CPU core).
     pub decode_parallelism: usize,
+    /// Whether a dataset's `_metadata` summary plans its files.
+    pub summary_files: SummaryFiles,
+}
+
+/// What a read does with a `_metadata` summary file at the top of a
+/// directory or prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SummaryFiles {
+    /// Plans the files from it, except those modified after it (which read
+    /// their own footer).
+    #[default]
+    Check,
+    /// Plans the files from it whatever their modification times (a dataset
+    /// copied to a store in another order than it was written).
+    Trust,
+    /// Never reads it: every file's own footer is read.
+    Ignore,
+}
+
+impl SummaryFiles {
+    /// The knob's text (`check`, `trust`, `ignore`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SummaryFiles::Check => "check",
+            SummaryFiles::Trust => "trust",
+            SummaryFiles::Ignore => "ignore",
+        }
+    }
 }
 
 impl Config {
@@ -59,6 +87,7 @@ impl Config {
             request_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(5),
             decode_parallelism: 0,
+            summary_files: SummaryFiles::Check,
         }
     }
 
@@ -92,6 +121,7 @@ impl Config {
         "request_timeout",
         "connect_timeout",
         "decode_parallelism",
+        "summary_files",
     ];
 
     /// Sets one knob from text: sizes take `K`/`M`/`G` suffixes (binary), and
@@ -128,6 +158,14 @@ impl Config {
             "request_timeout" => self.request_timeout = secs()?,
             "connect_timeout" => self.connect_timeout = secs()?,
             "decode_parallelism" => self.decode_parallelism = count()?,
+            "summary_files" => {
+                self.summary_files = match value.trim().to_ascii_lowercase().as_str() {
+                    "check" => SummaryFiles::Check,
+                    "trust" => SummaryFiles::Trust,
+                    "ignore" => SummaryFiles::Ignore,
+                    _ => return Err(bad("\"check\", \"trust\" or \"ignore\"")),
+                }
+            }
             _ => {
                 return Err(Error::InvalidConfig(format!(
                     "unknown config key {name:?}; known keys: {}",
@@ -221,6 +259,9 @@ mod tests {
         assert_eq!(c.slice_size, 4 * MIB);
         assert!(c.set("slice_size", "four").is_err());
         assert!(c.set("no_such_key", "1").is_err());
+        c.set("summary_files", "Trust").unwrap();
+        assert_eq!(c.summary_files, SummaryFiles::Trust);
+        assert!(c.set("summary_files", "always").is_err());
         c.max_in_flight = 0;
         assert!(c.validate().is_err());
     }

@@ -5,7 +5,9 @@
 //! under it, recursively, in name order; names beginning with `_` or `.`
 //! (`_SUCCESS`, `_metadata`, `.crc`, ...) at any level below it are skipped,
 //! as pyarrow does. A prefix costs one recursive listing (pages of 1,000
-//! keys), never one per directory.
+//! keys), never one per directory. A `_metadata` summary at the top of a
+//! directory or prefix is not data either, but its files carry it (see
+//! [`SourceFile::summary`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -80,6 +82,10 @@ pub struct SourceFile {
     /// Whether it was found by listing a directory or prefix (hive
     /// partitioning is on by default for those).
     pub in_directory: bool,
+    /// The `_metadata` summary file at the top of that directory or prefix,
+    /// when it has one (Parquet footers of every file, written by Spark,
+    /// Dask or pyarrow); [`path`](Self::path) names the file in it.
+    pub summary: Option<Source>,
 }
 
 /// Expands every entry of `specs` and opens the files, in order: a glob's
@@ -125,6 +131,7 @@ struct Resolved {
     kind: ResolvedKind,
     path: String,
     in_directory: bool,
+    summary: Option<Source>,
 }
 
 enum ResolvedKind {
@@ -138,6 +145,7 @@ impl Resolved {
             kind: ResolvedKind::Other(source),
             path,
             in_directory,
+            summary: None,
         }
     }
 
@@ -146,7 +154,13 @@ impl Resolved {
             kind: ResolvedKind::Object(source),
             path,
             in_directory,
+            summary: None,
         }
+    }
+
+    fn with_summary(mut self, summary: Option<Source>) -> Self {
+        self.summary = summary;
+        self
     }
 
     fn into_file(self) -> SourceFile {
@@ -158,6 +172,7 @@ impl Resolved {
             source,
             path: self.path,
             in_directory: self.in_directory,
+            summary: self.summary,
         }
     }
 
@@ -177,6 +192,9 @@ pub(crate) fn is_data_path(relative: &str) -> bool {
         .split('/')
         .all(|part| !part.is_empty() && !part.starts_with(['_', '.']))
 }
+
+/// The name of a dataset's summary file, at the top of its directory.
+const SUMMARY_NAME: &str = "_metadata";
 
 /// The cache identity of an object in a store: its URL plus the settings
 /// that say which server it is on (never credentials).
@@ -337,9 +355,18 @@ fn resolve_local_directory(root: &std::path::Path, spec: &str) -> Result<Vec<Res
         });
     }
     files.sort();
+    let summary_path = root.join(SUMMARY_NAME);
+    let summary: Option<Source> = if summary_path.is_file() {
+        let location = summary_path.to_string_lossy().into_owned();
+        LocalSource::open(summary_path, location)
+            .ok()
+            .map(|s| Arc::new(s) as Source)
+    } else {
+        None
+    };
     files
         .into_iter()
-        .map(|(relative, p)| local_file(p, Some(relative)))
+        .map(|(relative, p)| Ok(local_file(p, Some(relative))?.with_summary(summary.clone())))
         .collect()
 }
 
@@ -366,9 +393,15 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Reso
         };
         (prefix, Some(matcher(&raw_path)?))
     };
+    // A prefix's listing keeps its summary file too (split off below).
+    let summary_key = if prefix.is_empty() {
+        SUMMARY_NAME.to_string()
+    } else {
+        format!("{prefix}/{SUMMARY_NAME}")
+    };
     let wanted = |key: &str| match &m {
         Some(m) => m.is_match(key),
-        None => is_data_path(below(prefix, key)),
+        None => is_data_path(below(prefix, key)) || key == summary_key,
     };
     let prefix_path = (!prefix.is_empty()).then(|| Path::from(prefix));
     let server = server_of(options);
@@ -403,6 +436,22 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Reso
             listing
         }
     };
+    let mut summary: Option<Source> = None;
+    let mut listing = listing;
+    if let Some(at) = listing
+        .iter()
+        .position(|(k, _)| is_prefix && *k == summary_key)
+    {
+        let (key, version) = listing.remove(at);
+        let source = ObjectStoreSource::new(
+            Arc::clone(&store),
+            listed_path(&key),
+            format!("{base}/{key}"),
+            store_identity(&base, &key, &server),
+        )
+        .with_listed(version);
+        summary = Some(Arc::new(source));
+    }
     if listing.is_empty() {
         let detail = if is_prefix {
             "no data objects under the prefix"
@@ -426,7 +475,7 @@ async fn resolve_store(spec: &str, url: Url, cx: Context<'_>) -> Result<Vec<Reso
             };
             let source = ObjectStoreSource::new(Arc::clone(&store), listed_path(&k), loc, identity)
                 .with_listed(version);
-            Resolved::object(source, path, is_prefix)
+            Resolved::object(source, path, is_prefix).with_summary(summary.clone())
         })
         .collect())
 }

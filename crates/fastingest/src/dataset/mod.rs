@@ -1,6 +1,8 @@
 //! A read's files taken as one dataset: partition keys read from their
 //! paths, files a filter on those keys rules out dropped before any request
 //! to them, what to read of each file, and one schema over all of them.
+//! Files listed under a `_metadata` summary carry it to their format, which
+//! may plan them from it.
 
 mod partition;
 mod schema;
@@ -11,8 +13,10 @@ pub use partition::Partitioning;
 pub(crate) use partition::Partitions;
 pub(crate) use schema::DatasetSchema;
 
+use crate::config::SummaryFiles;
 use crate::error::{Error, Result};
 use crate::filter::{Filter, Rows};
+use crate::parquet::SummaryFile;
 use crate::pipeline::ReadOptions;
 use crate::source::{Source, SourceFile};
 
@@ -26,8 +30,19 @@ pub(crate) struct Dataset {
     /// Per file: the rows the filter leaves once its partition keys are
     /// known.
     rows: Vec<Rows>,
+    /// Per file: its entry in the summary of the directory it was listed in.
+    summaries: Vec<Option<InSummary>>,
     /// Several files or a given schema: a column a file lacks is null there.
     several: bool,
+}
+
+/// A file's entry in its dataset's `_metadata` summary.
+#[derive(Debug, Clone)]
+pub(crate) struct InSummary {
+    /// The summary (read once, by the first file that asks).
+    pub file: Arc<SummaryFile>,
+    /// The file's path as the summary names it: below its directory.
+    pub path: String,
 }
 
 impl Dataset {
@@ -55,16 +70,39 @@ impl Dataset {
         }
         let mut kept_rows = Vec::new();
         let mut kept_files = Vec::new();
+        let mut summaries = Vec::new();
+        // One summary per directory listed, shared by its files.
+        let mut opened: Vec<Arc<SummaryFile>> = Vec::new();
         for ((file, r), k) in files.into_iter().zip(rows).zip(&keep) {
-            if *k {
-                kept_files.push(file.source);
-                kept_rows.push(r);
+            if !*k {
+                continue;
             }
+            let summary = file
+                .summary
+                .as_ref()
+                .filter(|_| options.config.summary_files != SummaryFiles::Ignore);
+            summaries.push(summary.map(|source| {
+                let shared = match opened.iter().find(|s| s.is(source)) {
+                    Some(s) => Arc::clone(s),
+                    None => {
+                        let s = Arc::new(SummaryFile::new(Arc::clone(source)));
+                        opened.push(Arc::clone(&s));
+                        s
+                    }
+                };
+                InSummary {
+                    file: shared,
+                    path: file.path.clone(),
+                }
+            }));
+            kept_files.push(file.source);
+            kept_rows.push(r);
         }
         Ok(Dataset {
             files: kept_files,
             partitions: partitions.map(Arc::new),
             rows: kept_rows,
+            summaries,
             several,
         })
     }
@@ -75,12 +113,14 @@ impl Dataset {
         self.files
             .iter()
             .zip(&self.rows)
-            .map(|(source, rows)| {
+            .zip(&self.summaries)
+            .map(|((source, rows), summary)| {
                 let scope = FileScope {
                     options,
                     columns: columns.clone(),
                     rows: rows.clone(),
                     several: self.several,
+                    summary: summary.clone(),
                 };
                 (Arc::clone(source), scope)
             })
@@ -118,12 +158,18 @@ pub(crate) struct FileScope<'a> {
     columns: Option<Vec<String>>,
     rows: Rows,
     several: bool,
+    summary: Option<InSummary>,
 }
 
 impl<'a> FileScope<'a> {
     /// Whether a filter may drop rows (the page index is worth reading).
     pub fn filters(&self) -> bool {
         matches!(self.rows, Rows::Matching(_))
+    }
+
+    /// The file's entry in its directory's `_metadata` summary, if any.
+    pub fn summary(&self) -> Option<&InSummary> {
+        self.summary.as_ref()
     }
 
     /// The columns to read and the rows to keep, for a file that holds the

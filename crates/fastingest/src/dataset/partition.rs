@@ -241,6 +241,7 @@ mod tests {
             source: Arc::new(LocalSource::open(tmp.clone(), path.to_string()).unwrap()),
             path: path.to_string(),
             in_directory,
+            summary: None,
         }
     }
 

@@ -20,6 +20,7 @@ pub struct LocalSource {
     location: String,
     file: Arc<File>,
     size: u64,
+    modified_millis: Option<i64>,
 }
 
 impl LocalSource {
@@ -32,10 +33,16 @@ impl LocalSource {
                 "{location}: is a directory; pass a glob such as {location}/*.parquet"
             )));
         }
+        let modified_millis = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .and_then(|d| i64::try_from(d.as_millis()).ok());
         Ok(LocalSource {
             location,
             file: Arc::new(file),
             size: meta.len(),
+            modified_millis,
         })
     }
 
@@ -130,5 +137,13 @@ impl RangeSource for LocalSource {
 
     fn is_local(&self) -> bool {
         true
+    }
+
+    fn known_size(&self) -> Option<u64> {
+        Some(self.size)
+    }
+
+    fn modified_millis(&self) -> Option<i64> {
+        self.modified_millis
     }
 }

@@ -88,6 +88,19 @@ pub trait RangeSource: Send + Sync + Debug {
         None
     }
 
+    /// The object's size when known without a request (a listing said it,
+    /// or a local file's metadata).
+    fn known_size(&self) -> Option<u64> {
+        self.listed_version().map(|v| v.size)
+    }
+
+    /// When the object was last written, in milliseconds since the epoch,
+    /// when known without a request (a listing said it, or a local file's
+    /// metadata).
+    fn modified_millis(&self) -> Option<i64> {
+        self.listed_version()?.last_modified?.parse().ok()
+    }
+
     /// Makes every later request conditional on `version` (a known version
     /// from the cache), so a changed object fails instead of mixing versions.
     fn pin_version(&self, _version: &ObjectVersion) {}

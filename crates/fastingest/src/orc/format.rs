@@ -40,7 +40,7 @@ impl Format for Orc {
     type File = PreparedOrc;
     type Metadata = OrcMetadata;
 
-    async fn open(fetcher: &Fetcher, source: Source) -> Result<OrcMetadata> {
+    async fn open(fetcher: &Fetcher, source: Source, _: &FileScope<'_>) -> Result<OrcMetadata> {
         let tail = read_tail(fetcher, &source).await?;
         let schema = schema_of(&tail, tail.metadata.root_data_type());
         Ok((source, tail, schema))

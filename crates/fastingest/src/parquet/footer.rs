@@ -58,6 +58,31 @@ pub async fn read_footer(
     source: &Source,
     with_page_index: bool,
 ) -> Result<Footer> {
+    read_any_footer(fetcher, source, with_page_index, FooterOf::DataFile).await
+}
+
+/// Reads and decodes the footer of a `_metadata` summary file: its column
+/// chunks lie in other files, so they are not checked against its own size
+/// (see `summary.rs`), and it is not kept with the data files' footers.
+pub(super) async fn read_summary_footer(fetcher: &Fetcher, source: &Source) -> Result<Footer> {
+    read_any_footer(fetcher, source, false, FooterOf::Summary).await
+}
+
+/// Whose footer is read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum FooterOf {
+    /// A data file: its chunks lie in it.
+    DataFile,
+    /// A dataset's summary: its chunks lie in the files it names.
+    Summary,
+}
+
+async fn read_any_footer(
+    fetcher: &Fetcher,
+    source: &Source,
+    with_page_index: bool,
+    of: FooterOf,
+) -> Result<Footer> {
     let location = source.location();
     let tail = fetcher
         .fetch_tail(source, first_request_len(fetcher, source))
@@ -65,7 +90,11 @@ pub async fn read_footer(
     let size = tail.size;
     // The tail told (or the cache pinned) the object's version: a footer
     // decoded before for this version is reused.
-    if let Some(metadata) = super::memo::get(source, with_page_index) {
+    let memo = of == FooterOf::DataFile;
+    if let Some(metadata) = memo
+        .then(|| super::memo::get(source, with_page_index))
+        .flatten()
+    {
         return Ok(Footer {
             metadata,
             file_size: size,
@@ -166,7 +195,9 @@ pub async fn read_footer(
         }
     };
     reject_encrypted_columns(location, &metadata)?;
-    check_chunk_ranges(location, &metadata, footer_start)?;
+    if of == FooterOf::DataFile {
+        check_chunk_ranges(location, &metadata, footer_start)?;
+    }
     let metadata = fix_row_count(metadata);
     let tail_bytes = tail.bytes.clone();
     let metadata = if with_page_index {
@@ -175,7 +206,9 @@ pub async fn read_footer(
         metadata
     };
     let metadata = Arc::new(metadata);
-    super::memo::put(source, with_page_index, &metadata);
+    if memo {
+        super::memo::put(source, with_page_index, &metadata);
+    }
     Ok(Footer {
         metadata,
         file_size: size,
@@ -192,7 +225,11 @@ pub(crate) const MAX_FIXED_WIDTH: i32 = 64 << 20;
 /// anything, and everything after this (planning, `byte_range`, decoding)
 /// relies on them. A chunk without values (a zero-row row group) may leave
 /// its data page offset unset.
-fn check_chunk_ranges(location: &str, metadata: &ParquetMetaData, data_end: u64) -> Result<()> {
+pub(super) fn check_chunk_ranges(
+    location: &str,
+    metadata: &ParquetMetaData,
+    data_end: u64,
+) -> Result<()> {
     // The decoder reserves rows × width for fixed-length values: a width no
     // real column has is refused (the widest batch is then bounded too,
     // see `decode::batch_rows`).
@@ -252,7 +289,7 @@ fn check_chunk_ranges(location: &str, metadata: &ParquetMetaData, data_end: u64)
 
 /// A plaintext footer can still describe encrypted column chunks; without
 /// keys their pages are noise, so say so instead of failing to decode them.
-fn reject_encrypted_columns(location: &str, metadata: &ParquetMetaData) -> Result<()> {
+pub(super) fn reject_encrypted_columns(location: &str, metadata: &ParquetMetaData) -> Result<()> {
     let encrypted = metadata
         .row_groups()
         .iter()
@@ -273,7 +310,7 @@ fn reject_encrypted_columns(location: &str, metadata: &ParquetMetaData) -> Resul
 
 /// Some writers leave the file's row count at 0 while the row groups hold
 /// rows; readers that trust it return nothing. The row groups are the truth.
-fn fix_row_count(metadata: ParquetMetaData) -> ParquetMetaData {
+pub(super) fn fix_row_count(metadata: ParquetMetaData) -> ParquetMetaData {
     let fm = metadata.file_metadata();
     let sum: i64 = metadata.row_groups().iter().map(|rg| rg.num_rows()).sum();
     if fm.num_rows() == sum {

@@ -38,8 +38,12 @@ impl Format for Parquet {
     type File = PreparedFile;
     type Metadata = ParquetMetadata;
 
-    async fn open(fetcher: &Fetcher, source: Source) -> Result<ParquetMetadata> {
-        let footer = read_footer(fetcher, &source, false).await?;
+    async fn open(
+        fetcher: &Fetcher,
+        source: Source,
+        scope: &FileScope<'_>,
+    ) -> Result<ParquetMetadata> {
+        let footer = footer_for(fetcher, &source, scope, false).await?;
         let meta = arrow_metadata(source.location(), &footer)?;
         // The schema a full read would return (same metadata rules).
         let all = project(
@@ -199,6 +203,24 @@ fn check_names(location: &str, fields: &arrow_schema::Fields) -> Result<()> {
     Ok(())
 }
 
+/// The footer of one file: from its dataset's `_metadata` summary when that
+/// can be trusted for it (no request; without the page index, which lives
+/// in the file: a filter prunes row groups by the summary's statistics),
+/// else read from the file.
+async fn footer_for(
+    fetcher: &Fetcher,
+    source: &Source,
+    scope: &FileScope<'_>,
+    with_page_index: bool,
+) -> Result<Footer> {
+    if let Some(entry) = scope.summary() {
+        if let Some(footer) = entry.file.footer(fetcher, source, &entry.path).await {
+            return Ok(footer);
+        }
+    }
+    read_footer(fetcher, source, with_page_index).await
+}
+
 /// Reads the footer and plans the fetch of one file.
 pub(crate) async fn prepare(
     fetcher: &Fetcher,
@@ -208,7 +230,7 @@ pub(crate) async fn prepare(
     let location = source.location().to_string();
     fetcher.stats().add_file();
     // The page index is only worth its bytes when a filter can use it.
-    let footer = read_footer(fetcher, &source, scope.filters()).await?;
+    let footer = footer_for(fetcher, &source, scope, scope.filters()).await?;
     let reader_metadata = arrow_metadata(&location, &footer)?;
     validate_schema(&location, &footer.metadata)?;
     let file_schema = Arc::clone(reader_metadata.schema());

@@ -9,6 +9,7 @@ mod memo;
 mod pages;
 mod prune;
 mod select;
+mod summary;
 mod thrift;
 
 use arrow_schema::SchemaRef;
@@ -19,6 +20,7 @@ pub use chunks::{
 pub use footer::Footer;
 pub use format::{ParquetMetadata, PreparedFile};
 pub use select::{OutputColumn, Projection};
+pub(crate) use summary::SummaryFile;
 
 use crate::error::Result;
 use crate::pipeline::{self, BatchStream, ReadOptions, Table, Units};

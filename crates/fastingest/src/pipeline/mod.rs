@@ -55,10 +55,12 @@ pub(crate) trait Format: Send + Sync + 'static {
     /// One file's metadata, as `metadata()` returns it.
     type Metadata: Send + 'static;
 
-    /// Reads one file's metadata (footer or tail) only.
+    /// Reads one file's metadata (footer or tail) only (of `scope`, only
+    /// where the dataset keeps metadata is used).
     fn open(
         fetcher: &Fetcher,
         source: Source,
+        scope: &FileScope<'_>,
     ) -> impl Future<Output = Result<Self::Metadata>> + Send;
 
     /// Opens one file and plans its read: columns, units (by index and by

@@ -15,7 +15,6 @@ use super::{ReadOptions, Table};
 use crate::error::Result;
 use crate::fetch::{await_spans, each_file, unit_spans, FetchedSpans, Fetcher};
 use crate::plan::FilePlan;
-use crate::source::Source;
 
 /// Reads `sources` (paths, URLs, globs) into one table.
 pub(crate) async fn read<F: Format>(sources: &[String], options: &ReadOptions) -> Result<Table> {
@@ -67,10 +66,10 @@ pub(crate) async fn metadata<F: Format>(
     with_files(sources, options, |dataset| async move {
         each_file(
             &options.fetcher(),
-            dataset.files,
-            &|fetcher: Fetcher, s: Source| async move {
+            dataset.scoped(options),
+            &|fetcher: Fetcher, (s, scope)| async move {
                 fetcher.stats().add_file();
-                F::open(&fetcher, s).await
+                F::open(&fetcher, s, &scope).await
             },
         )
         .await
