@@ -3,7 +3,9 @@
 toxiproxy, read with a filter on the partition keys that selects 5 % of it
 (5 partitions, 50 files), by fastingest (`read_parquet("s3://b/lake/",
 filters=...)`), pyarrow (`pq.read_table`), pyarrow.dataset and polars
-(`scan_parquet(hive_partitioning=True)`). Every read runs in a fresh
+(`scan_parquet(hive_partitioning=True)`); `fastingest+_metadata` reads a
+copy of the lake with a `_metadata` summary (written by pyarrow, uploaded
+after the data, as writers do) beside it. Every read runs in a fresh
 process; rounds are interleaved (A B C D A B C D ...). Steady state: in one
 process per reader, one read to warm up, then the median of three more.
 Requests are MinIO's own count (its audit log), so every reader is counted
@@ -28,7 +30,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-READERS = ["fastingest", "pyarrow", "pyarrow-dataset", "polars"]
+READERS = ["fastingest", "fastingest+_metadata", "pyarrow", "pyarrow-dataset", "polars"]
 # 5 of the 100 partitions.
 FILTERS = [("region", "=", "r3"), ("day", "in", ["d00", "d01", "d02", "d03", "d04"])]
 
@@ -59,6 +61,21 @@ def make_lake(root: Path, files_per_partition: int, rows: int) -> Path:
     return lake
 
 
+def make_summary(lake: Path, out: Path) -> Path:
+    """The `_metadata` summary of `lake`, as pyarrow's `write_metadata` makes
+    it from the files' footers."""
+    import pyarrow.parquet as pq
+
+    collected = []
+    files = sorted(lake.rglob("*.parquet"))
+    for f in files:
+        meta = pq.read_metadata(f)
+        meta.set_file_path(f.relative_to(lake).as_posix())
+        collected.append(meta)
+    pq.write_metadata(pq.read_schema(files[0]), out, metadata_collector=collected)
+    return out
+
+
 def one_read(reader: str, s3: dict) -> dict:
     """Runs in the child: one read, its wall time and row count; with
     `steady` in `s3`, a warm-up read then the median of three."""
@@ -74,7 +91,14 @@ def _read(reader: str, s3: dict) -> dict:
 
     url = s3["url"]
     started = time.perf_counter()
-    if reader == "fastingest":
+    if reader == "fastingest+_metadata":
+        import fastingest
+
+        table = fastingest.read_parquet(
+            s3["summarised_url"], filters=FILTERS, storage_options=helpers.storage_options(s3)
+        )
+        rows = table.num_rows
+    elif reader == "fastingest":
         import fastingest
 
         stats = fastingest.ReadStats()
@@ -152,9 +176,18 @@ def main() -> None:
         store = Store(servers)
         for f in files:
             store.upload(f, "lake/" + f.relative_to(lake).as_posix())
+        for f in files:
+            store.upload(f, "summarised/" + f.relative_to(lake).as_posix())
+        summary = make_summary(lake, data / "_metadata")
+        store.upload(summary, "summarised/_metadata")
+        print(f"_metadata: {summary.stat().st_size} bytes", flush=True)
         for profile in args.profiles.split(","):
             store.shape(profile)
-            s3 = {**store.options(profile), "url": f"s3://{BUCKET}/lake/"}
+            s3 = {
+                **store.options(profile),
+                "url": f"s3://{BUCKET}/lake/",
+                "summarised_url": f"s3://{BUCKET}/summarised/",
+            }
             for _ in range(args.runs):
                 for mode, reads in (("fresh", 1), ("steady", 4)):
                     for reader in READERS:

@@ -472,22 +472,29 @@ def test_s3_summary_saves_the_footer_requests(s3, tmp_path):
 
     with_summary, s1 = read("summarised/")
     assert_tables_equal(with_summary, pq.read_table(root))
-    # Ids below 30 lie in one file: the summary's statistics rule the other
-    # three out, so they get no request (without it, each footer is read).
-    # Each read also lists the prefix (one request).
-    filtered, s1 = read("summarised/", filters=[("id", "<", 30)])
-    plain, s2 = read("plain/", filters=[("id", "<", 30)])
+    # These files are small: one request brings each whole, footer and
+    # data, so the summary is not read (it would only add a round trip).
+    assert s1.requests == 1 + 4
+    # Taken as large files, they are planned from the summary. Ids below 30
+    # lie in one file: the summary's statistics rule the other three out,
+    # so they get no request (without it, each footer is read). Each read
+    # also lists the prefix (one request).
+    large = fastingest.Config(small_file=0)
+    ids = [("id", "<", 30)]
+    filtered, s1 = read("summarised/", filters=ids, config=large)
+    plain, s2 = read("plain/", filters=ids, config=large)
     assert_tables_equal(filtered, plain)
     assert filtered.num_rows == 30
     assert (s1.requests, s2.requests) == (1 + 1 + 1, 1 + 4)
-    # Row counts only: the listing and the summary.
+    # Row counts only (small files or not): the listing and the summary.
     _, s1 = read("summarised/", columns=["part"])
     _, s2 = read("plain/", columns=["part"])
     assert (s1.requests, s2.requests) == (1 + 1, 1 + 4)
     # A summary older than the files is not used, unless the config says so.
-    ids = [("id", "<", 30)]
-    _, s3_ = read("copied/", filters=ids)
-    trusted, s4 = read("copied/", filters=ids, config=fastingest.Config(summary_files="trust"))
-    _, s5 = read("summarised/", filters=ids, config=fastingest.Config(summary_files="ignore"))
+    _, s3_ = read("copied/", filters=ids, config=large)
+    trust = fastingest.Config(small_file=0, summary_files="trust")
+    trusted, s4 = read("copied/", filters=ids, config=trust)
+    ignore = fastingest.Config(small_file=0, summary_files="ignore")
+    _, s5 = read("summarised/", filters=ids, config=ignore)
     assert_tables_equal(trusted, plain)
     assert (s3_.requests, s4.requests, s5.requests) == (1 + 1 + 4, 1 + 1 + 1, 1 + 4)

@@ -167,6 +167,13 @@ impl<'a> FileScope<'a> {
         matches!(self.rows, Rows::Matching(_))
     }
 
+    /// Whether the read needs no column of the file: only its row counts
+    /// (the columns asked are all partition keys, and no filter term is on
+    /// a file column).
+    pub fn needs_no_columns(&self) -> bool {
+        matches!(&self.columns, Some(c) if c.is_empty()) && !self.filters()
+    }
+
     /// The file's entry in its directory's `_metadata` summary, if any.
     pub fn summary(&self) -> Option<&InSummary> {
         self.summary.as_ref()

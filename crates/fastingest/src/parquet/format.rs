@@ -43,7 +43,7 @@ impl Format for Parquet {
         source: Source,
         scope: &FileScope<'_>,
     ) -> Result<ParquetMetadata> {
-        let footer = footer_for(fetcher, &source, scope, false).await?;
+        let footer = footer_for(fetcher, &source, scope, false, false).await?;
         let meta = arrow_metadata(source.location(), &footer)?;
         // The schema a full read would return (same metadata rules).
         let all = project(
@@ -207,13 +207,25 @@ fn check_names(location: &str, fields: &arrow_schema::Fields) -> Result<()> {
 /// can be trusted for it (no request; without the page index, which lives
 /// in the file: a filter prunes row groups by the summary's statistics),
 /// else read from the file.
+///
+/// A small remote file whose column data is wanted (`needs_data`) reads its
+/// own footer: that one request brings the whole file, while planning it
+/// from the summary would add the summary's round trip before its data.
 async fn footer_for(
     fetcher: &Fetcher,
     source: &Source,
     scope: &FileScope<'_>,
     with_page_index: bool,
+    needs_data: bool,
 ) -> Result<Footer> {
-    if let Some(entry) = scope.summary() {
+    let whole_in_one_request = !source.is_local()
+        && source
+            .listed_version()
+            .is_some_and(|v| v.size <= fetcher.config().small_file);
+    let summary = scope
+        .summary()
+        .filter(|_| !(needs_data && whole_in_one_request));
+    if let Some(entry) = summary {
         if let Some(footer) = entry.file.footer(fetcher, source, &entry.path).await {
             return Ok(footer);
         }
@@ -230,7 +242,8 @@ pub(crate) async fn prepare(
     let location = source.location().to_string();
     fetcher.stats().add_file();
     // The page index is only worth its bytes when a filter can use it.
-    let footer = footer_for(fetcher, &source, scope, scope.filters()).await?;
+    let needs_data = !scope.needs_no_columns();
+    let footer = footer_for(fetcher, &source, scope, scope.filters(), needs_data).await?;
     let reader_metadata = arrow_metadata(&location, &footer)?;
     validate_schema(&location, &footer.metadata)?;
     let file_schema = Arc::clone(reader_metadata.schema());
