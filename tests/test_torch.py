@@ -335,7 +335,6 @@ def test_remote_spawned_workers_share_the_cache(s3, sorted_file, tmp_path):
     assert not np.array_equal(again, rows)
 
 
-
 @pytest.mark.parametrize("store", ["gcs", "azure", "http"])
 def test_gcs_azure_and_presigned_http_sources(store, request, sorted_file, tmp_path):
     table = pq.read_table(sorted_file, columns=["id", "x"])
