@@ -257,7 +257,8 @@ def test_read_chunks_to_device_overlaps_the_fetch(s3, toxi):
     url = s3.put("c/slow.parquet", data)
     toxi.add_toxic("s3", "latency", {"latency": 40})
     toxi.add_toxic("s3", "bandwidth", {"rate": 20_000})  # KB/s per connection
-    config = fastingest.Config(slice_size=1 << 20, max_in_flight=2)
+    # 1 MiB requests count half a slot: 2 at once.
+    config = fastingest.Config(slice_size=1 << 20, max_in_flight=1)
     dev = fastingest.read_chunks(
         url,
         columns=["id", "x"],

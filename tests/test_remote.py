@@ -460,7 +460,8 @@ def test_object_replaced_mid_read_is_an_error_not_a_mixed_table(s3, toxi):
     th.Timer(0.3, replace).start()
     code = (
         "import json, sys, fastingest\n"
-        "cfg = fastingest.Config(slice_size='256K', max_in_flight=4, request_timeout=30)\n"
+        # 256 KiB requests count half a slot: 4 at once.
+        "cfg = fastingest.Config(slice_size='256K', max_in_flight=2, request_timeout=30)\n"
         "try:\n"
         "    fastingest.read_parquet(sys.argv[1], storage_options=json.loads(sys.argv[2]),\n"
         "                            config=cfg)\n"

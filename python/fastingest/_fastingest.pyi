@@ -64,7 +64,9 @@ class Config:
     - ``hole_limit`` (64 KiB): ranges closer than this are fetched together.
     - ``slice_size`` (8 MiB): the largest single request; longer ranges are
       split and fetched in parallel into one buffer.
-    - ``max_in_flight`` (32): requests in flight at once, all files together.
+    - ``max_in_flight`` (32): requests in flight at once, all files together;
+      requests of at most 1 MiB (footers, small files) count half, so up to
+      twice as many of those.
     - ``memory_budget`` (512 MiB): bytes of requests in flight at once.
     - ``max_retries`` (5), ``retry_backoff`` (0.1 s), ``retry_backoff_max``
       (5 s): retries of transient failures, exponential backoff with jitter.

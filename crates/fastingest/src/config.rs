@@ -25,7 +25,9 @@ pub struct Config {
     pub hole_limit: u64,
     /// Largest single request; longer ranges are split into slices of this size.
     pub slice_size: u64,
-    /// Most requests in flight at once for one read (all files together).
+    /// Most requests in flight at once for one read (all files together);
+    /// requests of at most 1 MiB count half (they are bound by latency, not
+    /// bandwidth), so up to twice as many of those.
     pub max_in_flight: usize,
     /// Most bytes of requests in flight at once for one read.
     pub memory_budget: u64,

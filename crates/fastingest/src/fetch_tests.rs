@@ -159,8 +159,9 @@ async fn spans_hold_the_right_bytes_and_bounds_hold() {
             assert_eq!(*b, byte_at(span.range.start + k as u64));
         }
     }
+    // Requests of at most 1 MiB take half a slot: 6 of these at once.
     assert!(
-        source.max_in_flight.load(SeqCst) <= 3,
+        source.max_in_flight.load(SeqCst) <= 6,
         "in-flight bound broken"
     );
     assert!(
@@ -173,6 +174,20 @@ async fn spans_hold_the_right_bytes_and_bounds_hold() {
     );
     assert_eq!(stats.snapshot().requests as usize, plan.num_requests());
     assert_eq!(source.calls.load(SeqCst), plan.num_requests());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn large_requests_keep_the_whole_in_flight_bound() {
+    // 2 MiB slices: each takes a whole slot, 3 at once.
+    let source = Arc::new(Instrumented::new(40_000_000, 0));
+    let units = vec![PlanUnit {
+        index: 0,
+        ranges: vec![0..30_000_000],
+    }];
+    let (_, spans, _) = run(Arc::clone(&source), config(3, 2 << 20), units).await;
+    assert_eq!(spans[0].len(), 30_000_000);
+    let most = source.max_in_flight.load(SeqCst);
+    assert!((2..=3).contains(&most), "{most} requests in flight");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

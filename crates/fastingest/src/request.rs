@@ -26,6 +26,13 @@ use crate::stats::ReadStats;
 /// Memory permits are counted in units of this many bytes.
 const BUDGET_UNIT: u64 = 64 * 1024;
 
+/// A request of at most this many bytes is bound by latency, not bandwidth
+/// (at 100 MB/s a connection moves it in 10 ms, under a cloud round trip):
+/// it takes half of a `max_in_flight` slot, so that many small files or
+/// footers go out twice as wide, while large reads keep the width the
+/// benchmarks chose for them.
+pub(crate) const SMALL_REQUEST: u64 = 1024 * 1024;
+
 /// Where a read's bytes come from, with retries and limits applied: every
 /// call returns the final result.
 pub trait ByteSource: Send + Sync + Debug {
@@ -68,7 +75,8 @@ impl StoreRequests {
         let budget_units =
             (config.memory_budget / BUDGET_UNIT).clamp(1, u32::MAX as u64 >> 3) as u32;
         StoreRequests {
-            requests: Semaphore::new(config.max_in_flight),
+            // Counted in half slots (see `SMALL_REQUEST`).
+            requests: Semaphore::new(2 * config.max_in_flight),
             local_reads: Semaphore::new(local_read_limit(config.max_in_flight)),
             budget: Semaphore::new(budget_units as usize),
             budget_units,
@@ -80,7 +88,8 @@ impl StoreRequests {
     /// A request slot and the memory for `len` bytes.
     async fn permits(&self, len: u64) -> Result<(SemaphorePermit<'_>, SemaphorePermit<'_>)> {
         let units = len.div_ceil(BUDGET_UNIT).clamp(1, self.budget_units as u64) as u32;
-        let req = self.requests.acquire().await.map_err(closed)?;
+        let halves = if len <= SMALL_REQUEST { 1 } else { 2 };
+        let req = self.requests.acquire_many(halves).await.map_err(closed)?;
         let mem = self.budget.acquire_many(units).await.map_err(closed)?;
         Ok((req, mem))
     }
