@@ -182,7 +182,7 @@ async fn large_requests_keep_the_whole_in_flight_bound() {
     let source = Arc::new(Instrumented::new(40_000_000, 0));
     let units = vec![PlanUnit {
         index: 0,
-        ranges: vec![0..30_000_000],
+        ranges: vec![0..20_000_000, 20_000_000..30_000_000],
     }];
     let (_, spans, _) = run(Arc::clone(&source), config(3, 2 << 20), units).await;
     assert_eq!(spans[0].len(), 30_000_000);
