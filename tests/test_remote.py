@@ -234,8 +234,11 @@ def test_faults_give_the_right_table_after_retries(s3, toxi, fault_table, kind, 
     if kind == "reset_peer":
         threading.Timer(0.7, toxi.remove_toxic, ("s3", name)).start()
     stats = fastingest.ReadStats()
+    # Fewer requests than slices at once, so that connections are reused
+    # (128 KiB requests count half a slot: 8 at once).
     cfg = fastingest.Config(
         slice_size="128K",
+        max_in_flight=4,
         max_retries=30,
         retry_backoff=0.01,
         retry_backoff_max=0.1,
