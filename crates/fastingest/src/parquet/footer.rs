@@ -10,6 +10,7 @@ use futures::FutureExt;
 use parquet::arrow::async_reader::MetadataFetch;
 use parquet::file::metadata::{
     FileMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataBuilder, ParquetMetaDataReader,
+    RowGroupMetaData,
 };
 
 use crate::error::{Error, Result};
@@ -310,22 +311,30 @@ pub(super) fn reject_encrypted_columns(location: &str, metadata: &ParquetMetaDat
 
 /// Some writers leave the file's row count at 0 while the row groups hold
 /// rows; readers that trust it return nothing. The row groups are the truth.
-pub(super) fn fix_row_count(metadata: ParquetMetaData) -> ParquetMetaData {
-    let fm = metadata.file_metadata();
+fn fix_row_count(metadata: ParquetMetaData) -> ParquetMetaData {
     let sum: i64 = metadata.row_groups().iter().map(|rg| rg.num_rows()).sum();
-    if fm.num_rows() == sum {
+    if metadata.file_metadata().num_rows() == sum {
         return metadata;
     }
-    let fixed = FileMetaData::new(
-        fm.version(),
-        sum,
-        fm.created_by().map(str::to_string),
-        fm.key_value_metadata().cloned(),
-        fm.schema_descr_ptr(),
-        fm.column_orders().cloned(),
+    with_row_groups(metadata.file_metadata(), metadata.row_groups().to_vec())
+}
+
+/// A footer of `row_groups` with the rest of `file` (schema, key-value
+/// metadata, ...) and the row count they sum to.
+pub(super) fn with_row_groups(
+    file: &FileMetaData,
+    row_groups: Vec<RowGroupMetaData>,
+) -> ParquetMetaData {
+    let rows: i64 = row_groups.iter().map(|g| g.num_rows()).sum();
+    let counted = FileMetaData::new(
+        file.version(),
+        rows,
+        file.created_by().map(str::to_string),
+        file.key_value_metadata().cloned(),
+        file.schema_descr_ptr(),
+        file.column_orders().cloned(),
     );
-    let row_groups = metadata.row_groups().to_vec();
-    ParquetMetaDataBuilder::new(fixed)
+    ParquetMetaDataBuilder::new(counted)
         .set_row_groups(row_groups)
         .build()
 }

@@ -16,12 +16,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use parquet::file::metadata::{
-    FileMetaData, ParquetMetaData, ParquetMetaDataBuilder, RowGroupMetaData,
-};
+use parquet::file::metadata::{FileMetaData, RowGroupMetaData};
 use tokio::sync::OnceCell;
 
-use super::footer::{check_chunk_ranges, read_summary_footer, reject_encrypted_columns, Footer};
+use super::footer::{
+    check_chunk_ranges, read_summary_footer, reject_encrypted_columns, with_row_groups, Footer,
+};
 use crate::config::SummaryFiles;
 use crate::fetch::Fetcher;
 use crate::source::Source;
@@ -99,7 +99,8 @@ impl SummaryFile {
             return None;
         }
         let row_groups = summary.files.get(path.trim_start_matches("./"))?;
-        let metadata = footer_of(&summary.shared, row_groups.clone());
+        // The file's footer: the summary's schema with the file's row groups.
+        let metadata = with_row_groups(&summary.shared, row_groups.clone());
         // The data ends before the file's own footer and its 8-byte trailer
         // (the footer's length is not known here: the bound is loose).
         if let Err(e) = check_chunk_ranges(location, &metadata, size.saturating_sub(8)) {
@@ -159,20 +160,4 @@ impl SummaryFile {
             written,
         })
     }
-}
-
-/// One file's footer: the summary's shared part with that file's row groups.
-fn footer_of(shared: &FileMetaData, row_groups: Vec<RowGroupMetaData>) -> ParquetMetaData {
-    let rows: i64 = row_groups.iter().map(|g| g.num_rows()).sum();
-    let file = FileMetaData::new(
-        shared.version(),
-        rows,
-        shared.created_by().map(str::to_string),
-        shared.key_value_metadata().cloned(),
-        shared.schema_descr_ptr(),
-        shared.column_orders().cloned(),
-    );
-    ParquetMetaDataBuilder::new(file)
-        .set_row_groups(row_groups)
-        .build()
 }
