@@ -174,17 +174,22 @@ def test_streaming_a_large_file_holds_a_bounded_amount(s3):
         parquet_bytes(table, row_group_size=250_000, compression="none", use_dictionary=False),
     )
     grew = {}
+    # The least of two runs per budget: what disturbs a peak (a busy machine
+    # delaying the consumer, the allocator's timing) only ever adds to it.
     for budget in ("8M", "32M"):
-        done = subprocess.run(
-            [sys.executable, "-c", _STREAM_CHILD, url, json.dumps(s3.options()), budget],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        got = json.loads(done.stdout)
-        assert got["rows"] == n
-        grew[budget] = got["grew"]
+        runs = []
+        for _ in range(2):
+            done = subprocess.run(
+                [sys.executable, "-c", _STREAM_CHILD, url, json.dumps(s3.options()), budget],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            assert done.returncode == 0, done.stderr[-3000:]
+            got = json.loads(done.stdout)
+            assert got["rows"] == n
+            runs.append(got["grew"])
+        grew[budget] = min(runs)
     # The file is 64 MB and decodes to 64 MB: holding both whole (as the
     # stream did, whatever the budget) is 128 MB. What is held now: the
     # budget's units (fetched, then decoded until handed over), a few 4 MB
