@@ -498,3 +498,28 @@ def test_s3_summary_saves_the_footer_requests(s3, tmp_path):
     _, s5 = read("summarised/", filters=ids, config=ignore)
     assert_tables_equal(trusted, plain)
     assert (s3_.requests, s4.requests, s5.requests) == (1 + 1 + 4, 1 + 1 + 1, 1 + 4)
+
+
+def test_gcs_and_azure_summaries(gcs, azure, tmp_path):
+    root = tmp_path / "lake"
+    _summarised_lake(root)
+    want = pq.read_table(root)
+    gopts = {"service_account_path": str(gcs.gcs_service_account()), "allow_http": "true"}
+    azure.azure_create_container("summarised")
+    aopts = azure.azure_options()
+    stores = [
+        ("gs://test-bucket/summarised/", gopts, lambda k, b: gcs.gcs_upload("test-bucket", k, b)),
+        ("az://summarised/t/", aopts, lambda k, b: fastingest._fastingest._put(k, b, aopts)),
+    ]
+    for prefix, opts, put in stores:
+        base = "summarised/" if prefix.startswith("gs") else "az://summarised/t/"
+        # The data, then the summary, as writers do.
+        for f in sorted(root.rglob("*.parquet")):
+            put(base + f.relative_to(root).as_posix(), f.read_bytes())
+        put(base + "_metadata", (root / "_metadata").read_bytes())
+        assert_tables_equal(fastingest.read_parquet(prefix, storage_options=opts), want)
+        # Row counts only: the listing and the summary, no data file.
+        stats = fastingest.ReadStats()
+        keys = fastingest.read_parquet(prefix, storage_options=opts, columns=["part"], stats=stats)
+        assert keys.column("part").to_pylist() == want.column("part").to_pylist()
+        assert stats.requests == 2, (prefix, stats)
