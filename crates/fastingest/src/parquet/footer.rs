@@ -290,7 +290,7 @@ pub(super) fn check_chunk_ranges(
 
 /// A plaintext footer can still describe encrypted column chunks; without
 /// keys their pages are noise, so say so instead of failing to decode them.
-pub(super) fn reject_encrypted_columns(location: &str, metadata: &ParquetMetaData) -> Result<()> {
+fn reject_encrypted_columns(location: &str, metadata: &ParquetMetaData) -> Result<()> {
     let encrypted = metadata
         .row_groups()
         .iter()

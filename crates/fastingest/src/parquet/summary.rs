@@ -19,9 +19,7 @@ use bytes::Bytes;
 use parquet::file::metadata::{FileMetaData, RowGroupMetaData};
 use tokio::sync::OnceCell;
 
-use super::footer::{
-    check_chunk_ranges, read_summary_footer, reject_encrypted_columns, with_row_groups, Footer,
-};
+use super::footer::{check_chunk_ranges, read_summary_footer, with_row_groups, Footer};
 use crate::config::SummaryFiles;
 use crate::fetch::Fetcher;
 use crate::source::Source;
@@ -83,22 +81,28 @@ impl SummaryFile {
             .as_ref()?;
         let location = file.location();
         let size = file.known_size()?;
+        // Whether the file may have been written after the summary (unknown
+        // times count as newer: nothing says the summary saw this version).
         let newer = match (file.modified_millis(), summary.written) {
-            (Some(modified), Some(written)) => modified > written,
-            _ => true,
+            (Some(modified), Some(written)) => Some(modified > written),
+            _ => None,
         };
-        if newer && fetcher.config().summary_files == SummaryFiles::Check {
+        if newer != Some(false) && fetcher.config().summary_files == SummaryFiles::Check {
             if !self.told_newer.swap(true, Ordering::Relaxed) {
+                let when = match newer {
+                    Some(_) => "written after",
+                    None => "of unknown age relative to",
+                };
                 log::info!(
                     target: LOG,
-                    "{location}: written after {}; the files written after it read their own \
-                     footers (Config(summary_files=\"trust\") plans them from it)",
+                    "{location}: {when} {}; such files read their own footers \
+                     (Config(summary_files=\"trust\") plans them from it)",
                     self.source.location()
                 );
             }
             return None;
         }
-        let row_groups = summary.files.get(path.trim_start_matches("./"))?;
+        let row_groups = summary.files.get(path)?;
         // The file's footer: the summary's schema with the file's row groups.
         let metadata = with_row_groups(&summary.shared, row_groups.clone());
         // The data ends before the file's own footer and its 8-byte trailer
@@ -134,9 +138,6 @@ impl SummaryFile {
             Ok(f) => f,
             Err(e) => return unusable(e.to_string()),
         };
-        if let Err(e) = reject_encrypted_columns(location, &footer.metadata) {
-            return unusable(e.to_string());
-        }
         let mut files: HashMap<String, Vec<RowGroupMetaData>> = HashMap::new();
         for (i, group) in footer.metadata.row_groups().iter().enumerate() {
             let mut paths = group.columns().iter().map(|c| c.file_path());
