@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import atexit
 import copyreg
-import logging
 import os
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Literal, Unpack
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, Literal, Unpack
 
 from . import exceptions
 from ._fastingest import (
@@ -92,6 +89,9 @@ from .exceptions import (
     UnsupportedError,
 )
 
+if TYPE_CHECKING:
+    import pyarrow as pa  # imported by the first call that returns Arrow data
+
 # One Cache per directory and process, so that "once" validation and the size
 # estimate are shared by every read that names the directory.
 _shared_caches: dict[tuple[int, str], Cache] = {}
@@ -157,15 +157,9 @@ copyreg.pickle(
 )
 
 
-# Records under "fastingest": "fastingest.retry" (WARNING: a request failed
-# and is tried again), "fastingest.request" (INFO: a request took over 10 s),
-# "fastingest.cache" (WARNING: what CacheWarning says). Nothing is printed
-# unless the program configures logging.
-logging.getLogger("fastingest").addHandler(logging.NullHandler())
-_cache_log = logging.getLogger("fastingest.cache")
-# Records still queued when the program ends (the retries of a read that
-# then failed) reach the handlers before they are closed: atexit runs
-# before logging's own shutdown, which registered earlier.
+# Records the core logs go to Python `logging` (see `_log`, which sets it
+# up with the first record). Records still queued at exit are handed over
+# first; `_log` registers the same flush to run before logging's shutdown.
 atexit.register(_flush_logs)
 
 
@@ -174,7 +168,9 @@ def _warn_cache(cache: Cache | None, stacklevel: int = 3) -> None:
     damaged entries) as :class:`CacheWarning`; the read itself succeeded."""
     if cache is not None:
         for message in cache._take_warnings():
-            _cache_log.warning("%s", message)
+            from . import _log
+
+            _log.emit("fastingest.cache", 30, message)
             warnings.warn(message, CacheWarning, stacklevel=stacklevel)
 
 

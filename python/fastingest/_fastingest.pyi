@@ -25,6 +25,7 @@ __all__ = [
     "Units",
     "__version__",
     "_allocator_purge_delay",
+    "_filter_literal",
     "_flush_logs",
     "_error_classes",
     "_put",
@@ -382,6 +383,7 @@ def cuda_device_count() -> int:
 
 def _put(url: str, data: bytes, storage_options: dict[str, str] | None = None) -> None: ...
 def _allocator_purge_delay() -> int: ...
+def _filter_literal(literal: Any) -> pa.Array: ...
 def _flush_logs() -> None:
     """Waits until the records logged so far have reached ``logging``."""
 

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
-import struct
+import datetime
 from collections.abc import Sequence
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from .exceptions import InvalidArgumentError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _OPS = {"==", "=", "!=", "<", "<=", ">", ">=", "in", "not in"}
 
 
-def _term(term: Any) -> tuple[str, str, pa.Array]:
+# A literal as the Rust core takes it: a pyarrow array, or (kind, values)
+# for values of one plain Python type, which the core builds into an Arrow
+# array itself.
+FilterLiteral: TypeAlias = "pa.Array | tuple[str, list[Any]]"
+
+
+def _term(term: Any) -> tuple[str, str, FilterLiteral]:
     if not isinstance(term, tuple | list) or len(term) != 3:
         raise InvalidArgumentError(f"filter term must be a (column, op, value) tuple, got {term!r}")
     column, op, value = term
@@ -22,69 +29,61 @@ def _term(term: Any) -> tuple[str, str, pa.Array]:
     if not isinstance(op, str) or op.strip().lower() not in _OPS:
         raise InvalidArgumentError(f"unknown filter operator {op!r}; use one of {sorted(_OPS)}")
     op = op.strip().lower()
+    if op in ("in", "not in"):
+        if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
+            raise InvalidArgumentError(f"filter {column!r} {op!r} needs a collection of values")
+        values = list(value)
+    else:
+        values = [value]
+    return column, op, _plain(values) or _arrow(column, values)
+
+
+def _arrow(column: str, values: list[Any]) -> pa.Array:
+    """`values` as ``pa.array`` types them (decimals, datetimes, mixed ints
+    and floats, ...)."""
+    import pyarrow as pa
+
     try:
-        if op in ("in", "not in"):
-            if isinstance(value, str | bytes) or not hasattr(value, "__iter__"):
-                raise InvalidArgumentError(f"filter {column!r} {op!r} needs a collection of values")
-            literal = _array(list(value))
-        else:
-            literal = _array([value])
+        return pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeError, OverflowError) as e:
         raise InvalidArgumentError(f"filter value for {column!r} is not usable: {e}") from e
-    return column, op, literal
 
 
-def _array(values: list[Any]) -> pa.Array:
-    """`values` as ``pa.array`` makes them (same type, same values)."""
-    built = _from_buffers(values)
-    return built if built is not None else pa.array(values)
+_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 
 
-def _from_buffers(values: list[Any]) -> pa.Array | None:
+def _plain(values: list[Any]) -> tuple[str, list[Any]] | None:
     """Values of one plain Python type (bool, int within int64, float, str,
-    bytes) as an array built from its buffers; ``None`` for anything else.
-    ``pa.array`` on Python objects imports pandas when it is installed: 0.3 s
-    on the first filtered read of a process, more than the read itself."""
-    n = len(values)
+    bytes, date) tagged with the Arrow type ``pa.array`` gives them; ``None``
+    for anything else. Keeping pyarrow out of this path lets a read start
+    its requests while pyarrow is imported, and ``pa.array`` on Python
+    objects would import pandas when it is installed (0.3 s)."""
     kinds = {type(v) for v in values}
-    if n == 0 or len(kinds) != 1:
+    if not values or len(kinds) != 1:
         return None
     kind = kinds.pop()
     if kind is bool:
-        bits = sum(1 << i for i, v in enumerate(values) if v)
-        data = bits.to_bytes((n + 7) // 8, "little")
-        return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(data)])
+        return "bool", values
     if kind is int:
-        if not all(-(2**63) <= v < 2**63 for v in values):
-            return None
-        data = struct.pack(f"<{n}q", *values)
-        return pa.Array.from_buffers(pa.int64(), n, [None, pa.py_buffer(data)])
+        return ("int64", values) if all(-(2**63) <= v < 2**63 for v in values) else None
     if kind is float:
-        data = struct.pack(f"<{n}d", *values)
-        return pa.Array.from_buffers(pa.float64(), n, [None, pa.py_buffer(data)])
-    if kind is str or kind is bytes:
+        return "float64", values
+    if kind is str:
         try:
-            encoded = [v.encode() for v in values] if kind is str else values
+            size = sum(len(v.encode()) for v in values)
         except UnicodeEncodeError:
-            return None
-        offsets = [0]
-        for v in encoded:
-            offsets.append(offsets[-1] + len(v))
-        if offsets[-1] >= 2**31:
-            return None
-        arrow_type = pa.string() if kind is str else pa.binary()
-        buffers = [
-            None,
-            pa.py_buffer(struct.pack(f"<{n + 1}i", *offsets)),
-            pa.py_buffer(b"".join(encoded)),
-        ]
-        return pa.Array.from_buffers(arrow_type, n, buffers)
+            return None  # pa.array names the problem
+        return ("string", values) if size < 2**31 else None  # 32-bit offsets
+    if kind is bytes:
+        return ("binary", values) if sum(map(len, values)) < 2**31 else None
+    if kind is datetime.date:
+        return "date32", [v.toordinal() - _EPOCH_ORDINAL for v in values]
     return None
 
 
-def normalize(filters: Any) -> list[list[tuple[str, str, pa.Array]]] | None:
+def normalize(filters: Any) -> list[list[tuple[str, str, FilterLiteral]]] | None:
     """``[(c, op, v), ...]`` (AND) or ``[[...], [...]]`` (OR of ANDs) to the
-    OR-of-ANDs form, with each value turned into a pyarrow array."""
+    OR-of-ANDs form, with each value turned into a literal for the core."""
     if filters is None:
         return None
     if not isinstance(filters, Sequence) or isinstance(filters, str) or len(filters) == 0:

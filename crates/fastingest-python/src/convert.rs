@@ -2,6 +2,9 @@
 
 use std::sync::Arc;
 
+use arrow_array::{
+    ArrayRef, BinaryArray, BooleanArray, Date32Array, Float64Array, Int64Array, StringArray,
+};
 use fastingest::source::Source;
 use fastingest::StorageOptions;
 use fastingest::{CmpOp, Filter, Footer, Partitioning, Predicate, PreparedFile};
@@ -83,9 +86,49 @@ pub fn storage_options(obj: Option<&Bound<'_, PyDict>>) -> PyResult<StorageOptio
     Ok(out)
 }
 
+/// A filter's literal(s) as `fastingest._filters` passes them: a pyarrow
+/// array, or `(kind, values)` for values of one plain Python type, built
+/// into an Arrow array here so that a filtered read needs no pyarrow before
+/// its requests start.
+#[derive(FromPyObject)]
+pub enum FilterLiteral {
+    Arrow(PyArray),
+    Plain(String, Py<PyAny>),
+}
+
+impl FilterLiteral {
+    pub fn into_array(self) -> PyResult<ArrayRef> {
+        let (kind, values) = match self {
+            FilterLiteral::Arrow(array) => return Ok(array.into_inner().0),
+            FilterLiteral::Plain(kind, values) => (kind, values),
+        };
+        // Called while converting a call's arguments: the GIL is held.
+        Python::attach(|py| Self::plain(&kind, values.bind(py)))
+    }
+
+    fn plain(kind: &str, values: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
+        Ok(match kind {
+            "bool" => Arc::new(BooleanArray::from(values.extract::<Vec<bool>>()?)),
+            "int64" => Arc::new(Int64Array::from(values.extract::<Vec<i64>>()?)),
+            "float64" => Arc::new(Float64Array::from(values.extract::<Vec<f64>>()?)),
+            "string" => Arc::new(StringArray::from(values.extract::<Vec<String>>()?)),
+            "binary" => {
+                let bytes = values.extract::<Vec<Vec<u8>>>()?;
+                Arc::new(BinaryArray::from_iter_values(bytes))
+            }
+            "date32" => Arc::new(Date32Array::from(values.extract::<Vec<i32>>()?)),
+            other => {
+                return Err(PyTypeError::new_err(format!(
+                    "internal: unknown filter literal kind {other:?}"
+                )))
+            }
+        })
+    }
+}
+
 /// Filters as normalised by `fastingest._filters`: a list of conjunctions,
-/// each a list of `(column, op, pyarrow array of literals)`.
-pub fn filter(obj: Option<Vec<Vec<(String, String, PyArray)>>>) -> PyResult<Option<Filter>> {
+/// each a list of `(column, op, literals)`.
+pub fn filter(obj: Option<Vec<Vec<(String, String, FilterLiteral)>>>) -> PyResult<Option<Filter>> {
     let Some(dnf) = obj else { return Ok(None) };
     let disjuncts = dnf
         .into_iter()
@@ -95,7 +138,7 @@ pub fn filter(obj: Option<Vec<Vec<(String, String, PyArray)>>>) -> PyResult<Opti
                     Ok(Predicate {
                         column,
                         op: CmpOp::parse(&op).map_err(to_py)?,
-                        value: value.into_inner().0,
+                        value: value.into_array()?,
                     })
                 })
                 .collect::<PyResult<Vec<_>>>()

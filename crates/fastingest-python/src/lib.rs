@@ -20,8 +20,8 @@ use fastingest::{Config, ReadStats};
 use fastingest::{ReadOptions, Table};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
+use pyo3_arrow::PySchema;
 use pyo3_arrow::PyTable;
-use pyo3_arrow::{PyArray, PySchema};
 
 use crate::cache::PyCache;
 use crate::config::PyConfig;
@@ -68,7 +68,19 @@ fn _allocator_purge_delay() -> i64 {
     unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) as i64 }
 }
 
-type Dnf = Vec<Vec<(String, String, PyArray)>>;
+/// A filter literal as the core builds it, handed to pyarrow (for tests).
+#[pyfunction]
+fn _filter_literal(py: Python<'_>, literal: convert::FilterLiteral) -> PyResult<Py<PyAny>> {
+    let array = Bound::new(
+        py,
+        pyo3_arrow::PyArray::from_array_ref(literal.into_array()?),
+    )?;
+    // pyarrow takes it through the Arrow C data interface.
+    let pyarrow_array = py.import("pyarrow")?.getattr("array")?.call1((array,))?;
+    Ok(pyarrow_array.unbind())
+}
+
+type Dnf = Vec<Vec<(String, String, convert::FilterLiteral)>>;
 
 fn config_of(config: Option<&PyConfig>) -> PyResult<Config> {
     match config {
@@ -173,7 +185,8 @@ fn stream_batches(
 ) -> PyResult<stream::PyBatchStream> {
     let sources = convert::sources(source)?;
     let options = args.into_options()?;
-    let batches = run::block_on(py, format.stream(sources, options))?;
+    // The footers are read while pyarrow is imported (its batches need it).
+    let batches = run::block_on_after(py, format.stream(sources, options), import_pyarrow)?;
     Ok(stream::PyBatchStream::new(batches))
 }
 
@@ -190,6 +203,12 @@ fn open_units(
     Ok(units::PyUnits::new(reader))
 }
 
+/// Imports pyarrow: `import fastingest` does not, so a fresh process's first
+/// read imports it (~0.1 s) while its listing and requests are under way.
+fn import_pyarrow(py: Python<'_>) -> PyResult<()> {
+    py.import("pyarrow").map(drop)
+}
+
 /// Reads a table with the GIL released and hands it to pyarrow.
 fn read_table(
     py: Python<'_>,
@@ -199,7 +218,7 @@ fn read_table(
 ) -> PyResult<Py<PyAny>> {
     let sources = convert::sources(source)?;
     let options = args.into_options()?;
-    let table = run::block_on(py, format.read(sources, options))?;
+    let table = run::block_on_after(py, format.read(sources, options), import_pyarrow)?;
     table_to_pyarrow(py, table)
 }
 
@@ -503,6 +522,7 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     configure_allocator();
     quiet_caught_panics();
     m.add_function(wrap_pyfunction!(_allocator_purge_delay, m)?)?;
+    m.add_function(wrap_pyfunction!(_filter_literal, m)?)?;
     logs::install();
     m.add_function(wrap_pyfunction!(logs::_flush_logs, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

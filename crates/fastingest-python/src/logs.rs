@@ -56,9 +56,10 @@ fn forward(rx: Receiver<Message>) {
             } => {
                 // Gone at interpreter shutdown: nothing to log to.
                 let _ = Python::try_attach(|py| -> PyResult<()> {
-                    let logging = py.import("logging")?;
-                    let logger = logging.call_method1("getLogger", (logger,))?;
-                    logger.call_method1("log", (level, text))?;
+                    // `fastingest._log` imports and sets up `logging`
+                    // the first time (not at `import fastingest`).
+                    py.import("fastingest._log")?
+                        .call_method1("emit", (logger, level, text))?;
                     Ok(())
                 });
             }

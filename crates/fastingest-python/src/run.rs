@@ -23,6 +23,19 @@ where
     T: Send + 'static,
     F: Future<Output = fastingest::Result<T>> + Send + 'static,
 {
+    block_on_after(py, fut, |_| Ok(()))
+}
+
+/// [`block_on`], running `meanwhile` with the GIL held once the read has
+/// started and before waiting for it: Python-side work (importing pyarrow
+/// in a fresh process, ~0.1 s) overlaps the read's requests instead of
+/// preceding them. An error from `meanwhile` cancels the read.
+pub fn block_on_after<T, F, M>(py: Python<'_>, fut: F, meanwhile: M) -> PyResult<T>
+where
+    T: Send + 'static,
+    F: Future<Output = fastingest::Result<T>> + Send + 'static,
+    M: FnOnce(Python<'_>) -> PyResult<()>,
+{
     let rt = fastingest::runtime::shared()
         .map_err(|e| PyRuntimeError::new_err(format!("cannot start the I/O runtime: {e}")))?;
     // A signal that arrived while the runtime was being built (or before):
@@ -32,6 +45,10 @@ where
     let task = rt.spawn(async move {
         let _ = tx.send(fut.await);
     });
+    if let Err(e) = meanwhile(py) {
+        task.abort();
+        return Err(e);
+    }
     loop {
         // The receiver travels into the GIL-free closure and back (it is Send
         // but not Sync, so it cannot be borrowed there).
