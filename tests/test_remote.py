@@ -296,6 +296,39 @@ def test_retry_records_reach_logging_before_the_program_exits(s3, toxi, fault_ta
     assert "faults/n.parquet" in retries[0]
 
 
+_SILENT_CHILD = """
+import json, sys
+import fastingest
+assert "logging" not in sys.modules  # set up by the first record, not the import
+url, options = sys.argv[1], json.loads(sys.argv[2])
+config = fastingest.Config(max_retries=2, retry_backoff=0.01, retry_backoff_max=0.02)
+try:
+    fastingest.read_parquet(url, storage_options=options, config=config)
+except fastingest.RemoteIOError:
+    fastingest._fastingest._flush_logs()  # every record handed to logging
+    print("failed", "logging" in sys.modules)
+"""
+
+
+def test_retry_records_print_nothing_unless_logging_is_configured(s3, toxi, fault_table):
+    import json
+    import subprocess
+    import sys
+
+    url, _ = _put_fault_file(s3, fault_table)
+    toxi.add_toxic("s3", "reset_peer", {"timeout": 0})
+    done = subprocess.run(
+        [sys.executable, "-c", _SILENT_CHILD, url, json.dumps(s3.options(proxied=True))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # The retries were logged (logging got imported to take them), and
+    # Python's last-resort handler printed none of them.
+    assert done.stdout.strip() == "failed True", done.stderr[-2000:]
+    assert "retrying in" not in done.stderr, done.stderr[-2000:]
+
+
 def test_timeouts_end_in_a_clear_error(s3, toxi, fault_table):
     url, _ = _put_fault_file(s3, fault_table)
     toxi.add_toxic("s3", "timeout", {"timeout": 0})  # swallow everything, never answer
