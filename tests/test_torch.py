@@ -260,6 +260,69 @@ def test_filters_and_strings(sorted_file, tmp_path):
     assert [text[offsets[i] : offsets[i + 1]] for i in range(len(ids))] == [str(i) for i in ids]
 
 
+def test_every_way_a_batch_travels_gives_the_same_tensors(tmp_path, monkeypatch):
+    # fastingest's DataLoader takes small batches from its workers through
+    # their pipes as NumPy arrays, large ones (and a plain DataLoader all) in
+    # shared memory; in process the tensors view the window's arrays. Nulls
+    # (validity), booleans and a batch spanning windows ride along.
+    n = 3_001
+    ids = np.arange(n, dtype=np.int64)
+    table = pa.table(
+        {
+            "id": ids,
+            "flag": pa.array(ids % 3 == 0),
+            "maybe": pa.array([None if i % 7 == 0 else float(i) for i in range(n)]),
+        }
+    )
+    path = tmp_path / "mixed.parquet"
+    pq.write_table(table, path, row_group_size=250)
+
+    def make(**kwargs):
+        columns = ["id", "flag", "maybe"]
+        return ParquetDataset(str(path), columns=columns, batch_size=128, shuffle=True, **kwargs)
+
+    def run(loader):
+        out = []
+        for batch in loader:
+            assert all(isinstance(t, torch.Tensor) for t in batch.values())
+            out.append({k: t.numpy().copy() for k, t in batch.items()})
+        return out
+
+    small_buffer = {"shuffle_buffer": 20_000}  # windows of a few row groups
+    in_process = run(DataLoader(make(**small_buffer), num_workers=0))
+    piped_ds = make(**small_buffer)
+    piped = run(DataLoader(piped_ds, num_workers=2))
+    assert piped_ds._pipe_batch_bytes == 0, "the dataset is left as it was"
+    # A plain DataLoader over the same dataset gets tensors from its workers.
+    plain = run(torch.utils.data.DataLoader(piped_ds, batch_size=None, num_workers=2))
+    monkeypatch.setattr(fastingest.torch, "PIPE_BATCH_BYTES", 0)
+    shared = run(DataLoader(make(**small_buffer), num_workers=2))
+    # The same workers give the same batches, whichever way they travel.
+    for other in (plain, shared):
+        assert len(other) == len(piped)
+        for got, want in zip(other, piped, strict=True):
+            assert got.keys() == want.keys()
+            for k in want:
+                assert got[k].dtype == want[k].dtype, k
+                np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+    # In process (other workers, other batches): the same rows and values.
+    for batches in (in_process, piped):
+        assert {"id", "flag", "maybe"} <= set(batches[0])
+        assert batches[0]["flag"].dtype == np.bool_
+        got = {k: np.concatenate([b[k] for b in batches]) for k in ("id", "flag", "maybe")}
+        valid = np.concatenate(
+            [b.get("maybe.validity", np.ones(len(b["id"]), np.bool_)) for b in batches]
+        )
+        order = np.argsort(got["id"])
+        np.testing.assert_array_equal(got["id"][order], ids)
+        np.testing.assert_array_equal(got["flag"][order], ids % 3 == 0)
+        np.testing.assert_array_equal(valid[order], ids % 7 != 0)
+        np.testing.assert_array_equal(got["maybe"][order][ids % 7 != 0], ids[ids % 7 != 0])
+    # A validity tensor only where the batch holds a null, as to_torch makes.
+    for b in in_process + piped:
+        assert ("maybe.validity" in b) == (not b.get("maybe.validity", np.ones(1)).all())
+
+
 def test_hive_partitions_and_globs(tmp_path):
     table = pa.table({"id": np.arange(300, dtype=np.int64), "part": np.arange(300) % 3})
     pq.write_to_dataset(table, tmp_path / "lake", partition_cols=["part"])

@@ -29,6 +29,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import torch
 import torch.utils.data
@@ -37,12 +38,28 @@ from . import _cache_arg, _warn_cache
 from ._epoch import Layout, Segment, Settings, Unit, Window, fresh, resumed
 from ._fastingest import open_parquet_units
 from ._options import PARQUET_KEYS, Filters, Partitioning, Source, read_args
-from ._torch import host_arrays, host_columns, in_one_shared_storage, to_torch
+from ._torch import _tensor, host_arrays, host_columns, in_one_shared_storage
 from .exceptions import CorruptFileError, InvalidArgumentError
 
 __all__ = ["DataLoader", "ParquetDataset"]
 
 STATE_FORMAT = "fastingest.torch.ParquetDataset/1"
+
+# How a DataLoader worker hands a batch to the main process. Shared memory
+# (torch's way, and ours under a plain DataLoader) costs ~1.7 ms a batch
+# whatever its size: a segment made, its descriptor passed over a socket and
+# mapped again. A pickled copy through the worker's pipe costs ~1 ms per MB.
+# fastingest's DataLoader takes batches of up to this many bytes as NumPy
+# arrays through the pipe and makes the tensors itself; larger ones still go
+# through shared memory.
+PIPE_BATCH_BYTES = 1 << 20
+
+
+class _Arrays(dict[str, np.ndarray]):
+    """A batch as NumPy arrays on its way from a worker to
+    :class:`DataLoader`, which makes the tensors."""
+
+
 _UNSET: Any = object()
 
 
@@ -130,6 +147,9 @@ class ParquetDataset(torch.utils.data.IterableDataset):
         # DataLoader workers write their count here, so that state_dict (in
         # the main process) knows how the batches were dealt out.
         self._seen_workers = multiprocessing.RawValue("i", -1)
+        # Set by fastingest's DataLoader while it starts its workers: batches
+        # of at most this many bytes go back as NumPy arrays (0: tensors).
+        self._pipe_batch_bytes = 0
 
         reader = self._reader()
         self.schema: pa.Schema = reader.schema
@@ -384,20 +404,20 @@ class ParquetDataset(torch.utils.data.IterableDataset):
         if not order:
             return
         size = self.settings.batch_size
-        pending: list[pa.Table] = []
+        pending: list[Any] = []
         filled = 0
         with reader.stream(order, self.prefetch_bytes) as stream:
             for w, ranges in groups:
-                table = self._window_table(windows[w], stream)
+                window = _WindowRows(self._window_table(windows[w], stream), self.strings)
                 rows = windows[w].order(self.settings.shuffle)
                 for a, b in ranges:
                     at = a
                     while at < b:
                         n = min(b - at, size - filled)
                         if self.settings.shuffle:
-                            pending.append(table.take(rows[at : at + n]))
+                            pending.append(window.take(rows[at : at + n]))
                         else:
-                            pending.append(table.slice(at, n))
+                            pending.append(window.slice(at, n))
                         filled += n
                         at += n
                         if filled == size:
@@ -420,13 +440,21 @@ class ParquetDataset(torch.utils.data.IterableDataset):
             parts.append(batch.slice(start, end - start))
         return pa.Table.from_batches(parts, self.schema).combine_chunks()
 
-    def _tensors(self, parts: list[pa.Table]) -> dict[str, torch.Tensor]:
-        table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+    def _tensors(self, parts: list[Any]) -> dict[str, torch.Tensor]:
+        """One batch from its parts (NumPy arrays by tensor name, or Arrow
+        tables where strings are read)."""
+        if isinstance(parts[0], pa.Table):
+            table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+            arrays = host_arrays(table, strings=self.strings)
+        else:
+            arrays = _joined(parts)
         if torch.utils.data.get_worker_info() is None:
-            return to_torch(table, "cpu", strings=self.strings)  # views of Arrow's buffers
+            return {k: _tensor(torch, v) for k, v in arrays.items()}  # views where they can be
         # In a worker: the batch goes to the main process through shared
-        # memory, best as one block.
-        return in_one_shared_storage(torch, host_arrays(table, strings=self.strings))
+        # memory, best as one block, or, small, through the pipe.
+        if sum(a.nbytes for a in arrays.values()) <= self._pipe_batch_bytes:
+            return _Arrays(arrays)  # type: ignore[return-value]
+        return in_one_shared_storage(torch, arrays)
 
     # -- pickling (spawned DataLoader workers) -------------------------------
 
@@ -458,14 +486,33 @@ class DataLoader(torch.utils.data.DataLoader):
                 "fastingest.torch.DataLoader takes a fastingest.torch.ParquetDataset, "
                 f"not {type(dataset).__name__}"
             )
+        # Small batches come back from the workers through their pipes (see
+        # PIPE_BATCH_BYTES): the collate function passes them on untouched
+        # and __iter__ makes the tensors. Not with pinned memory (its thread
+        # pins tensors only) or a collate function of the caller's.
+        piped = kwargs.get("num_workers", 0) > 0 and not kwargs.get("pin_memory", False)
+        if kwargs.get("collate_fn") is None and batch_size is None:
+            kwargs["collate_fn"] = _as_is
+        else:
+            piped = False
         super().__init__(dataset, batch_size=batch_size, **kwargs)
+        self._pipe_batch_bytes = PIPE_BATCH_BYTES if piped else 0
         self._epoch = dataset.epoch
         self._taken = dataset.start_batch
 
     def __iter__(self) -> Iterator[Any]:
         dataset: ParquetDataset = self.dataset  # type: ignore[assignment]
         self._epoch, self._taken = dataset.epoch, dataset.start_batch
-        for batch in super().__iter__():
+        # The workers take their copy of the dataset when they start, in
+        # super().__iter__(); the dataset itself stays as it was for others.
+        dataset._pipe_batch_bytes = self._pipe_batch_bytes
+        try:
+            batches = super().__iter__()
+        finally:
+            dataset._pipe_batch_bytes = 0
+        for batch in batches:
+            if type(batch) is _Arrays:
+                batch = {k: torch.from_numpy(v) for k, v in batch.items()}
             self._taken += 1
             yield batch
 
@@ -482,6 +529,59 @@ class DataLoader(torch.utils.data.DataLoader):
         dataset: ParquetDataset = self.dataset  # type: ignore[assignment]
         dataset.load_state_dict(state)
         self._epoch, self._taken = dataset.epoch, dataset.start_batch
+
+
+class _WindowRows:
+    """A window's decoded rows, from which batches are cut: as NumPy arrays
+    by tensor name (converted once per window, then sliced or gathered per
+    batch), or as the Arrow table where a column has offsets (strings),
+    which NumPy cannot gather."""
+
+    def __init__(self, table: pa.Table, strings: str):
+        columns = host_columns(table, strings=strings)
+        self.table: pa.Table | None = None
+        self.arrays: dict[str, np.ndarray] = {}
+        if any(c.offsets is not None for c in columns.values()):
+            self.table = table
+            return
+        for name, col in columns.items():
+            self.arrays[name] = col.values
+            if col.validity is not None:
+                self.arrays[f"{name}.validity"] = col.validity
+
+    def slice(self, start: int, n: int) -> Any:
+        if self.table is not None:
+            return self.table.slice(start, n)
+        return {k: v[start : start + n] for k, v in self.arrays.items()}
+
+    def take(self, rows: np.ndarray) -> Any:
+        if self.table is not None:
+            return self.table.take(rows)
+        return {k: v[rows] for k, v in self.arrays.items()}
+
+
+def _joined(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
+    """A batch's arrays from its parts. As :func:`fastingest.to_torch` makes
+    them of the batch's rows: ``"<name>.validity"`` only where one of them is
+    null (a part from a window without nulls has none)."""
+    if len(parts) == 1:
+        arrays = parts[0]
+    else:
+        keys = dict.fromkeys(k for p in parts for k in p)
+        rows = [len(next(iter(p.values()))) for p in parts]
+        arrays = {
+            k: np.concatenate(
+                [p[k] if k in p else np.ones(n, np.bool_) for p, n in zip(parts, rows, strict=True)]
+            )
+            for k in keys
+        }
+    return {k: v for k, v in arrays.items() if not (k.endswith(".validity") and v.all())}
+
+
+def _as_is(batch: Any) -> Any:
+    """The collate function of fastingest's DataLoader: the dataset made
+    the batch."""
+    return batch
 
 
 def _fingerprint(
