@@ -26,6 +26,7 @@ import json
 import multiprocessing
 import multiprocessing.context
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -38,7 +39,7 @@ from . import _cache_arg, _warn_cache
 from ._epoch import Layout, Segment, Settings, Unit, Window, fresh, resumed
 from ._fastingest import open_parquet_units
 from ._options import PARQUET_KEYS, Filters, Partitioning, Source, read_args
-from ._torch import _tensor, host_arrays, host_columns, in_one_shared_storage
+from ._torch import host_arrays, host_columns, in_one_shared_storage
 from .exceptions import CorruptFileError, InvalidArgumentError
 
 __all__ = ["DataLoader", "ParquetDataset"]
@@ -405,6 +406,7 @@ class ParquetDataset(torch.utils.data.IterableDataset):
             return
         size = self.settings.batch_size
         pending: list[Any] = []
+        nullable = False  # some pending part holds a validity array
         filled = 0
         with reader.stream(order, self.prefetch_bytes) as stream:
             for w, ranges in groups:
@@ -418,13 +420,14 @@ class ParquetDataset(torch.utils.data.IterableDataset):
                             pending.append(window.take(rows[at : at + n]))
                         else:
                             pending.append(window.slice(at, n))
+                        nullable |= window.nullable
                         filled += n
                         at += n
                         if filled == size:
-                            yield self._tensors(pending)
-                            pending, filled = [], 0
+                            yield self._tensors(pending, nullable)
+                            pending, nullable, filled = [], False, 0
         if pending:
-            yield self._tensors(pending)
+            yield self._tensors(pending, nullable)
 
     def _window_table(self, window: Window, stream: Any) -> pa.Table:
         parts = []
@@ -440,16 +443,20 @@ class ParquetDataset(torch.utils.data.IterableDataset):
             parts.append(batch.slice(start, end - start))
         return pa.Table.from_batches(parts, self.schema).combine_chunks()
 
-    def _tensors(self, parts: list[Any]) -> dict[str, torch.Tensor]:
+    def _tensors(self, parts: list[Any], nullable: bool) -> dict[str, torch.Tensor]:
         """One batch from its parts (NumPy arrays by tensor name, or Arrow
         tables where strings are read)."""
         if isinstance(parts[0], pa.Table):
             table = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
             arrays = host_arrays(table, strings=self.strings)
         else:
-            arrays = _joined(parts)
+            arrays = _joined(parts, nullable)
         if torch.utils.data.get_worker_info() is None:
-            return {k: _tensor(torch, v) for k, v in arrays.items()}  # views where they can be
+            # Views where they can be; Arrow's buffers are read-only, which
+            # torch warns of (once per batch here, not once per tensor).
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                return {k: torch.from_numpy(v) for k, v in arrays.items()}
         # In a worker: the batch goes to the main process through shared
         # memory, best as one block, or, small, through the pipe.
         if sum(a.nbytes for a in arrays.values()) <= self._pipe_batch_bytes:
@@ -541,6 +548,9 @@ class _WindowRows:
         columns = host_columns(table, strings=strings)
         self.table: pa.Table | None = None
         self.arrays: dict[str, np.ndarray] = {}
+        self.records: np.ndarray | None = None
+        self.keys: list[str] = []
+        self.nullable = False
         if any(c.offsets is not None for c in columns.values()):
             self.table = table
             return
@@ -548,6 +558,7 @@ class _WindowRows:
             self.arrays[name] = col.values
             if col.validity is not None:
                 self.arrays[f"{name}.validity"] = col.validity
+                self.nullable = True
 
     def slice(self, start: int, n: int) -> Any:
         if self.table is not None:
@@ -557,13 +568,38 @@ class _WindowRows:
     def take(self, rows: np.ndarray) -> Any:
         if self.table is not None:
             return self.table.take(rows)
-        return {k: v[rows] for k, v in self.arrays.items()}
+        if self.records is None:
+            self._to_records()
+        if self.records is None:
+            return {k: v.take(rows, axis=0) for k, v in self.arrays.items()}
+        picked = self.records.take(rows)
+        return {k: np.ascontiguousarray(picked[f"c{i}"]) for i, k in enumerate(self.keys)}
+
+    def _to_records(self) -> None:
+        """The window's rows laid out row by row, once, for the gathers of a
+        shuffle: a row's values then share one or two cache lines instead of
+        one per column (the window exceeds the CPU caches; a columnar gather
+        costs a cache miss per value). The columns are let go (and with
+        them the Arrow window), so the window is held once."""
+        if not self.arrays or any(v.ndim != 1 for v in self.arrays.values()):
+            return
+        layout = np.dtype([(f"c{i}", v.dtype) for i, v in enumerate(self.arrays.values())])
+        records = np.empty(len(next(iter(self.arrays.values()))), layout)
+        for i, v in enumerate(self.arrays.values()):
+            records[f"c{i}"] = v
+        self.keys = list(self.arrays)
+        self.records, self.arrays = records, {}
 
 
-def _joined(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
-    """A batch's arrays from its parts. As :func:`fastingest.to_torch` makes
-    them of the batch's rows: ``"<name>.validity"`` only where one of them is
-    null (a part from a window without nulls has none)."""
+def _joined(parts: list[dict[str, np.ndarray]], nullable: bool) -> dict[str, np.ndarray]:
+    """A batch's arrays from its parts (``nullable``: some part holds a
+    validity array). As :func:`fastingest.to_torch` makes them of the batch's
+    rows: ``"<name>.validity"`` only where one of them is null (a part from a
+    window without nulls has none)."""
+    if not nullable:  # the common case
+        if len(parts) == 1:
+            return parts[0]
+        return {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     if len(parts) == 1:
         arrays = parts[0]
     else:
