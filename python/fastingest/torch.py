@@ -410,7 +410,12 @@ class ParquetDataset(torch.utils.data.IterableDataset):
         filled = 0
         with reader.stream(order, self.prefetch_bytes) as stream:
             for w, ranges in groups:
-                window = _WindowRows(self._window_table(windows[w], stream), self.strings)
+                window = _WindowRows(
+                    self._window_parts(windows[w], stream),
+                    self.schema,
+                    self.strings,
+                    by_row=self.settings.shuffle,
+                )
                 rows = windows[w].order(self.settings.shuffle)
                 for a, b in ranges:
                     at = a
@@ -429,7 +434,7 @@ class ParquetDataset(torch.utils.data.IterableDataset):
         if pending:
             yield self._tensors(pending, nullable)
 
-    def _window_table(self, window: Window, stream: Any) -> pa.Table:
+    def _window_parts(self, window: Window, stream: Any) -> list[pa.RecordBatch]:
         parts = []
         for unit, start, end in window.pieces:
             batch = next(stream)
@@ -441,7 +446,7 @@ class ParquetDataset(torch.utils.data.IterableDataset):
                     f"where the dataset counted {expected} (was the file replaced?)"
                 )
             parts.append(batch.slice(start, end - start))
-        return pa.Table.from_batches(parts, self.schema).combine_chunks()
+        return parts
 
     def _tensors(self, parts: list[Any], nullable: bool) -> dict[str, torch.Tensor]:
         """One batch from its parts (NumPy arrays by tensor name, or Arrow
@@ -540,55 +545,61 @@ class DataLoader(torch.utils.data.DataLoader):
 
 class _WindowRows:
     """A window's decoded rows, from which batches are cut: as NumPy arrays
-    by tensor name (converted once per window, then sliced or gathered per
-    batch), or as the Arrow table where a column has offsets (strings),
-    which NumPy cannot gather."""
+    by tensor name (converted once per window, then sliced per batch), laid
+    out row by row (``by_row``, for the gathers of a shuffle), or as an Arrow
+    table where a column has offsets (strings), which NumPy cannot gather.
 
-    def __init__(self, table: pa.Table, strings: str):
-        columns = host_columns(table, strings=strings)
+    Row by row, a row's values share one or two cache lines instead of one
+    per column: a window exceeds the CPU caches, and a columnar gather costs
+    a cache miss per value. The layout is written straight from the window's
+    pieces, in the one pass that joining them would take anyway."""
+
+    def __init__(self, parts: list[pa.RecordBatch], schema: pa.Schema, strings: str, by_row: bool):
         self.table: pa.Table | None = None
         self.arrays: dict[str, np.ndarray] = {}
         self.records: np.ndarray | None = None
         self.keys: list[str] = []
-        self.nullable = False
-        if any(c.offsets is not None for c in columns.values()):
-            self.table = table
+        converted = [host_arrays(part, strings=strings) for part in parts]
+        if not converted or any(k.endswith(".offsets") for k in converted[0]):
+            self.table = pa.Table.from_batches(parts, schema)
+            self.nullable = False
             return
-        for name, col in columns.items():
-            self.arrays[name] = col.values
-            if col.validity is not None:
-                self.arrays[f"{name}.validity"] = col.validity
-                self.nullable = True
+        # Every part gets the same tensors: a validity array where any has one.
+        keys = list(dict.fromkeys(k for c in converted for k in c))
+        self.nullable = any(k.endswith(".validity") for k in keys)
+        if self.nullable:
+            for c, part in zip(converted, parts, strict=True):
+                for k in keys:
+                    if k not in c:
+                        c[k] = np.ones(part.num_rows, np.bool_)
+        if by_row and keys and all(c[k].ndim == 1 for c in converted for k in keys):
+            layout = np.dtype([(f"c{i}", converted[0][k].dtype) for i, k in enumerate(keys)])
+            self.records = np.empty(sum(p.num_rows for p in parts), layout)
+            at = 0
+            for c, part in zip(converted, parts, strict=True):
+                for i, k in enumerate(keys):
+                    self.records[f"c{i}"][at : at + part.num_rows] = c[k]
+                at += part.num_rows
+            self.keys = keys
+        elif len(converted) == 1:
+            self.arrays = {k: converted[0][k] for k in keys}
+        else:
+            self.arrays = {k: np.concatenate([c[k] for c in converted]) for k in keys}
 
     def slice(self, start: int, n: int) -> Any:
         if self.table is not None:
             return self.table.slice(start, n)
+        if self.records is not None:
+            return self.take(np.arange(start, start + n))
         return {k: v[start : start + n] for k, v in self.arrays.items()}
 
     def take(self, rows: np.ndarray) -> Any:
         if self.table is not None:
             return self.table.take(rows)
-        if self.records is None:
-            self._to_records()
-        if self.records is None:
-            return {k: v.take(rows, axis=0) for k, v in self.arrays.items()}
-        picked = self.records.take(rows)
-        return {k: np.ascontiguousarray(picked[f"c{i}"]) for i, k in enumerate(self.keys)}
-
-    def _to_records(self) -> None:
-        """The window's rows laid out row by row, once, for the gathers of a
-        shuffle: a row's values then share one or two cache lines instead of
-        one per column (the window exceeds the CPU caches; a columnar gather
-        costs a cache miss per value). The columns are let go (and with
-        them the Arrow window), so the window is held once."""
-        if not self.arrays or any(v.ndim != 1 for v in self.arrays.values()):
-            return
-        layout = np.dtype([(f"c{i}", v.dtype) for i, v in enumerate(self.arrays.values())])
-        records = np.empty(len(next(iter(self.arrays.values()))), layout)
-        for i, v in enumerate(self.arrays.values()):
-            records[f"c{i}"] = v
-        self.keys = list(self.arrays)
-        self.records, self.arrays = records, {}
+        if self.records is not None:
+            picked = self.records.take(rows)
+            return {k: np.ascontiguousarray(picked[f"c{i}"]) for i, k in enumerate(self.keys)}
+        return {k: v.take(rows, axis=0) for k, v in self.arrays.items()}
 
 
 def _joined(parts: list[dict[str, np.ndarray]], nullable: bool) -> dict[str, np.ndarray]:
