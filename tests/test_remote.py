@@ -274,19 +274,25 @@ except fastingest.RemoteIOError:
 """
 
 
-def test_retry_records_reach_logging_before_the_program_exits(s3, toxi, fault_table):
+def _read_in_child_with_resets(code: str, s3, toxi, fault_table):
+    """Runs `code` in a new process against a store that resets every
+    connection: its read fails after its retries."""
     import json
     import subprocess
     import sys
 
     url, _ = _put_fault_file(s3, fault_table)
     toxi.add_toxic("s3", "reset_peer", {"timeout": 0})
-    done = subprocess.run(
-        [sys.executable, "-c", _LOG_AT_EXIT_CHILD, url, json.dumps(s3.options(proxied=True))],
+    return subprocess.run(
+        [sys.executable, "-c", code, url, json.dumps(s3.options(proxied=True))],
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def test_retry_records_reach_logging_before_the_program_exits(s3, toxi, fault_table):
+    done = _read_in_child_with_resets(_LOG_AT_EXIT_CHILD, s3, toxi, fault_table)
     assert done.stdout.strip() == "failed", done.stderr[-2000:]
     # A short-lived program that configures logging sees each retry (2 per
     # request) on its handler, the records forwarded from the runtime's
@@ -311,18 +317,7 @@ except fastingest.RemoteIOError:
 
 
 def test_retry_records_print_nothing_unless_logging_is_configured(s3, toxi, fault_table):
-    import json
-    import subprocess
-    import sys
-
-    url, _ = _put_fault_file(s3, fault_table)
-    toxi.add_toxic("s3", "reset_peer", {"timeout": 0})
-    done = subprocess.run(
-        [sys.executable, "-c", _SILENT_CHILD, url, json.dumps(s3.options(proxied=True))],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = _read_in_child_with_resets(_SILENT_CHILD, s3, toxi, fault_table)
     # The retries were logged (logging got imported to take them), and
     # Python's last-resort handler printed none of them.
     assert done.stdout.strip() == "failed True", done.stderr[-2000:]
