@@ -18,6 +18,7 @@ import torch.distributed
 import torch.multiprocessing
 
 import fastingest
+from fastingest._epoch import Settings, Unit, fresh
 from fastingest.torch import DataLoader, ParquetDataset
 
 ROWS = 10_007  # not a multiple of anything used below
@@ -129,6 +130,22 @@ def test_shuffle_mixes_rows_of_many_row_groups(sorted_file, shuffle_buffer):
         groups_per_batch.extend(len(np.unique(b // ROW_GROUP)) for b in batches)
     assert abs(np.mean(rhos)) < 0.15, rhos
     assert np.mean(groups_per_batch) >= 4, np.mean(groups_per_batch)
+
+
+@pytest.mark.parametrize("workers,world,batch", [(2, 1, 256), (3, 2, 100), (4, 3, 7)])
+def test_no_window_is_read_by_two_workers(workers, world, batch):
+    # A window spanning two workers' blocks would be fetched and decoded by
+    # both (a shuffled window is read whole).
+    units = [Unit(rows=97 + (i % 5), decoded_bytes=10_000) for i in range(103)]
+    settings = Settings(batch, True, 5, False, 40_000)
+    layout = fresh(units, settings, epoch=1, world_size=world, workers=workers)
+    for rank in range(world):
+        readers: dict[int, set[int]] = {}
+        for worker in range(workers):
+            for window, _, _ in layout.worker_rows(rank, workers, worker, 0):
+                readers.setdefault(window, set()).add(worker)
+        assert readers and all(len(w) == 1 for w in readers.values()), readers
+        assert len(readers) >= workers  # every worker has windows of its own
 
 
 def test_small_shuffle_buffer_bounds_the_window(sorted_file):

@@ -9,15 +9,15 @@ The shape of an epoch:
    to end; rank ``r`` of ``W`` takes the ``r``-th of ``W`` contiguous, equal
    (±1 row) shares, so ranks' batch counts differ by at most one.
    ``drop_last`` gives every rank the same whole number of batches instead.
-2. Each rank's share is cut into *windows*: consecutive pieces of units whose
-   decoded size stays within the shuffle buffer. A window's rows are read in
-   a seeded permutation, so a batch mixes rows of every unit in its window.
-3. A rank's batches are consecutive ``batch_size`` rows of its windows, in
+2. A rank's batches are consecutive ``batch_size`` rows of its share, in
    order. DataLoader worker ``w`` of ``K`` takes a contiguous block of them
-   (the lower workers one more when they do not divide evenly), so a worker
-   decodes only the windows its block touches. The DataLoader hands out the
-   workers' batches round-robin, so after ``k`` batches, worker ``w`` has
-   given ``k // K + (w < k % K)`` of its own.
+   (the lower workers one more when they do not divide evenly).
+3. Each worker's block is cut into *windows*: consecutive pieces of units
+   whose decoded size stays within the shuffle buffer. A window's rows are
+   read in a seeded permutation, so a batch mixes rows of every unit in its
+   window; no window spans two blocks, so no worker decodes another's rows.
+   The DataLoader hands out the workers' batches round-robin, so after ``k``
+   batches, worker ``w`` has given ``k // K + (w < k % K)`` of its own.
 
 Resuming with the same world size and workers continues the same plan;
 resuming with others lays the rows no rank consumed out again over the new
@@ -104,13 +104,7 @@ class Layout:
 
     def worker_blocks(self, rank: int, workers: int) -> list[tuple[int, int]]:
         """Per worker, its batches of the rank: ``(first, count)``."""
-        q, extra = divmod(self.batches(rank), workers)
-        blocks, first = [], 0
-        for w in range(workers):
-            count = q + (w < extra)
-            blocks.append((first, count))
-            first += count
-        return blocks
+        return deal(self.batches(rank), workers)
 
     def worker_rows(
         self, rank: int, workers: int, worker: int, consumed: int
@@ -125,6 +119,18 @@ class Layout:
         start = (first + done) * self.batch_size
         end = min((first + count) * self.batch_size, self.rows(rank))
         return cut(self.ranks[rank], start, end)
+
+
+def deal(batches: int, workers: int) -> list[tuple[int, int]]:
+    """``batches`` dealt out to ``workers`` in contiguous blocks, the lower
+    workers one more when they do not divide evenly: ``(first, count)``."""
+    q, extra = divmod(batches, workers)
+    blocks, first = [], 0
+    for w in range(workers):
+        count = q + (w < extra)
+        blocks.append((first, count))
+        first += count
+    return blocks
 
 
 def taken(consumed: int, workers: int, worker: int) -> int:
@@ -156,9 +162,8 @@ def shares(total: int, world_size: int, batch_size: int, drop_last: bool) -> lis
     return [r * total // world_size for r in range(world_size + 1)]
 
 
-# Windows per worker, at least: a window on the edge of a worker's block is
-# decoded by both neighbours, so a rank's share is cut into enough windows
-# that this costs little (about 1 in 8 windows read twice).
+# Windows per worker's block, at least: a worker cuts batches from one
+# window while the next is fetched.
 WINDOWS_PER_WORKER = 8
 
 
@@ -166,7 +171,7 @@ def fresh(
     units: Sequence[Unit], settings: Settings, epoch: int, world_size: int, workers: int = 1
 ) -> Layout:
     """The plan of a whole epoch, for ``workers`` DataLoader workers per rank
-    (which only sizes the windows: the rows of each rank do not depend on it)."""
+    (which places the windows: the rows of each rank do not depend on it)."""
     n = len(units)
     if settings.shuffle:
         order = np.random.default_rng([settings.seed, epoch]).permutation(n).tolist()
@@ -178,9 +183,17 @@ def fresh(
     windows: list[Window] = []
     ranks: list[tuple[Segment, ...]] = []
     for rank in range(world_size):
+        rows = bounds[rank + 1] - bounds[rank]
         pieces = cut(laid, bounds[rank], bounds[rank + 1])
+        # Each worker's block of batches gets windows of its own: a window
+        # across two blocks would be read and decoded by both workers.
+        groups = [
+            group
+            for start, end in _block_rows(rows, settings.batch_size, workers)
+            for group in _windows(cut(pieces, start, end), units, settings)
+        ]
         segments = []
-        for j, group in enumerate(_windows(pieces, units, settings, workers)):
+        for j, group in enumerate(groups):
             key = (settings.seed, epoch, world_size, rank, j)
             window = Window(tuple(group), key)
             segments.append((len(windows), 0, window.rows))
@@ -227,12 +240,24 @@ def rest(
     return Layout(layout.windows, ranks, layout.batch_size, layout.offset + consumed)
 
 
+def _block_rows(rows: int, batch_size: int, workers: int) -> list[tuple[int, int]]:
+    """The rows ``[start, end)`` of each worker's block of a rank's ``rows``
+    (empty blocks left out)."""
+    out = []
+    for first, count in deal(-(-rows // batch_size), workers):
+        start, end = first * batch_size, min((first + count) * batch_size, rows)
+        if end > start:
+            out.append((start, end))
+    return out
+
+
 def _windows(
-    pieces: Sequence[Piece], units: Sequence[Unit], settings: Settings, workers: int
+    pieces: Sequence[Piece], units: Sequence[Unit], settings: Settings
 ) -> list[list[Piece]]:
     """Consecutive pieces grouped while their decoded size stays within the
-    shuffle buffer and a ``WINDOWS_PER_WORKER * workers``-th of the share (a
-    piece larger than that is a window alone). Without a shuffle each piece
+    shuffle buffer and a ``WINDOWS_PER_WORKER``-th of the block (a piece
+    larger than that is a window alone), so that a worker's fetch runs ahead
+    while it cuts batches from earlier windows. Without a shuffle each piece
     is its own window: nothing is mixed."""
     if not settings.shuffle:
         return [[p] for p in pieces]
@@ -241,8 +266,8 @@ def _windows(
         unit = units[piece[0]]
         return unit.decoded_bytes * (piece[2] - piece[1]) / max(unit.rows, 1)
 
-    share = sum(size_of(p) for p in pieces)
-    limit = min(settings.shuffle_buffer, share / (WINDOWS_PER_WORKER * workers))
+    block = sum(size_of(p) for p in pieces)
+    limit = min(settings.shuffle_buffer, block / WINDOWS_PER_WORKER)
     groups: list[list[Piece]] = []
     current: list[Piece] = []
     size = 0.0
