@@ -25,4 +25,4 @@ atexit.register(_flush_logs)
 
 def emit(logger: str, level: int, text: str) -> None:
     """One record, from the core's forwarder thread or the cache warnings."""
-    logging.getLogger(logger).log(level, "%s", text)
+    logging.getLogger(logger).log(level, text)  # no args: a "%" in text stays as it is
