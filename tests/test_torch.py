@@ -418,6 +418,37 @@ def test_remote_spawned_workers_share_the_cache(s3, sorted_file, tmp_path):
     assert not np.array_equal(again, rows)
 
 
+def test_workers_open_the_files_found_and_trust_the_parents_validation(s3, sorted_file, tmp_path):
+    # Forked workers open exactly the files the dataset found (no listing of
+    # their own; a name with "%" reopens as itself) and, under
+    # validate="once", trust what their parent validated: epoch 2 from the
+    # cache makes no request, even with the objects gone.
+    table = pq.read_table(sorted_file)
+    names = ["a%20b.parquet", "plain.parquet"]
+    for i, name in enumerate(names):
+        part = tmp_path / f"p{i}.parquet"
+        half = ROWS // 2
+        pq.write_table(table.slice(i * half, half if i == 0 else ROWS - half), part)
+        s3.put_file(f"found/{name}", part)
+    cache = fastingest.Cache(tmp_path / "cache", validate="once")
+    ds = ParquetDataset(
+        s3.url("found/*.parquet"),
+        columns=["id"],
+        batch_size=500,
+        shuffle=True,
+        storage_options=s3.options(),
+        cache=cache,
+    )
+    assert ds._files is not None and len(ds._files) == 2
+    rows = all_rows(epoch_ids(ds, 2))
+    np.testing.assert_array_equal(np.sort(rows), np.arange(ROWS))
+    for name in names:
+        s3.client.delete_object(Bucket=s3.bucket, Key=f"found/{name}")
+    ds.set_epoch(1)
+    again = all_rows(epoch_ids(ds, 2))
+    np.testing.assert_array_equal(np.sort(again), np.arange(ROWS))
+
+
 @pytest.mark.parametrize("store", ["gcs", "azure", "http"])
 def test_gcs_azure_and_presigned_http_sources(store, request, sorted_file, tmp_path):
     table = pq.read_table(sorted_file, columns=["id", "x"])

@@ -140,7 +140,8 @@ class Cache:
     - ``validate``: when cached objects are checked against the store:
       ``"immutable"`` never (warm reads make no request, glob listings are
       cached too); ``"once"`` once per process (a HEAD per object, or one
-      LIST per prefix); ``"always"`` on every read; a number: after that many
+      LIST per prefix; a forked child trusts what its parent validated);
+      ``"always"`` on every read; a number: after that many
       seconds. A changed object's old bytes are dropped, never served.
 
     The directory is created with mode 0700. Names in it are hashes: no

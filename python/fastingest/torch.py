@@ -39,6 +39,7 @@ from . import _cache_arg, _warn_cache
 from ._epoch import Layout, Segment, Settings, Unit, Window, fresh, resumed
 from ._fastingest import open_parquet_units
 from ._options import PARQUET_KEYS, Filters, Partitioning, Source, read_args
+from ._parts import reopenable
 from ._torch import host_arrays, host_columns, in_one_shared_storage
 from .exceptions import CorruptFileError, InvalidArgumentError
 
@@ -158,6 +159,12 @@ class ParquetDataset(torch.utils.data.IterableDataset):
         self.schema: pa.Schema = reader.schema
         host_columns(self.schema.empty_table(), strings=strings)  # unsupported types fail now
         self._locations: list[str] = reader.locations()
+        # Other processes (DataLoader workers) open exactly these files, not
+        # the source again: no listing of their own. Not where partition
+        # keys come from the paths, which the source's layout gives.
+        self._files: list[str] | None = None
+        if reader.partitions() is None:
+            self._files = [reopenable(source) for source in reader.sources()]
         described = reader.units()
         rows = [u[2] for u in described]
         if filters:
@@ -348,12 +355,17 @@ class ParquetDataset(torch.utils.data.IterableDataset):
         pid = os.getpid()
         cached = self.__dict__.get("_reader_of")
         if cached is None or cached[0] != pid:
-            args = self._args()
-            reader = open_parquet_units(self.source, args)
-            _warn_cache(args["cache"])
             made = self.__dict__.get("_locations")
+            files = self.__dict__.get("_files")
+            if made is None or files is None:
+                args = self._args()
+                reader = open_parquet_units(self.source, args)
+            else:
+                args = self._args(partitioning=None)
+                reader = open_parquet_units(files, args)
+            _warn_cache(args["cache"])
             if made is not None and (
-                reader.locations() != made
+                reader.locations() not in (made, files)
                 or [u[:2] for u in reader.units()] != [tuple(u) for u in self._unit_ids]
             ):
                 raise InvalidArgumentError(

@@ -48,7 +48,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -194,19 +194,13 @@ pub(crate) fn create_private_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// The time this process started using caches; "once" trusts validations
-/// made after it. Reset in a forked child, which is a new process.
+/// made after it. A forked child (a DataLoader worker, a pool process) keeps
+/// its parent's: it is a copy of the same program run, and trusts what the
+/// parent validated as the parent itself does. A newly started program
+/// validates again.
 fn process_epoch_ms() -> u64 {
-    static EPOCH: Mutex<Option<(u32, u64)>> = Mutex::new(None);
-    let pid = std::process::id();
-    let mut guard = EPOCH.lock().unwrap_or_else(|e| e.into_inner());
-    match *guard {
-        Some((p, t)) if p == pid => t,
-        _ => {
-            let t = now_ms();
-            *guard = Some((pid, t));
-            t
-        }
-    }
+    static EPOCH: OnceLock<u64> = OnceLock::new();
+    *EPOCH.get_or_init(now_ms)
 }
 
 impl Cache {
