@@ -167,9 +167,12 @@ def _warn_cache(cache: Cache | None, stacklevel: int = 3) -> None:
     """Re-raises what the cache reported (full disk, unwritable directory,
     damaged entries) as :class:`CacheWarning`; the read itself succeeded."""
     if cache is not None:
-        for message in cache._take_warnings():
-            from . import _log
+        messages = cache._take_warnings()
+        if not messages:
+            return
+        from . import _log  # sets up logging, which a clean read never needs
 
+        for message in messages:
             _log.emit("fastingest.cache", 30, message)
             warnings.warn(message, CacheWarning, stacklevel=stacklevel)
 

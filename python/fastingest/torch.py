@@ -601,10 +601,9 @@ class _WindowRows:
             self.arrays = {k: np.concatenate([c[k] for c in converted]) for k in keys}
 
     def slice(self, start: int, n: int) -> Any:
+        """Rows ``[start, start + n)`` (an unshuffled window: never row by row)."""
         if self.table is not None:
             return self.table.slice(start, n)
-        if self.records is not None:
-            return self.take(np.arange(start, start + n))
         return {k: v[start : start + n] for k, v in self.arrays.items()}
 
     def take(self, rows: np.ndarray) -> Any:

@@ -91,23 +91,18 @@ pub fn storage_options(obj: Option<&Bound<'_, PyDict>>) -> PyResult<StorageOptio
 /// into an Arrow array here so that a filtered read needs no pyarrow before
 /// its requests start.
 #[derive(FromPyObject)]
-pub enum FilterLiteral {
+pub enum FilterLiteral<'py> {
     Arrow(PyArray),
-    Plain(String, Py<PyAny>),
+    Plain(String, Bound<'py, PyAny>),
 }
 
-impl FilterLiteral {
+impl FilterLiteral<'_> {
     pub fn into_array(self) -> PyResult<ArrayRef> {
         let (kind, values) = match self {
             FilterLiteral::Arrow(array) => return Ok(array.into_inner().0),
             FilterLiteral::Plain(kind, values) => (kind, values),
         };
-        // Called while converting a call's arguments: the GIL is held.
-        Python::attach(|py| Self::plain(&kind, values.bind(py)))
-    }
-
-    fn plain(kind: &str, values: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
-        Ok(match kind {
+        Ok(match kind.as_str() {
             "bool" => Arc::new(BooleanArray::from(values.extract::<Vec<bool>>()?)),
             "int64" => Arc::new(Int64Array::from(values.extract::<Vec<i64>>()?)),
             "float64" => Arc::new(Float64Array::from(values.extract::<Vec<f64>>()?)),
@@ -128,7 +123,9 @@ impl FilterLiteral {
 
 /// Filters as normalised by `fastingest._filters`: a list of conjunctions,
 /// each a list of `(column, op, literals)`.
-pub fn filter(obj: Option<Vec<Vec<(String, String, FilterLiteral)>>>) -> PyResult<Option<Filter>> {
+pub fn filter(
+    obj: Option<Vec<Vec<(String, String, FilterLiteral<'_>)>>>,
+) -> PyResult<Option<Filter>> {
     let Some(dnf) = obj else { return Ok(None) };
     let disjuncts = dnf
         .into_iter()

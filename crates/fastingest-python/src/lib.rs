@@ -70,7 +70,10 @@ fn _allocator_purge_delay() -> i64 {
 
 /// A filter literal as the core builds it, handed to pyarrow (for tests).
 #[pyfunction]
-fn _filter_literal(py: Python<'_>, literal: convert::FilterLiteral) -> PyResult<Py<PyAny>> {
+fn _filter_literal<'py>(
+    py: Python<'py>,
+    literal: convert::FilterLiteral<'py>,
+) -> PyResult<Py<PyAny>> {
     let array = Bound::new(
         py,
         pyo3_arrow::PyArray::from_array_ref(literal.into_array()?),
@@ -80,7 +83,7 @@ fn _filter_literal(py: Python<'_>, literal: convert::FilterLiteral) -> PyResult<
     Ok(pyarrow_array.unbind())
 }
 
-type Dnf = Vec<Vec<(String, String, convert::FilterLiteral)>>;
+type Dnf<'py> = Vec<Vec<(String, String, convert::FilterLiteral<'py>)>>;
 
 fn config_of(config: Option<&PyConfig>) -> PyResult<Config> {
     match config {
@@ -101,7 +104,7 @@ struct ReadArgs<'py> {
     partitioning: Bound<'py, PyAny>,
     schema: Option<PySchema>,
     columns: Option<Vec<String>>,
-    filters: Option<Dnf>,
+    filters: Option<Dnf<'py>>,
     row_groups: Option<Vec<usize>>,
     storage_options: Option<Bound<'py, PyDict>>,
     config: Option<PyConfig>,
