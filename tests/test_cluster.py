@@ -214,6 +214,21 @@ def test_ray_default_task_count_is_a_few_per_cpu(ray_engine, lake):
     assert ray_table(ds).num_rows == len(KEYS) * FILES_PER_KEY * ROWS_PER_FILE
 
 
+def test_ray_does_not_split_the_tasks_blocks(ray_engine, lake):
+    # With a small minimum block size Ray's default parallelism is in the
+    # hundreds: left to itself it would cut each task's table into many
+    # small blocks after the read. It is told fastingest's task count.
+    context = ray.data.DataContext.get_current()
+    saved = context.target_min_block_size
+    context.target_min_block_size = 1
+    try:
+        ds = fray.read_parquet(str(lake)).materialize()
+    finally:
+        context.target_min_block_size = saved
+    assert ds.num_blocks() == fray.TASKS_PER_CPU * int(ray.cluster_resources()["CPU"])
+    assert ray_table(ds).num_rows == len(KEYS) * FILES_PER_KEY * ROWS_PER_FILE
+
+
 def test_ray_task_yields_blocks_of_the_target_size(ray_engine, lake):
     # A task reading more than Ray's target block size hands over several
     # blocks as it reads, not one table at the end.
