@@ -5,15 +5,17 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::RecordBatch;
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_schema::Schema;
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, TryStreamExt};
 use parquet::arrow::arrow_reader::ArrowReaderOptions;
 use parquet::arrow::async_reader::AsyncFileReader;
-use parquet::arrow::ParquetRecordBatchStreamBuilder;
+use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
 
+use super::flat::{self, Failure};
 use super::format::PreparedFile;
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
@@ -80,26 +82,180 @@ pub(crate) fn decode_row_group(
     let rg = file.plan.units[unit].index;
     check_unit_pages(file, unit, &spans)?;
     let num_rows = file.reader_metadata.metadata().row_group(rg).num_rows();
-    let reader = PrefetchedReader::new(
-        spans,
-        Arc::clone(&file.source),
-        fetcher.clone(),
-        Arc::clone(file.reader_metadata.metadata()),
-    );
-    let mut builder =
-        ParquetRecordBatchStreamBuilder::new_with_metadata(reader, file.reader_metadata.clone())
-            .with_projection(file.projection.mask.clone())
-            .with_row_groups(vec![rg])
-            .with_batch_size(batch_rows(file, num_rows));
-    if let Some(selection) = file.selections[unit].clone() {
-        builder = builder.with_row_selection(selection);
+    let batch_size = batch_rows(file, num_rows);
+    // A row group read whole in one batch: its flat primitive columns are
+    // decoded here, the rest by the `parquet` crate.
+    let whole = file.selections[unit].is_none() && num_rows > 0 && batch_size as i64 >= num_rows;
+    let direct = if whole {
+        decode_flat_columns(file, unit, &spans)?
+    } else {
+        Vec::new()
+    };
+    let mask = if direct.is_empty() {
+        file.projection.mask.clone()
+    } else {
+        let descr = file
+            .reader_metadata
+            .metadata()
+            .file_metadata()
+            .schema_descr();
+        let rest = (0..descr.num_columns()).filter(|&l| {
+            file.projection.mask.leaf_included(l)
+                && !direct
+                    .iter()
+                    .any(|(root, _)| *root == descr.get_column_root_idx(l))
+        });
+        ProjectionMask::leaves(descr, rest.collect::<Vec<_>>())
+    };
+    let rest = if !direct.is_empty() && direct.len() == projected_roots(file).len() {
+        Vec::new()
+    } else {
+        let reader = PrefetchedReader::new(
+            spans,
+            Arc::clone(&file.source),
+            fetcher.clone(),
+            Arc::clone(file.reader_metadata.metadata()),
+        );
+        let mut builder = ParquetRecordBatchStreamBuilder::new_with_metadata(
+            reader,
+            file.reader_metadata.clone(),
+        )
+        .with_projection(mask)
+        .with_row_groups(vec![rg])
+        .with_batch_size(batch_size);
+        if let Some(selection) = file.selections[unit].clone() {
+            builder = builder.with_row_selection(selection);
+        }
+        let stream = builder
+            .build()
+            .map_err(|e| Error::from_parquet(location, e))?;
+        // A decoder panic on damaged data is caught where every unit is
+        // decoded (`pipeline::decode`), and named there as this file's
+        // corruption.
+        futures::executor::block_on(stream.try_collect::<Vec<_>>())
+            .map_err(|e| Error::from_parquet(location, e))?
+    };
+    if direct.is_empty() {
+        return Ok(rest);
     }
-    let stream = builder
-        .build()
-        .map_err(|e| Error::from_parquet(location, e))?;
-    // A decoder panic on damaged data is caught where every unit is decoded
-    // (`pipeline::decode`), and named there as this file's corruption.
-    futures::executor::block_on(stream.try_collect()).map_err(|e| Error::from_parquet(location, e))
+    merge(file, direct, rest, num_rows as usize)
+}
+
+/// The top-level fields `file`'s projection reads from, in schema order.
+fn projected_roots(file: &PreparedFile) -> Vec<usize> {
+    let descr = file
+        .reader_metadata
+        .metadata()
+        .file_metadata()
+        .schema_descr();
+    let mut roots: Vec<usize> = (0..descr.num_columns())
+        .filter(|&l| file.projection.mask.leaf_included(l))
+        .map(|l| descr.get_column_root_idx(l))
+        .collect();
+    roots.dedup();
+    roots
+}
+
+/// The unit's projected flat primitive columns that [`flat`] decodes, as
+/// (top-level field, array); the others are left to the `parquet` crate.
+fn decode_flat_columns(
+    file: &PreparedFile,
+    unit: usize,
+    spans: &FetchedSpans,
+) -> Result<Vec<(usize, ArrayRef)>> {
+    let metadata = file.reader_metadata.metadata();
+    let rg = file.plan.units[unit].index;
+    let group = metadata.row_group(rg);
+    let descr = metadata.file_metadata().schema_descr();
+    let fields = file.reader_metadata.schema().fields();
+    let mut done = Vec::new();
+    for root in projected_roots(file) {
+        let leaves: Vec<usize> = (0..descr.num_columns())
+            .filter(|&l| descr.get_column_root_idx(l) == root)
+            .collect();
+        let ([leaf], Some(field)) = (leaves.as_slice(), fields.get(root)) else {
+            continue;
+        };
+        let column = descr.column(*leaf);
+        if flat::natural_type(&column).as_ref() != Some(field.data_type()) {
+            continue;
+        }
+        let chunk = group.column(*leaf);
+        if chunk.crypto_metadata().is_some() {
+            continue;
+        }
+        let (start, len) = chunk.byte_range();
+        let Some(bytes) = spans.get(&(start..start + len)) else {
+            continue;
+        };
+        match flat::decode_column(
+            bytes,
+            chunk,
+            &column,
+            field.data_type(),
+            group.num_rows() as usize,
+        ) {
+            Ok(array) => done.push((root, array)),
+            Err(Failure::Unsupported) => {}
+            Err(Failure::Corrupt(detail)) => {
+                return Err(Error::Corrupt {
+                    location: file.source.location().to_string(),
+                    range: Some(start..start + len),
+                    detail: format!("row group {rg}, column {}: {detail}", chunk.column_path()),
+                    cause: None,
+                })
+            }
+        }
+    }
+    Ok(done)
+}
+
+/// One batch of the row group: the columns decoded here and those the
+/// `parquet` crate decoded (one batch, or none when it had no columns),
+/// in projection order, under the schema the crate gives the projection.
+fn merge(
+    file: &PreparedFile,
+    direct: Vec<(usize, ArrayRef)>,
+    rest: Vec<RecordBatch>,
+    rows: usize,
+) -> Result<Vec<RecordBatch>> {
+    let location = file.source.location();
+    let schema = file.reader_metadata.schema();
+    let rest = match rest.as_slice() {
+        [] => None,
+        [one] => Some(one),
+        _ => {
+            return Err(Error::Corrupt {
+                location: location.to_string(),
+                range: None,
+                detail: "a row group decoded to more batches than asked for".into(),
+                cause: None,
+            })
+        }
+    };
+    let mut fields = Vec::new();
+    let mut columns = Vec::new();
+    let mut from_rest = 0;
+    for root in projected_roots(file) {
+        if let Some((_, array)) = direct.iter().find(|(r, _)| *r == root) {
+            fields.push(schema.field(root).clone());
+            columns.push(Arc::clone(array));
+        } else if let Some(batch) = rest.filter(|b| from_rest < b.num_columns()) {
+            fields.push(batch.schema().field(from_rest).clone());
+            columns.push(Arc::clone(batch.column(from_rest)));
+            from_rest += 1;
+        }
+    }
+    let schema = Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()));
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
+    RecordBatch::try_new_with_options(schema, columns, &options)
+        .map(|b| vec![b])
+        .map_err(|e| Error::Corrupt {
+            location: location.to_string(),
+            range: None,
+            detail: format!("the row group's columns do not line up: {e}"),
+            cause: None,
+        })
 }
 
 /// Rows per decoded batch: the whole row group (up to 2^20 rows), fewer

@@ -3,8 +3,10 @@
 
 pub mod chunks;
 mod decode;
+mod flat;
 mod footer;
 mod format;
+mod hybrid;
 mod memo;
 mod pages;
 mod prune;

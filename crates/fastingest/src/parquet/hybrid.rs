@@ -1,0 +1,226 @@
+//! Parquet's RLE / bit-packed hybrid encoding (definition levels, dictionary
+//! indices, RLE booleans), read run by run so that callers can act on a
+//! whole run at once: a run of valid rows is one copy, a run of one
+//! dictionary index one fill.
+
+/// One run of the encoding.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Run<'a> {
+    /// `count` copies of `value`.
+    Repeated { value: u32, count: usize },
+    /// `count` values packed LSB first, `width` bits each, in `bytes`
+    /// (which holds at least `count * width` bits).
+    Packed { bytes: &'a [u8], count: usize },
+}
+
+/// The runs of one encoded stream of `width`-bit values.
+pub(crate) struct Runs<'a> {
+    data: &'a [u8],
+    width: u8,
+}
+
+/// The longest run the format allows (2^31 - 1 values).
+const MAX_RUN: u64 = i32::MAX as u64;
+
+impl<'a> Runs<'a> {
+    /// The runs of `data`, values `width` bits wide (at most 32).
+    pub(crate) fn new(data: &'a [u8], width: u8) -> Result<Self, String> {
+        if width > 32 {
+            return Err(format!("a bit width of {width} (at most 32)"));
+        }
+        Ok(Runs { data, width })
+    }
+
+    /// The next run, `None` at the end of the data. A bit-packed run cut
+    /// short by the end of the data keeps the values it has whole (writers
+    /// pad the last run, readers stop at the count they expect).
+    pub(crate) fn next_run(&mut self) -> Result<Option<Run<'a>>, String> {
+        if self.data.is_empty() {
+            return Ok(None);
+        }
+        let header = self.varint()?;
+        let width = usize::from(self.width);
+        if header & 1 == 1 {
+            let groups = header >> 1;
+            if groups * 8 > MAX_RUN {
+                return Err(format!("a bit-packed run of {groups} groups"));
+            }
+            let want = groups as usize * width;
+            let bytes = &self.data[..want.min(self.data.len())];
+            self.data = &self.data[bytes.len()..];
+            let count = (bytes.len() * 8)
+                .checked_div(width)
+                .unwrap_or(groups as usize * 8);
+            Ok(Some(Run::Packed { bytes, count }))
+        } else {
+            let count = header >> 1;
+            if count > MAX_RUN {
+                return Err(format!("a run of {count} values"));
+            }
+            let size = width.div_ceil(8);
+            if self.data.len() < size {
+                return Err("a run's value is cut off".into());
+            }
+            let mut value = 0u32;
+            for (i, b) in self.data[..size].iter().enumerate() {
+                value |= u32::from(*b) << (8 * i);
+            }
+            self.data = &self.data[size..];
+            if width < 32 && value >> width != 0 {
+                return Err(format!("a run's value {value} is wider than {width} bits"));
+            }
+            Ok(Some(Run::Repeated {
+                value,
+                count: count as usize,
+            }))
+        }
+    }
+
+    fn varint(&mut self) -> Result<u64, String> {
+        let mut value = 0u64;
+        for (i, b) in self.data.iter().enumerate().take(5) {
+            value |= u64::from(b & 0x7f) << (7 * i);
+            if b & 0x80 == 0 {
+                self.data = &self.data[i + 1..];
+                return Ok(value);
+            }
+        }
+        Err("a run header is cut off or longer than 5 bytes".into())
+    }
+}
+
+/// Unpacks the first `out.len()` values of `width` bits from `bytes`
+/// (LSB first), which must hold them.
+pub(crate) fn unpack(bytes: &[u8], width: u8, out: &mut [u32]) {
+    let width = usize::from(width);
+    if width == 0 {
+        out.fill(0);
+        return;
+    }
+    debug_assert!(bytes.len() * 8 >= out.len() * width);
+    // Byte-aligned widths (a dictionary of up to 256 or 65,536 values):
+    // plain loads the compiler vectorises.
+    if width == 8 {
+        for (slot, b) in out.iter_mut().zip(bytes) {
+            *slot = u32::from(*b);
+        }
+        return;
+    }
+    if width == 16 {
+        for (slot, b) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+            *slot = u32::from(u16::from_le_bytes([b[0], b[1]]));
+        }
+        return;
+    }
+    let mask = if width == 32 {
+        u64::from(u32::MAX)
+    } else {
+        (1u64 << width) - 1
+    };
+    // Each value is read from the 8 bytes at its first byte: at most 7 bits
+    // of offset plus 32 of value fit in them. Values whose 8 bytes would run
+    // past the end are read from a zero-padded copy of the tail.
+    let whole = if bytes.len() >= 8 {
+        ((bytes.len() - 8) * 8 / width + 1).min(out.len())
+    } else {
+        0
+    };
+    for (i, slot) in out[..whole].iter_mut().enumerate() {
+        let bit = i * width;
+        let at = bit / 8;
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&bytes[at..at + 8]);
+        *slot = ((u64::from_le_bytes(word) >> (bit % 8)) & mask) as u32;
+    }
+    if whole < out.len() {
+        let first = whole * width / 8;
+        let mut tail = [0u8; 16];
+        let rest = &bytes[first..];
+        tail[..rest.len()].copy_from_slice(rest);
+        for (i, slot) in out.iter_mut().enumerate().skip(whole) {
+            let bit = i * width - first * 8;
+            let at = bit / 8;
+            let mut word = [0u8; 8];
+            word.copy_from_slice(&tail[at..at + 8]);
+            *slot = ((u64::from_le_bytes(word) >> (bit % 8)) & mask) as u32;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Packs `values` of `width` bits LSB first (the test's own writer).
+    fn pack(values: &[u32], width: usize) -> Vec<u8> {
+        let mut out = vec![0u8; (values.len() * width).div_ceil(8)];
+        for (i, v) in values.iter().enumerate() {
+            for b in 0..width {
+                if v >> b & 1 == 1 {
+                    let bit = i * width + b;
+                    out[bit / 8] |= 1 << (bit % 8);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn unpacks_every_width_at_every_length() {
+        for width in 0..=32usize {
+            for n in [0usize, 1, 7, 8, 9, 31, 64, 100] {
+                let values: Vec<u32> = (0..n as u64)
+                    .map(|i| {
+                        let v = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 17;
+                        if width == 0 {
+                            0
+                        } else {
+                            (v & ((1u64 << width) - 1)) as u32
+                        }
+                    })
+                    .collect();
+                let bytes = pack(&values, width);
+                let mut out = vec![u32::MAX; n];
+                unpack(&bytes, width as u8, &mut out);
+                assert_eq!(out, values, "width {width}, {n} values");
+            }
+        }
+    }
+
+    #[test]
+    fn reads_repeated_and_packed_runs() {
+        // 5 × 3 (RLE, width 2), then one packed group of 8 values.
+        let values = [0u32, 1, 2, 3, 3, 2, 1, 0];
+        let mut data = vec![5 << 1, 3];
+        data.push(1 << 1 | 1);
+        data.extend(pack(&values, 2));
+        let mut runs = Runs::new(&data, 2).unwrap();
+        assert_eq!(
+            runs.next_run().unwrap(),
+            Some(Run::Repeated { value: 3, count: 5 })
+        );
+        let Some(Run::Packed { bytes, count }) = runs.next_run().unwrap() else {
+            panic!("a packed run")
+        };
+        assert_eq!(count, 8);
+        let mut out = [0u32; 8];
+        unpack(bytes, 2, &mut out);
+        assert_eq!(out, values);
+        assert_eq!(runs.next_run().unwrap(), None);
+    }
+
+    #[test]
+    fn refuses_what_the_format_cannot_hold() {
+        assert!(Runs::new(&[], 33).is_err());
+        // A value wider than the width, a value cut off, a header that never ends.
+        assert!(Runs::new(&[2, 0xff], 3).unwrap().next_run().is_err());
+        assert!(Runs::new(&[2], 8).unwrap().next_run().is_err());
+        assert!(Runs::new(&[0x80; 6], 8).unwrap().next_run().is_err());
+        // A packed run cut short keeps only its whole values.
+        let mut runs = Runs::new(&[3 << 1 | 1, 0xff, 0xff], 4).unwrap();
+        assert!(matches!(
+            runs.next_run().unwrap(),
+            Some(Run::Packed { count: 4, .. })
+        ));
+    }
+}

@@ -1,0 +1,156 @@
+"""Flat primitive columns are decoded by fastingest's own decoder
+(`parquet/flat.rs`), the rest by the `parquet` crate: both must give what
+pyarrow gives, for every type, null pattern, encoding, page format and
+codec, alone and mixed in one file."""
+
+from __future__ import annotations
+
+import datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import fastingest
+
+ROWS = 5_000
+
+TYPES = {
+    "bool": pa.bool_(),
+    "i8": pa.int8(),
+    "i16": pa.int16(),
+    "i32": pa.int32(),
+    "i64": pa.int64(),
+    "u8": pa.uint8(),
+    "u16": pa.uint16(),
+    "u32": pa.uint32(),
+    "u64": pa.uint64(),
+    "f32": pa.float32(),
+    "f64": pa.float64(),
+    "date": pa.date32(),
+}
+
+
+def column(kind: pa.DataType, rows: int, null_share: float, distinct: int, seed: int) -> pa.Array:
+    rng = np.random.default_rng(seed)
+    mask = rng.random(rows) < null_share if null_share else None
+    if kind == pa.bool_():
+        values = rng.random(rows) < 0.3
+        return pa.array(values, mask=mask)
+    if kind == pa.date32():
+        days = rng.integers(-1000, 20_000, distinct)[rng.integers(0, distinct, rows)]
+        return pa.array(days.astype(np.int32), type=pa.int32(), mask=mask).cast(pa.date32())
+    dtype = kind.to_pandas_dtype()
+    if np.issubdtype(dtype, np.floating):
+        pool = rng.normal(size=distinct).astype(dtype)
+        pool[0] = -0.0
+    else:
+        info = np.iinfo(dtype)
+        # Extremes included: the narrowing from INT32/INT64 must keep them.
+        pool = rng.integers(info.min, info.max, distinct, dtype=dtype, endpoint=True)
+        pool[: min(2, distinct)] = [info.min, info.max][: min(2, distinct)]
+    return pa.array(pool[rng.integers(0, distinct, rows)], mask=mask)
+
+
+def table(null_share: float, distinct: int, seed: int = 0) -> pa.Table:
+    return pa.table(
+        {
+            name: column(kind, ROWS, null_share, distinct, seed + i)
+            for i, (name, kind) in enumerate(TYPES.items())
+        }
+    )
+
+
+def assert_same(path, **read) -> None:
+    ours = fastingest.read_parquet(str(path), **read)
+    theirs = pq.read_table(path, **read)
+    assert ours.schema == theirs.schema
+    for name in theirs.column_names:
+        assert ours[name].equals(theirs[name]), name
+        assert ours[name].null_count == theirs[name].null_count, name
+
+
+@pytest.mark.parametrize("null_share", [0.0, 0.1, 0.9, 1.0])
+@pytest.mark.parametrize("dictionary", [True, False])
+@pytest.mark.parametrize("page_version", ["1.0", "2.0"])
+def test_every_type_and_null_pattern(tmp_path, null_share, dictionary, page_version):
+    path = tmp_path / "t.parquet"
+    pq.write_table(
+        table(null_share, distinct=300),
+        path,
+        use_dictionary=dictionary,
+        data_page_version=page_version,
+        data_page_size=2048,  # many pages per chunk
+        row_group_size=1_700,  # row groups of unequal size
+        compression="snappy",
+    )
+    assert_same(path)
+
+
+@pytest.mark.parametrize("codec", ["none", "zstd", "gzip", "lz4", "brotli"])
+def test_codecs(tmp_path, codec):
+    path = tmp_path / "t.parquet"
+    pq.write_table(table(0.2, distinct=70_000), path, compression=codec, data_page_size=8192)
+    assert_same(path)
+
+
+def test_required_columns_and_a_dictionary_that_falls_back_to_plain(tmp_path):
+    # Not-null fields are written without definition levels; a dictionary
+    # larger than the page limit makes later pages plain mid-chunk.
+    data = table(0.0, distinct=ROWS)
+    schema = pa.schema([f.with_nullable(False) for f in data.schema])
+    path = tmp_path / "t.parquet"
+    pq.write_table(data.cast(schema), path, dictionary_pagesize_limit=1024, data_page_size=1024)
+    assert_same(path)
+    ours = fastingest.read_parquet(str(path))
+    assert all(not f.nullable for f in ours.schema)
+
+
+def test_mixed_with_columns_the_crate_decodes(tmp_path):
+    # Strings, lists, structs and timestamps between flat columns: the
+    # batch puts every column back in its place.
+    rng = np.random.default_rng(5)
+    flat = table(0.3, distinct=40)
+    data = pa.table(
+        {
+            "s": pa.array([f"v{i % 17}" if i % 5 else None for i in range(ROWS)]),
+            "i8": flat["i8"],
+            "lst": pa.array([[int(x)] * (i % 3) for i, x in enumerate(rng.integers(0, 9, ROWS))]),
+            "f64": flat["f64"],
+            "st": pa.array([{"a": i, "b": str(i)} for i in range(ROWS)]),
+            "ts": pa.array(rng.integers(0, 10**12, ROWS), type=pa.timestamp("ms")),
+            "bool": flat["bool"],
+            "cat": pa.array([f"c{i % 4}" for i in range(ROWS)]).dictionary_encode(),
+        }
+    )
+    path = tmp_path / "t.parquet"
+    pq.write_table(data, path, row_group_size=1_000)
+    assert_same(path)
+    assert_same(path, columns=["bool", "s", "i8"])
+    assert_same(path, columns=["f64"])
+    ours = fastingest.read_parquet(str(path), filters=[("i8", ">", 0), ("bool", "==", True)])
+    theirs = pq.read_table(path, filters=[("i8", ">", 0), ("bool", "==", True)])
+    assert ours.equals(theirs)
+
+
+def test_legacy_converted_types_and_dates(tmp_path):
+    # Files that give integer widths as converted types only (Parquet 1.0
+    # writers) and dates read as date32.
+    data = pa.table(
+        {
+            "i16": pa.array([1, None, -3, 32_767], pa.int16()),
+            "u32": pa.array([0, 4_000_000_000, None, 7], pa.uint32()),
+            "d": pa.array([datetime.date(1, 1, 1), None, datetime.date(1969, 12, 31), None]),
+        }
+    )
+    path = tmp_path / "t.parquet"
+    pq.write_table(data, path, version="1.0")
+    assert_same(path)
+
+
+def test_streamed_batches_match_the_whole_read(tmp_path):
+    path = tmp_path / "t.parquet"
+    pq.write_table(table(0.1, distinct=50), path, row_group_size=1_000)
+    batches = list(fastingest.iter_batches(str(path)))
+    assert pa.Table.from_batches(batches).equals(pq.read_table(path))
