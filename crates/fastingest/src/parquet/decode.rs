@@ -15,7 +15,7 @@ use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
 
-use super::flat::{self, Failure};
+use super::flat;
 use super::format::PreparedFile;
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
@@ -188,6 +188,10 @@ fn decode_flat_columns(
         let Some(bytes) = spans.get(&(start..start + len)) else {
             continue;
         };
+        // Anything this decoder does not take, or finds wrong, goes to the
+        // `parquet` crate: it decodes what the format allows that this
+        // decoder does not expect (the corpora have such files), and says
+        // what is wrong with a damaged column as it always has.
         match flat::decode_column(
             bytes,
             chunk,
@@ -196,15 +200,12 @@ fn decode_flat_columns(
             group.num_rows() as usize,
         ) {
             Ok(array) => done.push((root, array)),
-            Err(Failure::Unsupported) => {}
-            Err(Failure::Corrupt(detail)) => {
-                return Err(Error::Corrupt {
-                    location: file.source.location().to_string(),
-                    range: Some(start..start + len),
-                    detail: format!("row group {rg}, column {}: {detail}", chunk.column_path()),
-                    cause: None,
-                })
-            }
+            Err(flat::Failure::Unsupported) => {}
+            Err(flat::Failure::Corrupt(detail)) => log::debug!(
+                "{}: row group {rg}, column {}: left to the parquet crate: {detail}",
+                file.source.location(),
+                chunk.column_path()
+            ),
         }
     }
     Ok(done)

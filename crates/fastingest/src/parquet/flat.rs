@@ -33,12 +33,13 @@ use parquet::schema::types::ColumnDescriptor;
 
 use super::hybrid::{unpack, Run, Runs};
 
-/// Why a column was not decoded here.
+/// Why a column was not decoded here (either way the `parquet` crate then
+/// decodes it, and names what is wrong with a damaged one).
 #[derive(Debug)]
 pub(crate) enum Failure {
-    /// Not a shape this decoder takes: the `parquet` crate decodes it.
+    /// Not a shape this decoder takes.
     Unsupported,
-    /// The column's bytes are damaged (what is wrong, in words).
+    /// Not what this decoder expects of the column's bytes (in words).
     Corrupt(String),
 }
 
