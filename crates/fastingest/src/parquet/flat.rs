@@ -340,8 +340,12 @@ impl Bits {
         }
     }
 
-    fn get(&self, i: usize) -> bool {
-        (self.words[i >> 6] >> (i & 63)) & 1 == 1
+    /// Bit `i`, or false past the end.
+    #[inline]
+    fn bit(&self, i: usize) -> bool {
+        self.words
+            .get(i >> 6)
+            .is_some_and(|w| (w >> (i & 63)) & 1 == 1)
     }
 
     /// Appends `n` copies of `value`.
@@ -438,8 +442,8 @@ fn low_bits(n: usize) -> u64 {
 
 /// Appends `rows` values to `out`: at each valid row of `validity` (from
 /// bit `at`) the next of `dense`, at each null the default. A word of the
-/// bitmap at a time: all valid is one copy, otherwise bit by bit with no
-/// branch on the bit (nulls fall at random).
+/// bitmap at a time: all valid is one copy, otherwise defaults and then a
+/// store per set bit.
 fn scatter<T: Copy + Default>(
     validity: &Bits,
     at: usize,
@@ -458,17 +462,18 @@ fn scatter<T: Copy + Default>(
             out.extend_from_slice(&dense[k..k + n]);
             k += n;
         } else {
-            out.extend((0..n).map(|_| {
-                let valid = word & 1 == 1;
-                word >>= 1;
-                let value = dense.get(k).copied().unwrap_or_default();
-                k += usize::from(valid);
-                if valid {
-                    value
-                } else {
-                    T::default()
+            // Nulls as defaults, then each valid value to its set bit.
+            let base = out.len();
+            out.resize(base + n, T::default());
+            let slots = &mut out[base..];
+            while word != 0 {
+                let bit = word.trailing_zeros() as usize;
+                if let (Some(slot), Some(value)) = (slots.get_mut(bit), dense.get(k)) {
+                    *slot = *value;
                 }
-            }));
+                k += 1;
+                word &= word - 1;
+            }
         }
         i += n;
     }
@@ -671,22 +676,24 @@ fn decode_booleans(mut pages: impl PageReader, nullable: bool, rows: usize) -> D
         }
         match &validity {
             Some(validity) if valid != page.rows => {
-                // Bit by bit around the nulls, 64 output bits at a time.
+                // A word of the validity at a time: the next valid values
+                // go to its set bits (nulls read as false).
                 let mut k = 0;
-                let mut word = 0u64;
-                let mut filled = 0;
-                for i in at..at + page.rows {
-                    let is_valid = validity.get(i);
-                    let value = is_valid && k < dense.len && dense.get(k);
-                    k += usize::from(is_valid);
-                    word |= u64::from(value) << filled;
-                    filled += 1;
-                    if filled == 64 {
-                        out.append_word(word, 64);
-                        (word, filled) = (0, 0);
+                let mut i = at;
+                let end = at + page.rows;
+                while i < end {
+                    let n = (64 - (i & 63)).min(end - i);
+                    let mut set = (validity.words[i >> 6] >> (i & 63)) & low_bits(n);
+                    let mut word = 0u64;
+                    while set != 0 {
+                        let bit = set.trailing_zeros();
+                        word |= u64::from(dense.bit(k)) << bit;
+                        k += 1;
+                        set &= set - 1;
                     }
+                    out.append_word(word, n);
+                    i += n;
                 }
-                out.append_word(word, filled);
             }
             _ => {
                 for (i, w) in dense.words.iter().enumerate() {
@@ -728,7 +735,7 @@ mod tests {
                 bits.append_word(0b1011, 4);
                 expected.extend([true, true, false, true]);
                 assert_eq!(bits.len, expected.len());
-                let got: Vec<bool> = (0..bits.len).map(|i| bits.get(i)).collect();
+                let got: Vec<bool> = (0..bits.len).map(|i| bits.bit(i)).collect();
                 assert_eq!(got, expected, "after {first} then {packed} packed");
                 let ones = expected[first..].iter().filter(|b| **b).count();
                 assert_eq!(bits.count_ones(first), ones);
