@@ -495,7 +495,9 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
     while let Some(page) = next_page(&mut pages, nullable)? {
         let page = match page {
             NextPage::Dictionary(buf, count) => {
-                let mut values = Vec::with_capacity(count);
+                // Sized by `plain` once the bytes are known to hold them
+                // (the count is the page header's word).
+                let mut values = Vec::new();
                 plain(&buf, count, &convert, &mut values)?;
                 dictionary = Some(values);
                 continue;
