@@ -200,10 +200,10 @@ def test_ray_override_num_blocks_sets_the_read_tasks(ray_engine, lake):
         fray.read_parquet(str(lake), override_num_blocks=0)
 
 
-def test_ray_default_task_count_is_a_few_per_cpu(ray_engine, lake):
+def test_ray_default_task_count_follows_the_cpus(ray_engine, lake):
     # Ray's default asks for a block per MiB of small data (or 200); each
     # fastingest task fetches in parallel inside itself, so it makes
-    # TASKS_PER_CPU tasks per cluster CPU unless bytes call for more.
+    # TASKS_PER_CPU (one) per cluster CPU unless bytes call for more.
     planned = plan("t", "parquet", str(lake), {}, fastingest._cache_arg)
     cpus = int(ray.cluster_resources()["CPU"])
     source = fray.FastingestDatasource(planned)
