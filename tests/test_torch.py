@@ -343,6 +343,61 @@ def test_every_way_a_batch_travels_gives_the_same_tensors(tmp_path, monkeypatch)
         assert ("maybe.validity" in b) == (not b.get("maybe.validity", np.ones(1)).all())
 
 
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_shuffled_epoch_holds_every_value_of_every_type(tmp_path, workers):
+    # A shuffle puts each column of a window in its seeded order whole (in
+    # Rust, from the window's parts); every type to_torch takes, with and
+    # without nulls, must come out row for row as the unshuffled epoch has it.
+    n = 2_003
+    ids = np.arange(n, dtype=np.int64)
+    rng = np.random.default_rng(7)
+    nulls = rng.random(n) < 0.2
+    table = pa.table(
+        {
+            "id": ids,
+            "i8": pa.array((ids % 200 - 100).astype(np.int8)),
+            "u16": pa.array((ids * 7 % 65_536).astype(np.uint16)),
+            "i32": pa.array((ids * -3).astype(np.int32), mask=nulls),
+            "f16": pa.array((ids % 100).astype(np.float16)),
+            "f64": pa.array(ids * 0.25, mask=~nulls),
+            "flag": pa.array(ids % 3 == 0, mask=nulls),
+            "day": pa.array(ids.astype(np.int32), pa.date32()),
+            "at": pa.array(ids * 1_000_003, pa.timestamp("us")),
+        }
+    )
+    path = tmp_path / "types.parquet"
+    pq.write_table(table, path, row_group_size=111)
+
+    def by_id(shuffle: bool) -> dict[str, np.ndarray]:
+        ds = ParquetDataset(
+            str(path), batch_size=100, shuffle=shuffle, seed=1, shuffle_buffer=30_000
+        )
+        batches = [
+            {k: t.numpy().copy() for k, t in b.items()} for b in DataLoader(ds, num_workers=workers)
+        ]
+        keys = {k for b in batches for k in b}
+        rows = [len(b["id"]) for b in batches]
+        got = {
+            k: np.concatenate(
+                [
+                    b[k] if k in b else np.ones(r, np.bool_)
+                    for b, r in zip(batches, rows, strict=True)
+                ]
+            )
+            for k in keys
+        }
+        order = np.argsort(got["id"])
+        return {k: v[order] for k, v in got.items()}
+
+    shuffled, plain = by_id(True), by_id(False)
+    np.testing.assert_array_equal(shuffled["id"], ids)
+    assert shuffled.keys() == plain.keys()
+    assert {"i32.validity", "f64.validity", "flag.validity"} <= shuffled.keys()
+    for k in plain:
+        assert shuffled[k].dtype == plain[k].dtype, k
+        np.testing.assert_array_equal(shuffled[k], plain[k], err_msg=k)
+
+
 def test_hive_partitions_and_globs(tmp_path):
     table = pa.table({"id": np.arange(300, dtype=np.int64), "part": np.arange(300) % 3})
     pq.write_to_dataset(table, tmp_path / "lake", partition_cols=["part"])

@@ -37,7 +37,7 @@ import torch.utils.data
 
 from . import _cache_arg, _warn_cache
 from ._epoch import Layout, Segment, Settings, Unit, Window, fresh, resumed
-from ._fastingest import open_parquet_units
+from ._fastingest import open_parquet_units, take_rows
 from ._options import PARQUET_KEYS, Filters, Partitioning, Source, read_args
 from ._parts import reopenable
 from ._torch import host_arrays, host_columns, in_one_shared_storage
@@ -424,21 +424,18 @@ class ParquetDataset(torch.utils.data.IterableDataset):
         filled = 0
         with reader.stream(order, self.prefetch_bytes) as stream:
             for w, ranges in groups:
+                # The positions of the window's order this rank reads (all of
+                # them but after a resume): a shuffle puts only those in order.
+                lo, hi = min(a for a, _ in ranges), max(b for _, b in ranges)
+                rows = windows[w].order(True)[lo:hi] if self.settings.shuffle else None
                 window = _WindowRows(
-                    self._window_parts(windows[w], stream),
-                    self.schema,
-                    self.strings,
-                    by_row=self.settings.shuffle,
+                    self._window_parts(windows[w], stream), self.schema, self.strings, rows
                 )
-                rows = windows[w].order(self.settings.shuffle)
                 for a, b in ranges:
                     at = a
                     while at < b:
                         n = min(b - at, size - filled)
-                        if self.settings.shuffle:
-                            pending.append(window.take(rows[at : at + n]))
-                        else:
-                            pending.append(window.slice(at, n))
+                        pending.append(window.slice(at - lo if rows is not None else at, n))
                         nullable |= window.nullable
                         filled += n
                         at += n
@@ -558,24 +555,30 @@ class DataLoader(torch.utils.data.DataLoader):
 
 
 class _WindowRows:
-    """A window's decoded rows, from which batches are cut: as NumPy arrays
-    by tensor name (converted once per window, then sliced per batch), laid
-    out row by row (``by_row``, for the gathers of a shuffle), or as an Arrow
-    table where a column has offsets (strings), which NumPy cannot gather.
+    """A window's decoded rows, from which batches are sliced: NumPy arrays by
+    tensor name (converted once per window), or an Arrow table where a column
+    has offsets (strings), which NumPy cannot hold.
 
-    Row by row, a row's values share one or two cache lines instead of one
-    per column: a window exceeds the CPU caches, and a columnar gather costs
-    a cache miss per value. The layout is written straight from the window's
-    pieces, in the one pass that joining them would take anyway."""
+    Shuffled (``rows``: the window's rows in their seeded order, positions in
+    its pieces laid end to end), each column is put in that order once, whole
+    (``take_rows``, in Rust): one column of a window stays in the CPU caches
+    while it is gathered, where gathering batch by batch across all columns
+    missed the cache on every value. Batches are then slices, as unshuffled."""
 
-    def __init__(self, parts: list[pa.RecordBatch], schema: pa.Schema, strings: str, by_row: bool):
+    def __init__(
+        self,
+        parts: list[pa.RecordBatch],
+        schema: pa.Schema,
+        strings: str,
+        rows: np.ndarray | None,
+    ):
         self.table: pa.Table | None = None
         self.arrays: dict[str, np.ndarray] = {}
-        self.records: np.ndarray | None = None
-        self.keys: list[str] = []
         converted = [host_arrays(part, strings=strings) for part in parts]
         if not converted or any(k.endswith(".offsets") for k in converted[0]):
             self.table = pa.Table.from_batches(parts, schema)
+            if rows is not None:
+                self.table = self.table.take(rows)
             self.nullable = False
             return
         # Every part gets the same tensors: a validity array where any has one.
@@ -586,33 +589,34 @@ class _WindowRows:
                 for k in keys:
                     if k not in c:
                         c[k] = np.ones(part.num_rows, np.bool_)
-        if by_row and keys and all(c[k].ndim == 1 for c in converted for k in keys):
-            layout = np.dtype([(f"c{i}", converted[0][k].dtype) for i, k in enumerate(keys)])
-            self.records = np.empty(sum(p.num_rows for p in parts), layout)
-            at = 0
-            for c, part in zip(converted, parts, strict=True):
-                for i, k in enumerate(keys):
-                    self.records[f"c{i}"][at : at + part.num_rows] = c[k]
-                at += part.num_rows
-            self.keys = keys
+        if rows is not None:
+            self.arrays = {k: _taken([c[k] for c in converted], rows) for k in keys}
         elif len(converted) == 1:
             self.arrays = {k: converted[0][k] for k in keys}
         else:
             self.arrays = {k: np.concatenate([c[k] for c in converted]) for k in keys}
 
     def slice(self, start: int, n: int) -> Any:
-        """Rows ``[start, start + n)`` (an unshuffled window: never row by row)."""
+        """Rows ``[start, start + n)``."""
         if self.table is not None:
             return self.table.slice(start, n)
         return {k: v[start : start + n] for k, v in self.arrays.items()}
 
-    def take(self, rows: np.ndarray) -> Any:
-        if self.table is not None:
-            return self.table.take(rows)
-        if self.records is not None:
-            picked = self.records.take(rows)
-            return {k: np.ascontiguousarray(picked[f"c{i}"]) for i, k in enumerate(self.keys)}
-        return {k: v.take(rows, axis=0) for k, v in self.arrays.items()}
+
+def _taken(parts: list[np.ndarray], rows: np.ndarray) -> np.ndarray:
+    """The rows ``rows`` of the column ``parts`` laid end to end (along
+    their first axis), gathered in Rust with the GIL released into memory
+    that fastingest's allocator reuses window after window (a fresh NumPy
+    array faults in new pages each time; NumPy's ``take`` also checks and
+    copies value by value, about twice as slow here). Read-only, as the
+    unshuffled path's views of Arrow buffers."""
+    parts = [np.ascontiguousarray(p) for p in parts]
+    dtype, shape = parts[0].dtype, parts[0].shape[1:]
+    width = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    if width == 0:
+        return np.empty((len(rows), *shape), dtype)
+    taken = take_rows([p.reshape(-1).view(np.uint8) for p in parts], width, rows)
+    return np.frombuffer(taken, dtype).reshape((len(rows), *shape))
 
 
 def _joined(parts: list[dict[str, np.ndarray]], nullable: bool) -> dict[str, np.ndarray]:

@@ -8,6 +8,7 @@ mod config;
 mod convert;
 mod errors;
 mod logs;
+mod rows;
 mod run;
 mod stats;
 mod stream;
@@ -555,6 +556,7 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open_parquet_units, m)?)?;
     m.add_function(wrap_pyfunction!(open_orc_units, m)?)?;
     m.add_class::<stripes::PyBytesView>()?;
+    m.add_function(wrap_pyfunction!(rows::take_rows, m)?)?;
     m.add_function(wrap_pyfunction!(read_orc_stripes, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_available, m)?)?;
     m.add_function(wrap_pyfunction!(cuda_device_count, m)?)?;

@@ -18,6 +18,13 @@ pub struct PyBytesView {
     bytes: Bytes,
 }
 
+impl PyBytesView {
+    /// A buffer over `bytes`.
+    pub fn new(bytes: Bytes) -> Self {
+        PyBytesView { bytes }
+    }
+}
+
 #[pymethods]
 impl PyBytesView {
     unsafe fn __getbuffer__(
@@ -89,7 +96,7 @@ pub fn stripe_dicts<'py>(py: Python<'py>, set: StripeSet) -> PyResult<Bound<'py,
         d.set_item("data_length", meta.data_length)?;
         d.set_item("footer_length", meta.footer_length)?;
         d.set_item("num_rows", meta.num_rows)?;
-        d.set_item("data", Py::new(py, PyBytesView { bytes })?)?;
+        d.set_item("data", Py::new(py, PyBytesView::new(bytes))?)?;
         out.append(d)?;
     }
     Ok(out)

@@ -40,6 +40,7 @@ pub mod parquet;
 pub(crate) mod pipeline;
 pub mod plan;
 pub(crate) mod request;
+pub mod rows;
 pub mod runtime;
 pub mod source;
 pub mod stats;
