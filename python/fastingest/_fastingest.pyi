@@ -46,6 +46,7 @@ __all__ = [
     "read_parquet",
     "start_read_orc",
     "start_read_parquet",
+    "take_rows",
 ]
 
 Size: TypeAlias = int | str
