@@ -4,6 +4,7 @@ processes, crashes, damaged entries, eviction and full disks."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -391,6 +392,54 @@ def test_a_range_partly_cached_fetches_only_the_rest(s3, tmp_path):
     c04 = chunk.metadata.row_group(0).column(4).total_compressed_size
     assert stats.cache_hits >= 1
     assert 0 < stats.bytes_fetched <= c04 + 64 * 1024
+
+
+def test_a_range_covered_by_several_entries_is_read_from_them_alone(s3, tmp_path):
+    # The second read's range spans two entries (c03's, and c04's fetched as
+    # the gap): later reads of it are served from both, with no request and
+    # without waiting for the range's lock (held here, as by a process
+    # fetching it: a read that took it would wait out the 30 s timeout).
+    n = 50_000
+    table = pa.table({f"c{i:02d}": pa.array(range(i, i + n), pa.int64()) for i in range(10)})
+    url = s3.put("cover/w.parquet", parquet_bytes(table, compression="none"))
+    c = cache(tmp_path, validate="immutable")
+    opts = s3.options()
+    fastingest.read_parquet(url, columns=["c03"], storage_options=opts, cache=c)
+    fastingest.read_parquet(url, columns=["c03", "c04"], storage_options=opts, cache=c)
+    held = [open(p, "rb+") for p in (tmp_path / "objects").rglob("*.lock")]  # noqa: SIM115
+    try:
+        for f in held:
+            fcntl.flock(f, fcntl.LOCK_EX)
+        stats = fastingest.ReadStats()
+        started = time.monotonic()
+        got = fastingest.read_parquet(
+            url,
+            columns=["c03", "c04"],
+            storage_options=opts,
+            cache=c,
+            config=fastingest.Config(request_timeout=30),
+            stats=stats,
+        )
+        waited = time.monotonic() - started
+    finally:
+        for f in held:
+            f.close()
+    assert held, "the first reads took locks"
+    assert_tables_equal(got, table.select(["c03", "c04"]))
+    assert stats.requests == 0 and stats.cache_hits >= 2
+    assert waited < 15, f"waited {waited:.1f} s for a lock"
+    # A damaged entry among them: detected, its piece fetched again, right.
+    c04 = max(entry_files(tmp_path), key=lambda p: int(p.name.split("-")[0]))
+    raw = bytearray(c04.read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    c04.write_bytes(bytes(raw))
+    stats = fastingest.ReadStats()
+    with pytest.warns(fastingest.CacheWarning, match="damaged"):
+        got = fastingest.read_parquet(
+            url, columns=["c03", "c04"], storage_options=opts, cache=c, stats=stats
+        )
+    assert_tables_equal(got, table.select(["c03", "c04"]))
+    assert stats.cache_corrupt == 1 and stats.bytes_fetched > 0
 
 
 def test_local_files_are_not_cached(tmp_path):

@@ -251,6 +251,21 @@ impl Cache {
         if found {
             return Ok(part);
         }
+        // Entries already on disk may cover it all (a row group's range that
+        // runs into the footer's entry, every epoch): read them without
+        // taking the lock, which creates a file, when nothing is to fetch.
+        let pieces = coverage(&dir, &range);
+        let part = if pieces.iter().all(|(_, from)| from.is_some()) {
+            match self
+                .read_from_entries(inner, source, &dir, &range, part, &pieces)
+                .await?
+            {
+                (part, true) => return Ok(part),
+                (part, false) => part, // one went missing or is corrupt
+            }
+        } else {
+            part
+        };
         let wait = inner.config().request_timeout;
         let guard = lock::acquire(&lock_path(&path), wait).await.ok().flatten();
         let part = if guard.is_some() {
@@ -273,6 +288,87 @@ impl Cache {
             .await
     }
 
+    /// Fills `part` from the entries of `pieces` (all cached) alone; false
+    /// where one could not be read (its piece is left as it was).
+    async fn read_from_entries(
+        &self,
+        inner: &dyn ByteSource,
+        source: &Source,
+        dir: &Path,
+        range: &Range<u64>,
+        mut part: BytesMut,
+        pieces: &[Piece],
+    ) -> Result<(BytesMut, bool)> {
+        for (piece, from) in pieces {
+            let Some(entry_range) = from else {
+                return Ok((part, false));
+            };
+            let found;
+            (part, found) = self
+                .read_piece_into(inner, source, dir, entry_range, piece, range.start, part)
+                .await?;
+            if !found {
+                return Ok((part, false));
+            }
+        }
+        Ok((part, true))
+    }
+
+    /// Reads `piece` (inside the entry holding `entry_range`) into its place
+    /// in `part`, which holds the range starting at `start`: straight from
+    /// the file when the piece is the whole entry, else through a buffer of
+    /// the entry (its checksum covers all of it). Counts the hit; false (and
+    /// nothing counted) if the entry is gone or corrupt.
+    #[allow(clippy::too_many_arguments)]
+    async fn read_piece_into(
+        &self,
+        inner: &dyn ByteSource,
+        source: &Source,
+        dir: &Path,
+        entry_range: &Range<u64>,
+        piece: &Range<u64>,
+        start: u64,
+        mut part: BytesMut,
+    ) -> Result<(BytesMut, bool)> {
+        let at = (piece.start - start) as usize;
+        let n = (piece.end - piece.start) as usize;
+        if piece != entry_range {
+            let found = match self
+                .read_piece(inner, source, dir, entry_range.clone(), piece)
+                .await?
+            {
+                Some(bytes) => {
+                    part[at..at + n].copy_from_slice(&bytes);
+                    true
+                }
+                None => false,
+            };
+            if found {
+                self.count_hit(inner, n as u64);
+            }
+            return Ok((part, found));
+        }
+        let path = dir.join(entry_name(entry_range));
+        let r = entry_range.clone();
+        let (part, found) = tokio::task::spawn_blocking(move || {
+            let found = entry::read_into(&path, &r, &mut part[at..at + n]);
+            (part, found)
+        })
+        .await
+        .map_err(|e| task_failed(source.location(), e))?;
+        Ok(match found {
+            Lookup::Hit => {
+                self.count_hit(inner, n as u64);
+                (part, true)
+            }
+            Lookup::Missing => (part, false),
+            Lookup::Corrupt(detail) => {
+                self.count_corrupt(inner, &dir.join(entry_name(entry_range)), &detail);
+                (part, false)
+            }
+        })
+    }
+
     /// Fills `part` piece by piece: cached pieces from their entries, gaps
     /// from the store (each cached as an entry of its own).
     async fn assemble(
@@ -285,30 +381,25 @@ impl Cache {
         pieces: Vec<Piece>,
     ) -> Result<BytesMut> {
         for (piece, from) in pieces {
+            if let Some(entry_range) = &from {
+                let found;
+                (part, found) = self
+                    .read_piece_into(inner, source, dir, entry_range, &piece, range.start, part)
+                    .await?;
+                if found {
+                    continue;
+                }
+            }
             let at = (piece.start - range.start) as usize;
             let n = (piece.end - piece.start) as usize;
-            let cached = match from {
-                Some(entry_range) => {
-                    self.read_piece(inner, source, dir, entry_range, &piece)
-                        .await?
-                }
-                None => None,
-            };
-            let bytes = match cached {
-                Some(b) => {
-                    self.count_hit(inner, n as u64);
-                    b
-                }
-                None => {
-                    self.count_miss(inner);
-                    let buf = inner
-                        .range_into(source, piece.clone(), BytesMut::zeroed(n))
-                        .await?;
-                    let path = dir.join(entry_name(&piece));
-                    self.store(source.location(), path, piece.clone(), buf.freeze())
-                        .await?
-                }
-            };
+            self.count_miss(inner);
+            let buf = inner
+                .range_into(source, piece.clone(), BytesMut::zeroed(n))
+                .await?;
+            let path = dir.join(entry_name(&piece));
+            let bytes = self
+                .store(source.location(), path, piece.clone(), buf.freeze())
+                .await?;
             part[at..at + n].copy_from_slice(&bytes);
         }
         Ok(part)
