@@ -289,7 +289,8 @@ impl Cache {
     }
 
     /// Fills `part` from the entries of `pieces` (all cached) alone; false
-    /// where one could not be read (its piece is left as it was).
+    /// where one could not be read (its piece is left as it was). Hits are
+    /// counted only when all were read: the locked path reads them again.
     async fn read_from_entries(
         &self,
         inner: &dyn ByteSource,
@@ -311,14 +312,17 @@ impl Cache {
                 return Ok((part, false));
             }
         }
+        for (piece, _) in pieces {
+            self.count_hit(inner, piece.end - piece.start);
+        }
         Ok((part, true))
     }
 
     /// Reads `piece` (inside the entry holding `entry_range`) into its place
     /// in `part`, which holds the range starting at `start`: straight from
     /// the file when the piece is the whole entry, else through a buffer of
-    /// the entry (its checksum covers all of it). Counts the hit; false (and
-    /// nothing counted) if the entry is gone or corrupt.
+    /// the entry (its checksum covers all of it). False if the entry is gone
+    /// or corrupt (a corrupt one is counted); the caller counts hits.
     #[allow(clippy::too_many_arguments)]
     async fn read_piece_into(
         &self,
@@ -343,9 +347,6 @@ impl Cache {
                 }
                 None => false,
             };
-            if found {
-                self.count_hit(inner, n as u64);
-            }
             return Ok((part, found));
         }
         let path = dir.join(entry_name(entry_range));
@@ -357,10 +358,7 @@ impl Cache {
         .await
         .map_err(|e| task_failed(source.location(), e))?;
         Ok(match found {
-            Lookup::Hit => {
-                self.count_hit(inner, n as u64);
-                (part, true)
-            }
+            Lookup::Hit => (part, true),
             Lookup::Missing => (part, false),
             Lookup::Corrupt(detail) => {
                 self.count_corrupt(inner, &dir.join(entry_name(entry_range)), &detail);
@@ -387,6 +385,7 @@ impl Cache {
                     .read_piece_into(inner, source, dir, entry_range, &piece, range.start, part)
                     .await?;
                 if found {
+                    self.count_hit(inner, piece.end - piece.start);
                     continue;
                 }
             }
