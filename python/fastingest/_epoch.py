@@ -77,7 +77,8 @@ class Window:
         order they are read."""
         if not shuffle:
             return np.arange(self.rows, dtype=np.int64)
-        return np.random.default_rng(list(self.key)).permutation(self.rows).astype(np.int64)
+        rows = np.random.default_rng(list(self.key)).permutation(self.rows)
+        return rows.astype(np.int64, copy=False)  # int64 already: no copy
 
 
 @dataclass(frozen=True)
