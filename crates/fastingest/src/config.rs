@@ -41,7 +41,7 @@ pub struct Config {
     pub request_timeout: Duration,
     /// Timeout of establishing a connection.
     pub connect_timeout: Duration,
-    /// Row groups decoded at once (0: one per CPU core).
+    /// Row groups decoded at once (0: two per CPU core).
     pub decode_parallelism: usize,
     /// Whether a dataset's `_metadata` summary plans its files.
     pub summary_files: SummaryFiles,
@@ -199,12 +199,16 @@ impl Config {
         Ok(())
     }
 
-    /// Row groups decoded at once, resolving 0 to the number of cores.
+    /// Row groups decoded at once, resolving 0 to two per core. One per
+    /// core left a fifth of 2 cores idle in steady-state local reads (1.58
+    /// cores busy where polars kept 1.95): a slot waits between one decode
+    /// and the next, and while its thread sleeps in the kernel (huge-page
+    /// faults). Two per core: 10-20 % faster there, peak memory +2-5 %.
     pub fn effective_decode_parallelism(&self) -> usize {
         if self.decode_parallelism > 0 {
             self.decode_parallelism
         } else {
-            std::thread::available_parallelism().map_or(2, |n| n.get())
+            2 * std::thread::available_parallelism().map_or(2, |n| n.get())
         }
     }
 }

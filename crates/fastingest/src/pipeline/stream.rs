@@ -70,7 +70,9 @@ pub(crate) async fn stream<F: Format>(
     // The budget in KiB keeps the permit count within u32.
     let budget_kib = (config.memory_budget / 1024).clamp(1, u32::MAX as u64 >> 4) as u32;
     let budget = Arc::new(Semaphore::new(budget_kib as usize));
-    let decode_ahead = config.effective_decode_parallelism().max(1) * 2;
+    // Units decoding or decoded ahead of the consumer: as many as decode at
+    // once (by default two per core).
+    let decode_ahead = config.effective_decode_parallelism().max(2);
 
     // Starts each window's fetch, in order, as the budget allows.
     let (started_tx, started_rx) = mpsc::channel(WINDOWS_AHEAD);
