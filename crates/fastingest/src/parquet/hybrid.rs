@@ -34,9 +34,6 @@ impl<'a> Runs<'a> {
     /// The next run, `None` at the end of the data. A bit-packed run cut
     /// short by the end of the data keeps the values it has whole (writers
     /// pad the last run, readers stop at the count they expect).
-    /// Inlined: level and index streams are often runs of a few values, and
-    /// a call per run was a fifth of a nullable column's decode.
-    #[inline]
     pub(crate) fn next_run(&mut self) -> Result<Option<Run<'a>>, String> {
         if self.data.is_empty() {
             return Ok(None);
@@ -79,7 +76,6 @@ impl<'a> Runs<'a> {
         }
     }
 
-    #[inline]
     fn varint(&mut self) -> Result<u64, String> {
         let mut value = 0u64;
         for (i, b) in self.data.iter().enumerate().take(5) {
