@@ -23,7 +23,8 @@ pub struct Config {
     pub small_file: u64,
     /// Ranges whose gap is at most this many bytes are merged into one request.
     pub hole_limit: u64,
-    /// Largest single request; longer ranges are split into slices of this size.
+    /// Largest single request; longer ranges are split into slices of this
+    /// size. A smaller read gets smaller slices ([`crate::plan::slice_for`]).
     pub slice_size: u64,
     /// Most requests in flight at once for one read (all files together);
     /// requests of at most 1 MiB count half (they are bound by latency, not

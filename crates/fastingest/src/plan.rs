@@ -67,6 +67,16 @@ impl FilePlan {
         }
     }
 
+    /// Bytes of the ranges of `units` (overlaps counted each time): the
+    /// size of a read before its plan is made.
+    pub fn bytes_of(units: &[PlanUnit]) -> u64 {
+        units
+            .iter()
+            .flat_map(|u| &u.ranges)
+            .map(|r| r.end.saturating_sub(r.start))
+            .sum()
+    }
+
     /// Bytes the units need (overlaps counted once).
     pub fn bytes_needed(&self) -> u64 {
         let all: Vec<Range<u64>> = self
@@ -96,6 +106,24 @@ impl FilePlan {
         let i = i.checked_sub(1)?;
         (self.spans[i].range.end >= range.end).then_some(i)
     }
+}
+
+/// Requests a small read is spread over.
+const SPREAD: u64 = 16;
+
+/// The smallest slice a small read is cut into: below it a request's time
+/// is mostly its latency.
+pub const MIN_SLICE: u64 = 1 << 20;
+
+/// The slice size for a read of about `read_bytes` (all its files
+/// together): `max_slice` for a large read; for a smaller one about a
+/// `SPREAD`-th of it, no less than [`MIN_SLICE`], so that a file of a few
+/// MB goes as many parallel requests and not as one or two long ones, each
+/// at one connection's rate. Through the emulated cloud link a 20 MB file
+/// was read in 114 ms instead of 170 ms, and 82 MB through the far one in
+/// 403 ms instead of 477 ms.
+pub fn slice_for(read_bytes: u64, max_slice: u64) -> u64 {
+    (read_bytes / SPREAD).clamp(MIN_SLICE.min(max_slice), max_slice)
 }
 
 /// Sorts and merges ranges: overlapping ranges always merge; touching ranges
@@ -145,6 +173,23 @@ pub fn split(range: Range<u64>, slice_size: u64) -> Vec<Range<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_small_read_gets_smaller_slices_a_large_one_the_configured_size() {
+        const MIB: u64 = 1 << 20;
+        assert_eq!(slice_for(20 * MIB, 8 * MIB), 20 * MIB / 16);
+        assert_eq!(slice_for(MIB, 8 * MIB), MIB, "never below 1 MiB");
+        assert_eq!(slice_for(0, 8 * MIB), MIB);
+        assert_eq!(slice_for(128 * MIB, 8 * MIB), 8 * MIB);
+        assert_eq!(
+            slice_for(10 << 30, 8 * MIB),
+            8 * MIB,
+            "never above the setting"
+        );
+        // A setting below 1 MiB is kept.
+        assert_eq!(slice_for(20 * MIB, 256 << 10), 256 << 10);
+        assert_eq!(slice_for(u64::MAX, 8 * MIB), 8 * MIB);
+    }
 
     #[test]
     fn close_ranges_merge_far_ones_do_not() {

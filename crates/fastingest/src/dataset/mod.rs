@@ -120,6 +120,7 @@ impl Dataset {
                     columns: columns.clone(),
                     rows: rows.clone(),
                     several: self.several,
+                    files: self.files.len(),
                     summary: summary.clone(),
                 };
                 (Arc::clone(source), scope)
@@ -158,10 +159,16 @@ pub(crate) struct FileScope<'a> {
     columns: Option<Vec<String>>,
     rows: Rows,
     several: bool,
+    files: usize,
     summary: Option<InSummary>,
 }
 
 impl<'a> FileScope<'a> {
+    /// How many files the read takes this one's from.
+    pub fn files_in_read(&self) -> usize {
+        self.files
+    }
+
     /// Whether a filter may drop rows (the page index is worth reading).
     pub fn filters(&self) -> bool {
         matches!(self.rows, Rows::Matching(_))

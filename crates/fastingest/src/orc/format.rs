@@ -221,7 +221,13 @@ async fn prepare(fetcher: &Fetcher, source: Source, scope: &FileScope<'_>) -> Re
         .iter()
         .map(|&i| stripe_streams(&location, &tail, &columns.projected, i, &footers))
         .collect::<Result<Vec<_>>>()?;
-    let plan = checked_plan(&location, tail.file_size, units, fetcher.config())?;
+    let plan = checked_plan(
+        &location,
+        tail.file_size,
+        units,
+        fetcher.config(),
+        scope.files_in_read(),
+    )?;
     Ok(PreparedOrc {
         source,
         tail,
@@ -336,7 +342,8 @@ async fn fetch_stripe_footers(
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let plan = checked_plan(location, tail.file_size, units, fetcher.config())?;
+    // Stripe footers: small ranges, one file.
+    let plan = checked_plan(location, tail.file_size, units, fetcher.config(), 1)?;
     let (futs, _guards) = fetcher.start(source, &plan);
     let all: Vec<_> = plan
         .spans

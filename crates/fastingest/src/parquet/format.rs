@@ -278,7 +278,13 @@ pub(crate) async fn prepare(
             ranges: chunk_ranges(&footer.metadata, &projection, rg, selection.as_ref()),
         })
         .collect();
-    let plan = checked_plan(&location, footer.file_size, units, &scope.options.config)?;
+    let plan = checked_plan(
+        &location,
+        footer.file_size,
+        units,
+        &scope.options.config,
+        scope.files_in_read(),
+    )?;
     let filter = filter.cloned();
     Ok(PreparedFile {
         source,

@@ -285,19 +285,24 @@ pub(crate) fn chosen_units<F: Format>(
 }
 
 /// The plan of `units`, checked to lie inside the file (a footer may say
-/// anything).
+/// anything). `files`: how many files the read holds, which about
+/// multiplies its size; a small read gets smaller slices
+/// ([`crate::plan::slice_for`]).
 pub(crate) fn checked_plan(
     location: &str,
     file_size: u64,
     units: Vec<crate::plan::PlanUnit>,
     config: &Config,
+    files: usize,
 ) -> Result<FilePlan> {
+    let read_bytes = FilePlan::bytes_of(&units).saturating_mul(files.max(1) as u64);
+    let slice_size = crate::plan::slice_for(read_bytes, config.slice_size);
     let plan = FilePlan::new(
         location.to_string(),
         file_size,
         units,
         config.hole_limit,
-        config.slice_size,
+        slice_size,
     );
     match plan.spans.iter().find(|s| s.range.end > file_size) {
         Some(bad) => Err(Error::Corrupt {
