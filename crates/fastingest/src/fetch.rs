@@ -160,15 +160,39 @@ impl FetchedSpans {
         FetchedSpans(spans)
     }
 
-    /// The bytes of `range` without copying, when one span holds them.
+    /// The bytes of `range`: without copying when one span holds them,
+    /// joined when consecutive spans that touch hold them together (the
+    /// decoder may ask for pages of one column chunk in one range that the
+    /// plan fetched as two requests).
     pub fn get(&self, range: &Range<u64>) -> Option<Bytes> {
         let i = self
             .0
             .partition_point(|(r, _)| r.start <= range.start)
             .checked_sub(1)?;
         let (r, b) = &self.0[i];
-        (range.end <= r.end)
-            .then(|| b.slice((range.start - r.start) as usize..(range.end - r.start) as usize))
+        if range.end <= r.end {
+            return Some(b.slice((range.start - r.start) as usize..(range.end - r.start) as usize));
+        }
+        self.joined(i, range)
+    }
+
+    /// `range`, which starts in span `first`, from that span and the ones
+    /// after it, if they follow each other without a gap.
+    fn joined(&self, first: usize, range: &Range<u64>) -> Option<Bytes> {
+        let mut out = Vec::with_capacity((range.end - range.start) as usize);
+        let mut at = range.start;
+        for (r, b) in &self.0[first..] {
+            if r.start > at || r.end <= at {
+                return None; // a gap, or a span behind the bytes still missing
+            }
+            let end = range.end.min(r.end);
+            out.extend_from_slice(&b[(at - r.start) as usize..(end - r.start) as usize]);
+            at = end;
+            if at == range.end {
+                return Some(Bytes::from(out));
+            }
+        }
+        None
     }
 }
 

@@ -208,3 +208,20 @@ async fn transient_failures_are_retried_without_corrupting_bytes() {
     assert!(s.retries > 0);
     assert_eq!(s.requests, plan.num_requests() as u64 + s.retries);
 }
+
+#[test]
+fn fetched_spans_serve_a_range_across_spans_that_touch_and_not_across_a_gap() {
+    use crate::fetch::FetchedSpans;
+    let byte = |i: u64| (i % 251) as u8;
+    let span = |r: Range<u64>| (r.clone(), Bytes::from(r.map(byte).collect::<Vec<u8>>()));
+    // 100..200 and 200..300 touch; 350..400 lies after a gap.
+    let spans = FetchedSpans::new(vec![span(200..300), span(100..200), span(350..400)]);
+    let expect = |r: Range<u64>| Some(Bytes::from(r.map(byte).collect::<Vec<u8>>()));
+    assert_eq!(spans.get(&(120..180)), expect(120..180));
+    assert_eq!(spans.get(&(150..260)), expect(150..260));
+    assert_eq!(spans.get(&(100..300)), expect(100..300));
+    assert_eq!(spans.get(&(250..360)), None, "across the gap");
+    assert_eq!(spans.get(&(300..360)), None, "starts in the gap");
+    assert_eq!(spans.get(&(380..420)), None, "past the end");
+    assert_eq!(spans.get(&(50..120)), None, "before the first");
+}
