@@ -65,8 +65,8 @@ class Config:
       is fetched whole in its first request (one request per file, not two).
     - ``hole_limit`` (64 KiB): ranges closer than this are fetched together.
     - ``slice_size`` (8 MiB): the largest single request; longer ranges are
-      split and fetched in parallel into one buffer. A read smaller than 16
-      slices is cut into about 16 requests of at least 1 MiB instead.
+      split and fetched in parallel into one buffer. A read smaller than 8
+      slices is cut into about 8 requests of at least 1 MiB instead.
     - ``max_in_flight`` (32): requests in flight at once, all files together;
       requests of at most 1 MiB (footers, small files) count half, so up to
       twice as many of those.
