@@ -10,7 +10,7 @@ use bytes::Bytes;
 use super::format::Orc;
 use crate::error::{Error, Result};
 use crate::pipeline::{self, fetch_pieces, RawFile, ReadOptions};
-use crate::plan::{FilePlan, PlanUnit};
+use crate::plan::PlanUnit;
 
 /// What a raw stripe is, without its bytes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +63,7 @@ pub async fn read_orc_stripes(sources: &[String], options: &ReadOptions) -> Resu
     let mut set = StripeSet::default();
     let mut files = Vec::with_capacity(prepared.len());
     let mut pieces = Vec::new();
+    let count = prepared.len();
     for (f, file) in prepared.into_iter().enumerate() {
         let infos = file.tail.metadata.stripe_metadatas();
         let mut units = Vec::with_capacity(file.plan.units.len());
@@ -86,13 +87,13 @@ pub async fn read_orc_stripes(sources: &[String], options: &ReadOptions) -> Resu
             });
             set.stripes.push(meta);
         }
-        let plan = FilePlan::new(
-            file.source.location().to_string(),
+        let plan = pipeline::checked_plan(
+            file.source.location(),
             file.tail.file_size,
             units,
-            config.hole_limit,
-            config.slice_size,
-        );
+            config,
+            count,
+        )?;
         files.push(RawFile {
             source: Arc::clone(&file.source),
             plan,

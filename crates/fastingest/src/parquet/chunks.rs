@@ -21,7 +21,9 @@ use super::select::project;
 use crate::dataset::FileScope;
 use crate::error::{Error, Result};
 use crate::fetch::Fetcher;
-use crate::pipeline::{each_source, fetch_pieces, PieceReceiver, RawFile, ReadOptions};
+use crate::pipeline::{
+    checked_plan, each_source, fetch_pieces, PieceReceiver, RawFile, ReadOptions,
+};
 use crate::plan::{FilePlan, PlanUnit};
 use crate::source::Source;
 
@@ -221,25 +223,14 @@ async fn plan_file(
         }
         units.push(PlanUnit { index: rg, ranges });
     }
-    let config = &scope.options.config;
-    let plan = FilePlan::new(
-        location,
+    // Planned as a decoded read is: the same slices, the same bounds check.
+    let plan = checked_plan(
+        &location,
         prepared.footer.file_size,
         units,
-        config.hole_limit,
-        config.slice_size,
-    );
-    if let Some(bad) = plan.spans.iter().find(|s| s.range.end > plan.file_size) {
-        return Err(Error::Corrupt {
-            location: plan.location.clone(),
-            range: Some(bad.range.clone()),
-            detail: format!(
-                "a column chunk extends beyond the end of the file ({} bytes)",
-                plan.file_size
-            ),
-            cause: None,
-        });
-    }
+        &scope.options.config,
+        scope.files_in_read(),
+    )?;
     let (tail_start, tail) = prepared.footer.known_bytes();
     let file = ChunkFile {
         tail: (tail_start, tail.clone()),
