@@ -1,5 +1,6 @@
-"""Flat primitive columns are decoded by fastingest's own decoder
-(`parquet/flat.rs`), the rest by the `parquet` crate: both must give what
+"""Flat primitive, string and binary columns are decoded by fastingest's own
+decoders (`parquet/flat.rs`, `parquet/byte_arrays.rs`), the rest by the
+`parquet` crate: both must give what
 pyarrow gives, for every type, null pattern, encoding, page format and
 codec, alone and mixed in one file."""
 
@@ -29,7 +30,13 @@ TYPES = {
     "f32": pa.float32(),
     "f64": pa.float64(),
     "date": pa.date32(),
+    "str": pa.string(),
+    "bin": pa.binary(),
 }
+
+# Empty, ASCII, two- to four-byte characters, and values longer than any
+# fixed-size copy a decoder might use.
+WORDS = ["", "a", "é", "日本", "🦀", "x" * 40, "naïve café", "z" * 17]
 
 
 def column(kind: pa.DataType, rows: int, null_share: float, distinct: int, seed: int) -> pa.Array:
@@ -38,6 +45,12 @@ def column(kind: pa.DataType, rows: int, null_share: float, distinct: int, seed:
     if kind == pa.bool_():
         values = rng.random(rows) < 0.3
         return pa.array(values, mask=mask)
+    if kind in (pa.string(), pa.binary()):
+        pool = ["".join(rng.choice(WORDS, 1 + i % 3)) + str(i) for i in range(distinct)]
+        values = [pool[i] for i in rng.integers(0, distinct, rows)]
+        if kind == pa.binary():
+            return pa.array([v.encode() + b"\xff" for v in values], type=kind, mask=mask)
+        return pa.array(values, type=kind, mask=mask)
     if kind == pa.date32():
         days = rng.integers(-1000, 20_000, distinct)[rng.integers(0, distinct, rows)]
         return pa.array(days.astype(np.int32), type=pa.int32(), mask=mask).cast(pa.date32())
@@ -147,6 +160,58 @@ def test_legacy_converted_types_and_dates(tmp_path):
     path = tmp_path / "t.parquet"
     pq.write_table(data, path, version="1.0")
     assert_same(path)
+
+
+def test_runs_of_one_string_and_a_dictionary_of_one(tmp_path):
+    # Long runs of one dictionary index are RLE runs, not bit-packed ones.
+    data = pa.table(
+        {
+            "runs": pa.array(["é" * (i // 500) for i in range(ROWS)]),
+            "one": pa.array(["same"] * ROWS),
+            "none": pa.array([None] * ROWS, pa.string()),
+        }
+    )
+    path = tmp_path / "t.parquet"
+    pq.write_table(data, path, data_page_size=1024)
+    assert_same(path)
+
+
+def test_large_and_dictionary_string_types_keep_their_types(tmp_path):
+    # The schema pyarrow stores asks for other Arrow types than the
+    # natural `string`: those columns are the crate's, and keep them.
+    words = [f"w{i % 7}é" for i in range(ROWS)]
+    data = pa.table(
+        {
+            "large": pa.array(words, pa.large_string()),
+            "dict": pa.array(words).dictionary_encode(),
+            "plain": pa.array(words),
+        }
+    )
+    path = tmp_path / "t.parquet"
+    pq.write_table(data, path)
+    assert_same(path)
+
+
+def invalid_utf8_file(path, dictionary: bool) -> None:
+    # A string column whose bytes are not UTF-8, written as pyarrow would
+    # write them (it does not check): "é" split over two values, and a
+    # lone continuation byte.
+    raw = [b"ok", b"a\xc3", b"\xa9b", b"\x80"] * 50
+    data = b"".join(raw)
+    offsets = np.cumsum([0] + [len(v) for v in raw], dtype=np.int32)
+    strings = pa.Array.from_buffers(
+        pa.string(), len(raw), [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(data)]
+    )
+    pq.write_table(pa.table({"s": strings}), path, use_dictionary=dictionary)
+
+
+@pytest.mark.parametrize("dictionary", [True, False])
+def test_invalid_utf8_is_an_error_naming_the_file(tmp_path, dictionary):
+    path = tmp_path / "bad.parquet"
+    invalid_utf8_file(path, dictionary)
+    with pytest.raises(fastingest.FastIngestError, match="bad.parquet") as raised:
+        fastingest.read_parquet(str(path))
+    assert "utf" in str(raised.value).lower()
 
 
 def test_streamed_batches_match_the_whole_read(tmp_path):

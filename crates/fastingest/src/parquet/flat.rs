@@ -1,5 +1,6 @@
 //! Flat primitive columns (top level, not repeated, at most one definition
-//! level) decoded straight into their Arrow buffers.
+//! level) decoded straight into their Arrow buffers (byte arrays: see
+//! [`super::byte_arrays`]).
 //!
 //! Why: the `parquet` crate's record reader decodes a nullable column's
 //! values densely and then moves them apart to make room for the nulls,
@@ -31,6 +32,7 @@ use parquet::file::reader::{ChunkReader, Length};
 use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescriptor;
 
+use super::byte_arrays;
 use super::hybrid::{unpack, Run, Runs};
 
 /// Why a column was not decoded here (either way the `parquet` crate then
@@ -49,7 +51,7 @@ impl From<parquet::errors::ParquetError> for Failure {
     }
 }
 
-type Decoded<T> = std::result::Result<T, Failure>;
+pub(super) type Decoded<T> = std::result::Result<T, Failure>;
 
 /// The Arrow type the `parquet` crate gives `column` when nothing asks for
 /// another, for the columns this module decodes; `None` for the rest.
@@ -99,6 +101,11 @@ pub(crate) fn natural_type(column: &ColumnDescriptor) -> Option<DataType> {
             (64, false) => Some(DataType::UInt64),
             _ => None,
         },
+        PhysicalType::BYTE_ARRAY => match (logical, converted) {
+            (Some(LogicalType::String), _) | (None, ConvertedType::UTF8) => Some(DataType::Utf8),
+            (None, ConvertedType::NONE) => Some(DataType::Binary),
+            _ => None,
+        },
         _ => None,
     }
 }
@@ -145,6 +152,8 @@ pub(crate) fn decode_column(
         DataType::Float64 => {
             primitive::<Float64Type, 8>(pages, nullable, rows, f64::from_le_bytes)?
         }
+        DataType::Utf8 => byte_arrays::decode(pages, nullable, rows, true)?,
+        DataType::Binary => byte_arrays::decode(pages, nullable, rows, false)?,
         _ => return Err(Failure::Unsupported),
     })
 }
@@ -197,25 +206,25 @@ impl ChunkReader for ChunkAt {
 }
 
 /// One data page split into its parts.
-struct DataPage {
-    buf: Bytes,
+pub(super) struct DataPage {
+    pub(super) buf: Bytes,
     /// Rows in the page (levels, for a flat column).
-    rows: usize,
-    encoding: Encoding,
+    pub(super) rows: usize,
+    pub(super) encoding: Encoding,
     /// Where the definition levels lie in `buf` (`None`: a required column).
-    levels: Option<std::ops::Range<usize>>,
+    pub(super) levels: Option<std::ops::Range<usize>>,
     /// Where the values start in `buf`.
-    values: usize,
+    pub(super) values: usize,
 }
 
 /// The next page of `pages`: a data page split into levels and values, or
 /// a dictionary page's values and count. `None` at the end of the chunk.
-enum NextPage {
+pub(super) enum NextPage {
     Data(DataPage),
     Dictionary(Bytes, usize),
 }
 
-fn next_page(pages: &mut impl PageReader, nullable: bool) -> Decoded<Option<NextPage>> {
+pub(super) fn next_page(pages: &mut impl PageReader, nullable: bool) -> Decoded<Option<NextPage>> {
     let Some(page) = pages.get_next_page()? else {
         return Ok(None);
     };
@@ -298,7 +307,7 @@ fn next_page(pages: &mut impl PageReader, nullable: bool) -> Decoded<Option<Next
 
 /// Appends a page's definition levels (width 1) to `validity`; returns how
 /// many rows are valid. (A bit-packed run of levels is the bitmap itself.)
-fn read_levels(levels: &[u8], rows: usize, validity: &mut Bits) -> Decoded<usize> {
+pub(super) fn read_levels(levels: &[u8], rows: usize, validity: &mut Bits) -> Decoded<usize> {
     let start = validity.len;
     let mut runs = Runs::new(levels, 1).map_err(Failure::Corrupt)?;
     let mut left = rows;
@@ -327,13 +336,13 @@ fn read_levels(levels: &[u8], rows: usize, validity: &mut Bits) -> Decoded<usize
 /// A bitmap appended to 64 bits at a time (validity, booleans). Bits past
 /// `len` in the last word are always zero.
 #[derive(Default)]
-struct Bits {
-    words: Vec<u64>,
+pub(super) struct Bits {
+    pub(super) words: Vec<u64>,
     len: usize,
 }
 
 impl Bits {
-    fn with_capacity(bits: usize) -> Self {
+    pub(super) fn with_capacity(bits: usize) -> Self {
         Bits {
             words: Vec::with_capacity(bits.div_ceil(64)),
             len: 0,
@@ -349,7 +358,7 @@ impl Bits {
     }
 
     /// Appends `n` copies of `value`.
-    fn append_n(&mut self, n: usize, value: bool) {
+    pub(super) fn append_n(&mut self, n: usize, value: bool) {
         let end = self.len + n;
         self.words.resize(end.div_ceil(64), 0);
         if value {
@@ -425,14 +434,14 @@ impl Bits {
         BooleanBuffer::new(Buffer::from_vec(self.words), 0, self.len)
     }
 
-    fn into_nulls(self) -> Option<NullBuffer> {
+    pub(super) fn into_nulls(self) -> Option<NullBuffer> {
         let len = self.len;
         NullBuffer::from_unsliced_buffer(Buffer::from_vec(self.words), len)
     }
 }
 
 /// A word with its `n` lowest bits set (n ≤ 64).
-fn low_bits(n: usize) -> u64 {
+pub(super) fn low_bits(n: usize) -> u64 {
     if n >= 64 {
         u64::MAX
     } else {

@@ -1,6 +1,7 @@
 //! Parquet: footer, projection, statistics, planning and decoding, plugged
 //! into the read pipeline; and raw column chunks.
 
+mod byte_arrays;
 pub mod chunks;
 mod decode;
 mod flat;
