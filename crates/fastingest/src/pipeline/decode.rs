@@ -1,6 +1,7 @@
 //! Decoding one unit (row group, stripe) once its spans are in: a decode
-//! slot (CPU-heavy work is bounded to the cores), the blocking pool (the
-//! runtime's workers keep fetching), the time counted, a decoder's panic
+//! slot (CPU-heavy work is bounded to the cores), a decode thread (the
+//! runtime's workers keep fetching; see [`super::decode_threads`]), the time
+//! counted, a decoder's panic
 //! turned into an error naming the file and unit, then the filter's rows and
 //! the columns asked for.
 
@@ -29,26 +30,30 @@ pub(crate) async fn decode_unit<P: Planned>(
     let started = Instant::now();
     let stats = fetcher.stats().clone();
     let blocking_fetcher = fetcher.clone();
-    let handle = tokio::task::spawn_blocking(move || -> Result<Vec<RecordBatch>> {
-        let decoded = file.decode(unit, spans, &blocking_fetcher)?;
-        let location = file.source().location();
-        decoded
-            .into_iter()
-            .map(|batch| {
-                let batch = match file.filter() {
-                    Some(f) => keep_matching(f, batch, location)?,
-                    None => batch,
-                };
-                file.output(batch)
-            })
-            .collect()
-    });
-    let result = match handle.await {
+    let threads = fetcher.config().effective_decode_parallelism();
+    let runtime = tokio::runtime::Handle::current();
+    let decoded =
+        super::decode_threads::run(threads, runtime, move || -> Result<Vec<RecordBatch>> {
+            let decoded = file.decode(unit, spans, &blocking_fetcher)?;
+            let location = file.source().location();
+            decoded
+                .into_iter()
+                .map(|batch| {
+                    let batch = match file.filter() {
+                        Some(f) => keep_matching(f, batch, location)?,
+                        None => batch,
+                    };
+                    file.output(batch)
+                })
+                .collect()
+        })
+        .await;
+    let result = match decoded {
         Ok(r) => r,
-        Err(e) => Err(Error::Corrupt {
+        Err(why) => Err(Error::Corrupt {
             location,
             range: None,
-            detail: format!("decoding {what} {index} failed: {}", panic_message(e)),
+            detail: format!("decoding {what} {index} failed: {why}"),
             cause: None,
         }),
     };
@@ -63,12 +68,4 @@ fn keep_matching(filter: &Filter, batch: RecordBatch, location: &str) -> Result<
         .map_err(|e| Error::from_arrow(location, e))?;
     arrow_select::filter::filter_record_batch(&batch, &mask)
         .map_err(|e| Error::from_arrow(location, e))
-}
-
-/// What a panicked blocking task said, for the error message.
-pub(crate) fn panic_message(e: tokio::task::JoinError) -> String {
-    match e.try_into_panic() {
-        Ok(p) => crate::error::panic_text(&*p),
-        Err(e) => e.to_string(),
-    }
 }

@@ -1,0 +1,135 @@
+//! The threads that units are decoded on: a set kept for the life of the
+//! process (made again in a child after `fork()`), as many as the most
+//! decode slots any read has asked for.
+//!
+//! Why not tokio's blocking pool: it starts a thread whenever none is idle,
+//! and local reads keep many of them busy with `pread`, so over a few reads
+//! decoding wandered over every thread the pool ever started (17 on 2
+//! cores). Each thread's allocator heap keeps the pages freed into it, so
+//! the process grew from 180 to 400 MB over the first ten reads of a 17 MB
+//! file, and reads 2 to 10 took 2-4× as long as later ones, the kernel
+//! zeroing fresh pages for each. On a fixed set of threads the memory one
+//! read frees is what the next one decodes into (RSS 190-220 MB, every read
+//! from the third at its steady speed).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+
+/// A unit of work, run on one of the threads.
+type Job = Box<dyn FnOnce() + Send + 'static>;
+
+/// The process's decode threads and the queue they take work from.
+struct Threads {
+    /// The process that started them (a forked child has none of them).
+    pid: u32,
+    queue: Sender<Job>,
+    /// Taken by whichever idle thread waits for the next job.
+    jobs: Arc<Mutex<Receiver<Job>>>,
+    started: usize,
+}
+
+static THREADS: Mutex<Option<Threads>> = Mutex::new(None);
+
+/// Runs `work` on a decode thread, starting threads until there are at
+/// least `threads` of them, inside `runtime`'s context (a decoder may fetch
+/// a range no plan foresaw). A panic in `work` is returned as its message.
+pub(crate) async fn run<T: Send + 'static>(
+    threads: usize,
+    runtime: tokio::runtime::Handle,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, String> {
+    let (done, result) = tokio::sync::oneshot::channel();
+    let job: Job = Box::new(move || {
+        let _context = runtime.enter();
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(work))
+            .map_err(|panic| crate::error::panic_text(&*panic));
+        // The read may have been dropped meanwhile: nobody to tell.
+        let _ = done.send(outcome);
+    });
+    submit(threads.max(1), job)?;
+    result
+        .await
+        .map_err(|_| "the decode thread stopped".to_string())?
+}
+
+/// Queues `job`, with at least `wanted` threads to take it.
+fn submit(wanted: usize, job: Job) -> Result<(), String> {
+    let mut guard = THREADS.lock().unwrap_or_else(|e| e.into_inner());
+    let pid = std::process::id();
+    if guard.as_ref().is_none_or(|t| t.pid != pid) {
+        // First use, or a forked child: the parent's threads are not here.
+        // Their queue is leaked, as the runtime is: a parent thread may have
+        // held its lock at the fork.
+        if let Some(stale) = guard.take() {
+            std::mem::forget(stale);
+        }
+        let (queue, jobs) = channel();
+        *guard = Some(Threads {
+            pid,
+            queue,
+            jobs: Arc::new(Mutex::new(jobs)),
+            started: 0,
+        });
+    }
+    let Some(threads) = guard.as_mut() else {
+        unreachable!("set just above");
+    };
+    while threads.started < wanted {
+        let jobs = Arc::clone(&threads.jobs);
+        std::thread::Builder::new()
+            .name("fastingest-decode".into())
+            .spawn(move || serve(&jobs))
+            .map_err(|e| format!("could not start a decode thread: {e}"))?;
+        threads.started += 1;
+    }
+    threads
+        .queue
+        .send(job)
+        .map_err(|_| "the decode threads stopped".to_string())
+}
+
+/// A decode thread: takes jobs one at a time, for as long as the process
+/// lives.
+fn serve(jobs: &Mutex<Receiver<Job>>) {
+    loop {
+        // The lock is held only while waiting for a job, not while running it.
+        let next = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv();
+        match next {
+            Ok(job) => job(),
+            Err(_) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn work_runs_on_the_kept_threads_and_panics_come_back_as_errors() {
+        let handle = tokio::runtime::Handle::current();
+        let names: Vec<String> = futures::future::join_all((0..16).map(|_| {
+            run(3, handle.clone(), || {
+                std::thread::current().name().unwrap_or("").to_string()
+            })
+        }))
+        .await
+        .into_iter()
+        .collect::<Result<_, _>>()
+        .unwrap();
+        assert!(names.iter().all(|n| n == "fastingest-decode"), "{names:?}");
+        let started = THREADS.lock().unwrap().as_ref().unwrap().started;
+        assert!(started >= 3, "{started}");
+
+        let err = run(3, handle.clone(), || -> u8 { panic!("bad page") })
+            .await
+            .unwrap_err();
+        assert!(err.contains("bad page"), "{err}");
+        // The thread that panicked is still there for the next job.
+        assert_eq!(run(3, handle.clone(), || 7).await, Ok(7));
+        // The runtime's context is there: a decoder can spawn onto it.
+        let spawned = run(1, handle, || tokio::spawn(async { 5 })).await.unwrap();
+        assert_eq!(spawned.await.unwrap(), 5);
+    }
+}
