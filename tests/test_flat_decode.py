@@ -7,6 +7,7 @@ codec, alone and mixed in one file."""
 from __future__ import annotations
 
 import datetime
+import decimal
 
 import numpy as np
 import pyarrow as pa
@@ -32,6 +33,12 @@ TYPES = {
     "date": pa.date32(),
     "str": pa.string(),
     "bin": pa.binary(),
+    # pyarrow stores these as fixed-length arrays of 3, 4, 8 and 16 bytes
+    # (or INT32/INT64 with `store_decimal_as_integer`).
+    "dec5": pa.decimal128(5, 1),
+    "dec9": pa.decimal128(9, 2),
+    "dec18": pa.decimal128(18, 4),
+    "dec38": pa.decimal128(38, 10),
 }
 
 # Empty, ASCII, two- to four-byte characters, and values longer than any
@@ -50,6 +57,15 @@ def column(kind: pa.DataType, rows: int, null_share: float, distinct: int, seed:
         values = [pool[i] for i in rng.integers(0, distinct, rows)]
         if kind == pa.binary():
             return pa.array([v.encode() + b"\xff" for v in values], type=kind, mask=mask)
+        return pa.array(values, type=kind, mask=mask)
+    if pa.types.is_decimal(kind):
+        # Unscaled values up to the precision's extremes, either sign.
+        top = 10**kind.precision - 1
+        pool = [int(top * x) for x in rng.uniform(-1, 1, distinct)]
+        pool[: min(2, distinct)] = [top, -top][: min(2, distinct)]
+        exact = decimal.Context(prec=40)  # the default 28 digits would round
+        picks = rng.integers(0, distinct, rows)
+        values = [decimal.Decimal(pool[i]).scaleb(-kind.scale, exact) for i in picks]
         return pa.array(values, type=kind, mask=mask)
     if kind == pa.date32():
         days = rng.integers(-1000, 20_000, distinct)[rng.integers(0, distinct, rows)]
@@ -159,6 +175,15 @@ def test_legacy_converted_types_and_dates(tmp_path):
     )
     path = tmp_path / "t.parquet"
     pq.write_table(data, path, version="1.0")
+    assert_same(path)
+
+
+def test_decimals_stored_as_integers(tmp_path):
+    data = table(0.2, distinct=300).select(["dec5", "dec9", "dec18"])
+    path = tmp_path / "t.parquet"
+    pq.write_table(data, path, store_decimal_as_integer=True, data_page_size=2048)
+    kinds = [pq.ParquetFile(path).schema.column(i).physical_type for i in range(3)]
+    assert kinds == ["INT32", "INT32", "INT64"]
     assert_same(path)
 
 

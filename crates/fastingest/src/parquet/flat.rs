@@ -17,9 +17,10 @@
 
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Date32Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type,
-    UInt32Type, UInt64Type, UInt8Type,
+    Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
+    Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{ArrayRef, ArrowPrimitiveType, BooleanArray, PrimitiveArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
@@ -78,9 +79,23 @@ pub(crate) fn natural_type(column: &ColumnDescriptor) -> Option<DataType> {
         },
     };
     let plain = logical.is_none() && converted == ConvertedType::NONE;
+    // What the crate makes of a decimal of up to 38 digits stored as
+    // INT32, INT64 or a fixed-length array of up to 16 bytes.
+    let (precision, scale) = match logical {
+        Some(LogicalType::Decimal(d)) => (d.precision, d.scale),
+        None if converted == ConvertedType::DECIMAL => {
+            (column.type_precision(), column.type_scale())
+        }
+        _ => (-1, -1),
+    };
+    let decimal = match (u8::try_from(precision), i8::try_from(scale)) {
+        (Ok(p @ 1..=38), Ok(s)) if s >= 0 => Some(DataType::Decimal128(p, s)),
+        _ => None,
+    };
     let is_date = matches!(logical, Some(LogicalType::Date))
         || (logical.is_none() && converted == ConvertedType::DATE);
     match column.physical_type() {
+        PhysicalType::INT32 | PhysicalType::INT64 if decimal.is_some() => decimal,
         PhysicalType::BOOLEAN if plain => Some(DataType::Boolean),
         PhysicalType::FLOAT if plain => Some(DataType::Float32),
         PhysicalType::DOUBLE if plain => Some(DataType::Float64),
@@ -101,6 +116,7 @@ pub(crate) fn natural_type(column: &ColumnDescriptor) -> Option<DataType> {
             (64, false) => Some(DataType::UInt64),
             _ => None,
         },
+        PhysicalType::FIXED_LEN_BYTE_ARRAY if (1..=16).contains(&column.type_length()) => decimal,
         PhysicalType::BYTE_ARRAY => match (logical, converted) {
             (Some(LogicalType::String), _) | (None, ConvertedType::UTF8) => Some(DataType::Utf8),
             (None, ConvertedType::NONE) => Some(DataType::Binary),
@@ -152,6 +168,11 @@ pub(crate) fn decode_column(
         DataType::Float64 => {
             primitive::<Float64Type, 8>(pages, nullable, rows, f64::from_le_bytes)?
         }
+        DataType::Decimal128(..) => {
+            let array = decimals(pages, nullable, rows, column)?;
+            let array = array.as_primitive::<Decimal128Type>().clone();
+            Arc::new(array.with_data_type(target.clone()))
+        }
         DataType::Utf8 => byte_arrays::decode(pages, nullable, rows, true)?,
         DataType::Binary => byte_arrays::decode(pages, nullable, rows, false)?,
         _ => return Err(Failure::Unsupported),
@@ -160,6 +181,43 @@ pub(crate) fn decode_column(
 
 fn i32_of(b: [u8; 4]) -> i32 {
     i32::from_le_bytes(b)
+}
+
+/// A decimal column's values as `i128` (precision and scale are the
+/// caller's to set): from INT32, INT64, or big-endian two's complement in
+/// fixed-length arrays of 1 to 16 bytes.
+fn decimals(
+    pages: impl PageReader,
+    nullable: bool,
+    rows: usize,
+    column: &ColumnDescriptor,
+) -> Decoded<ArrayRef> {
+    macro_rules! by_length {
+        ($($n:literal)*) => {
+            match column.type_length() {
+                $($n => primitive::<Decimal128Type, $n>(pages, nullable, rows, i128_of_be)?,)*
+                _ => return Err(Failure::Unsupported),
+            }
+        };
+    }
+    Ok(match column.physical_type() {
+        PhysicalType::INT32 => {
+            primitive::<Decimal128Type, 4>(pages, nullable, rows, |b| i32_of(b).into())?
+        }
+        PhysicalType::INT64 => {
+            primitive::<Decimal128Type, 8>(pages, nullable, rows, |b| i64::from_le_bytes(b).into())?
+        }
+        PhysicalType::FIXED_LEN_BYTE_ARRAY => by_length!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16),
+        _ => return Err(Failure::Unsupported),
+    })
+}
+
+/// A big-endian two's complement integer of `N` (at most 16) bytes.
+fn i128_of_be<const N: usize>(b: [u8; N]) -> i128 {
+    let fill = if b[0] & 0x80 != 0 { 0xFF } else { 0 };
+    let mut full = [fill; 16];
+    full[16 - N..].copy_from_slice(&b);
+    i128::from_be_bytes(full)
 }
 
 /// A column chunk's bytes as the page reader reads them: at file offsets.
