@@ -39,6 +39,10 @@ TYPES = {
     "dec9": pa.decimal128(9, 2),
     "dec18": pa.decimal128(18, 4),
     "dec38": pa.decimal128(38, 10),
+    # With a time zone in the file's Arrow schema but not in Parquet's.
+    "ts_ms": pa.timestamp("ms"),
+    "ts_us": pa.timestamp("us", tz="UTC"),
+    "ts_ns": pa.timestamp("ns", tz="America/New_York"),
 }
 
 # Empty, ASCII, two- to four-byte characters, and values longer than any
@@ -67,6 +71,9 @@ def column(kind: pa.DataType, rows: int, null_share: float, distinct: int, seed:
         picks = rng.integers(0, distinct, rows)
         values = [decimal.Decimal(pool[i]).scaleb(-kind.scale, exact) for i in picks]
         return pa.array(values, type=kind, mask=mask)
+    if pa.types.is_timestamp(kind):
+        ticks = rng.integers(-(2**62), 2**62, distinct)[rng.integers(0, distinct, rows)]
+        return pa.array(ticks, type=pa.int64(), mask=mask).cast(kind)
     if kind == pa.date32():
         days = rng.integers(-1000, 20_000, distinct)[rng.integers(0, distinct, rows)]
         return pa.array(days.astype(np.int32), type=pa.int32(), mask=mask).cast(pa.date32())

@@ -177,7 +177,7 @@ fn decode_flat_columns(
             continue;
         };
         let column = descr.column(*leaf);
-        if flat::natural_type(&column).as_ref() != Some(field.data_type()) {
+        if !flat::decodes(&column, field.data_type()) {
             continue;
         }
         let chunk = group.column(*leaf);

@@ -1,5 +1,6 @@
 //! Flat primitive columns (top level, not repeated, at most one definition
-//! level) decoded straight into their Arrow buffers (byte arrays: see
+//! level: booleans, integers, floats, dates, timestamps, decimals) decoded
+//! straight into their Arrow buffers (strings and binary: see
 //! [`super::byte_arrays`]).
 //!
 //! Why: the `parquet` crate's record reader decodes a nullable column's
@@ -20,13 +21,14 @@ use std::sync::Arc;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
-    Int8Type, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    Int8Type, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{ArrayRef, ArrowPrimitiveType, BooleanArray, PrimitiveArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
-use arrow_schema::DataType;
+use arrow_schema::{DataType, TimeUnit as ArrowTimeUnit};
 use bytes::{Buf, Bytes};
-use parquet::basic::{ConvertedType, Encoding, LogicalType, Type as PhysicalType};
+use parquet::basic::{ConvertedType, Encoding, LogicalType, TimeUnit, Type as PhysicalType};
 use parquet::column::page::{Page, PageReader};
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::reader::{ChunkReader, Length};
@@ -111,10 +113,28 @@ pub(crate) fn natural_type(column: &ColumnDescriptor) -> Option<DataType> {
             _ => None,
         },
         PhysicalType::INT64 if plain => Some(DataType::Int64),
-        PhysicalType::INT64 => match int? {
-            (64, true) => Some(DataType::Int64),
-            (64, false) => Some(DataType::UInt64),
-            _ => None,
+        PhysicalType::INT64 => match (logical, converted) {
+            (Some(LogicalType::Timestamp(t)), _) => Some(DataType::Timestamp(
+                match t.unit {
+                    TimeUnit::MILLIS => ArrowTimeUnit::Millisecond,
+                    TimeUnit::MICROS => ArrowTimeUnit::Microsecond,
+                    TimeUnit::NANOS => ArrowTimeUnit::Nanosecond,
+                },
+                t.is_adjusted_to_u_t_c.then(|| "UTC".into()),
+            )),
+            (None, ConvertedType::TIMESTAMP_MILLIS) => Some(DataType::Timestamp(
+                ArrowTimeUnit::Millisecond,
+                Some("UTC".into()),
+            )),
+            (None, ConvertedType::TIMESTAMP_MICROS) => Some(DataType::Timestamp(
+                ArrowTimeUnit::Microsecond,
+                Some("UTC".into()),
+            )),
+            _ => match int? {
+                (64, true) => Some(DataType::Int64),
+                (64, false) => Some(DataType::UInt64),
+                _ => None,
+            },
         },
         PhysicalType::FIXED_LEN_BYTE_ARRAY if (1..=16).contains(&column.type_length()) => decimal,
         PhysicalType::BYTE_ARRAY => match (logical, converted) {
@@ -126,9 +146,20 @@ pub(crate) fn natural_type(column: &ColumnDescriptor) -> Option<DataType> {
     }
 }
 
+/// Whether this module decodes `column` into `target` (the type the
+/// `parquet` crate gives it, after any hint from the file's Arrow schema):
+/// the column's [`natural_type`], or a timestamp of the same unit in another
+/// time zone (the same values, labelled otherwise).
+pub(crate) fn decodes(column: &ColumnDescriptor, target: &DataType) -> bool {
+    match (natural_type(column), target) {
+        (Some(DataType::Timestamp(unit, _)), DataType::Timestamp(want, _)) => unit == *want,
+        (natural, _) => natural.as_ref() == Some(target),
+    }
+}
+
 /// Decodes one column chunk of `rows` rows from `bytes` (the whole chunk,
 /// which starts at file offset `meta.byte_range().0`) into `target`, which
-/// must be the column's [`natural_type`].
+/// must be a type this module [`decodes`] the column into.
 pub(crate) fn decode_column(
     bytes: Bytes,
     meta: &ColumnChunkMetaData,
@@ -136,7 +167,7 @@ pub(crate) fn decode_column(
     target: &DataType,
     rows: usize,
 ) -> Decoded<ArrayRef> {
-    if natural_type(column).as_ref() != Some(target) {
+    if !decodes(column, target) {
         return Err(Failure::Unsupported);
     }
     let chunk = Arc::new(ChunkAt {
@@ -167,6 +198,30 @@ pub(crate) fn decode_column(
         }
         DataType::Float64 => {
             primitive::<Float64Type, 8>(pages, nullable, rows, f64::from_le_bytes)?
+        }
+        DataType::Timestamp(unit, _) => {
+            let le = i64::from_le_bytes;
+            let array = match unit {
+                ArrowTimeUnit::Millisecond => {
+                    primitive::<TimestampMillisecondType, 8>(pages, nullable, rows, le)?
+                }
+                ArrowTimeUnit::Microsecond => {
+                    primitive::<TimestampMicrosecondType, 8>(pages, nullable, rows, le)?
+                }
+                ArrowTimeUnit::Nanosecond => {
+                    primitive::<TimestampNanosecondType, 8>(pages, nullable, rows, le)?
+                }
+                ArrowTimeUnit::Second => return Err(Failure::Unsupported),
+            };
+            // The target's time zone on the same values.
+            arrow_array::make_array(
+                array
+                    .to_data()
+                    .into_builder()
+                    .data_type(target.clone())
+                    .build()
+                    .map_err(|e| Failure::Corrupt(e.to_string()))?,
+            )
         }
         DataType::Decimal128(..) => {
             let array = decimals(pages, nullable, rows, column)?;
