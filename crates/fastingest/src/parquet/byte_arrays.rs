@@ -20,7 +20,7 @@ use parquet::basic::Encoding;
 use parquet::column::page::PageReader;
 
 use super::flat::{low_bits, next_page, read_levels, Bits, Decoded, Failure, NextPage};
-use super::hybrid::{unpack, Run, Runs};
+use super::hybrid::{unpack_chunks, Run, Runs};
 
 /// The most bytes a column chunk's values may take: Arrow's `Utf8` and
 /// `Binary` address their values with `i32` offsets. A chunk that needs
@@ -348,19 +348,20 @@ fn gather(
                 count,
             }) => {
                 let n = count.min(left);
-                indices.resize(n, 0);
-                unpack(packed, width, indices);
-                let max = indices.iter().copied().max().unwrap_or(0);
-                if max as usize >= dictionary.len() {
-                    return Err(bad(max));
-                }
-                let total = indices.iter().map(|&i| dictionary.span(i).1).sum::<usize>();
-                let mut out = make_room(bytes, total)?;
-                for &i in indices.iter() {
-                    let (start, len) = dictionary.span(i);
-                    ends.push(out.push(&dictionary.bytes, start, len) as i32);
-                }
-                out.finish();
+                unpack_chunks(packed, width, n, indices, |chunk| {
+                    let max = chunk.iter().copied().max().unwrap_or(0);
+                    if max as usize >= dictionary.len() {
+                        return Err(bad(max));
+                    }
+                    let total = chunk.iter().map(|&i| dictionary.span(i).1).sum::<usize>();
+                    let mut out = make_room(bytes, total)?;
+                    for &i in chunk {
+                        let (start, len) = dictionary.span(i);
+                        ends.push(out.push(&dictionary.bytes, start, len) as i32);
+                    }
+                    out.finish();
+                    Ok(())
+                })?;
                 n
             }
         };

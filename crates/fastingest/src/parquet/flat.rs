@@ -36,7 +36,7 @@ use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescriptor;
 
 use super::byte_arrays;
-use super::hybrid::{unpack, Run, Runs};
+use super::hybrid::{unpack_chunks, Run, Runs};
 
 /// Why a column was not decoded here (either way the `parquet` crate then
 /// decodes it, and names what is wrong with a damaged one).
@@ -737,13 +737,14 @@ fn gather<T: Copy>(
             }
             Some(Run::Packed { bytes, count }) => {
                 let n = count.min(left);
-                indices.resize(n, 0);
-                unpack(bytes, width, indices);
-                let max = indices.iter().copied().max().unwrap_or(0);
-                if max as usize >= dictionary.len() {
-                    return Err(bad(max));
-                }
-                out.extend(indices.iter().map(|&i| dictionary[i as usize]));
+                unpack_chunks(bytes, width, n, indices, |chunk| {
+                    let max = chunk.iter().copied().max().unwrap_or(0);
+                    if max as usize >= dictionary.len() {
+                        return Err(bad(max));
+                    }
+                    out.extend(chunk.iter().map(|&i| dictionary[i as usize]));
+                    Ok(())
+                })?;
                 left -= n;
             }
         }
