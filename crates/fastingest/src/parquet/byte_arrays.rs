@@ -19,8 +19,9 @@ use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use parquet::basic::Encoding;
 use parquet::column::page::PageReader;
 
-use super::flat::{low_bits, next_page, read_levels, Bits, Decoded, Failure, NextPage};
-use super::hybrid::{unpack_chunks, Run, Runs};
+use super::flat::{
+    dictionary_indices, low_bits, next_page, read_levels, Bits, Decoded, Failure, Indices, NextPage,
+};
 
 /// The most bytes a column chunk's values may take: Arrow's `Utf8` and
 /// `Binary` address their values with `i32` offsets. A chunk that needs
@@ -306,68 +307,29 @@ fn gather(
     bytes: &mut Vec<u8>,
     ends: &mut Vec<i32>,
 ) -> Decoded<()> {
-    if count == 0 {
-        return Ok(());
-    }
-    let Some((&width, data)) = values.split_first() else {
-        return Err(Failure::Corrupt(
-            "a dictionary-encoded page has no values".into(),
-        ));
-    };
-    let mut runs = Runs::new(data, width).map_err(Failure::Corrupt)?;
-    let bad = |index: u32| {
-        Failure::Corrupt(format!(
-            "dictionary index {index} of a dictionary of {}",
-            dictionary.len()
-        ))
-    };
     ends.reserve(count);
-    let mut left = count;
-    while left > 0 {
-        let n = match runs.next_run().map_err(Failure::Corrupt)? {
-            None => {
-                return Err(Failure::Corrupt(format!(
-                    "dictionary indices end {left} values before the page does"
-                )))
-            }
-            Some(Run::Repeated { value, count }) => {
-                let n = count.min(left);
-                if value as usize >= dictionary.len() {
-                    return Err(bad(value));
-                }
-                let (start, len) = dictionary.span(value);
+    dictionary_indices(values, count, dictionary.len(), indices, |run| {
+        match run {
+            Indices::Repeated(index, n) => {
+                let (start, len) = dictionary.span(index);
                 let mut out = make_room(bytes, len.saturating_mul(n))?;
                 for _ in 0..n {
                     ends.push(out.push(&dictionary.bytes, start, len) as i32);
                 }
                 out.finish();
-                n
             }
-            Some(Run::Packed {
-                bytes: packed,
-                count,
-            }) => {
-                let n = count.min(left);
-                unpack_chunks(packed, width, n, indices, |chunk| {
-                    let max = chunk.iter().copied().max().unwrap_or(0);
-                    if max as usize >= dictionary.len() {
-                        return Err(bad(max));
-                    }
-                    let total = chunk.iter().map(|&i| dictionary.span(i).1).sum::<usize>();
-                    let mut out = make_room(bytes, total)?;
-                    for &i in chunk {
-                        let (start, len) = dictionary.span(i);
-                        ends.push(out.push(&dictionary.bytes, start, len) as i32);
-                    }
-                    out.finish();
-                    Ok(())
-                })?;
-                n
+            Indices::Chunk(chunk) => {
+                let total = chunk.iter().map(|&i| dictionary.span(i).1).sum::<usize>();
+                let mut out = make_room(bytes, total)?;
+                for &i in chunk {
+                    let (start, len) = dictionary.span(i);
+                    ends.push(out.push(&dictionary.bytes, start, len) as i32);
+                }
+                out.finish();
             }
-        };
-        left -= n;
-    }
-    Ok(())
+        }
+        Ok(())
+    })
 }
 
 /// Room for `more` bytes of values, or a refusal of a chunk whose values
@@ -385,11 +347,7 @@ fn spread(validity: &Bits, at: usize, rows: usize, ends: &[i32], offsets: &mut V
     offsets.reserve(rows);
     let mut last = offsets.last().copied().unwrap_or(0);
     let mut k = 0usize;
-    let mut i = at;
-    let end = at + rows;
-    while i < end {
-        let n = (64 - (i & 63)).min(end - i);
-        let word = (validity.words[i >> 6] >> (i & 63)) & low_bits(n);
+    for (word, n) in validity.words_in(at, rows) {
         if word == low_bits(n) && k + n <= ends.len() {
             offsets.extend_from_slice(&ends[k..k + n]);
             k += n;
@@ -403,7 +361,6 @@ fn spread(validity: &Bits, at: usize, rows: usize, ends: &[i32], offsets: &mut V
             }));
         }
         last = offsets.last().copied().unwrap_or(0);
-        i += n;
     }
 }
 

@@ -450,7 +450,7 @@ pub(super) fn read_levels(levels: &[u8], rows: usize, validity: &mut Bits) -> De
 /// `len` in the last word are always zero.
 #[derive(Default)]
 pub(super) struct Bits {
-    pub(super) words: Vec<u64>,
+    words: Vec<u64>,
     len: usize,
 }
 
@@ -543,6 +543,25 @@ impl Bits {
             .sum::<usize>()
     }
 
+    /// The `rows` bits from bit `at`, a word of the bitmap at a time: each
+    /// as (bits, how many), at most 64 and fewer at either end.
+    pub(super) fn words_in(
+        &self,
+        at: usize,
+        rows: usize,
+    ) -> impl Iterator<Item = (u64, usize)> + '_ {
+        let end = at + rows;
+        let mut i = at;
+        std::iter::from_fn(move || {
+            (i < end).then(|| {
+                let n = (64 - (i & 63)).min(end - i);
+                let word = (self.words[i >> 6] >> (i & 63)) & low_bits(n);
+                i += n;
+                (word, n)
+            })
+        })
+    }
+
     fn finish(self) -> BooleanBuffer {
         BooleanBuffer::new(Buffer::from_vec(self.words), 0, self.len)
     }
@@ -578,11 +597,7 @@ fn scatter<T: Copy + Default>(
 ) {
     out.reserve(rows);
     let mut k = 0usize;
-    let mut i = at;
-    let end = at + rows;
-    while i < end {
-        let n = (64 - (i & 63)).min(end - i);
-        let word = (validity.words[i >> 6] >> (i & 63)) & low_bits(n);
+    for (word, n) in validity.words_in(at, rows) {
         if word == low_bits(n) && k + n <= dense.len() {
             out.extend_from_slice(&dense[k..k + n]);
             k += n;
@@ -594,7 +609,6 @@ fn scatter<T: Copy + Default>(
                 value
             }));
         }
-        i += n;
     }
 }
 
@@ -706,6 +720,36 @@ fn gather<T: Copy>(
     indices: &mut Vec<u32>,
     out: &mut Vec<T>,
 ) -> Decoded<()> {
+    dictionary_indices(values, count, dictionary.len(), indices, |run| {
+        match run {
+            Indices::Repeated(index, n) => {
+                out.extend(std::iter::repeat_n(dictionary[index as usize], n))
+            }
+            Indices::Chunk(chunk) => out.extend(chunk.iter().map(|&i| dictionary[i as usize])),
+        }
+        Ok(())
+    })
+}
+
+/// Dictionary indices as [`dictionary_indices`] hands them over, each
+/// already checked to be below the dictionary's length.
+pub(super) enum Indices<'a> {
+    /// `n` copies of one index.
+    Repeated(u32, usize),
+    /// Up to 1,024 indices (see [`unpack_chunks`]).
+    Chunk(&'a [u32]),
+}
+
+/// Walks the `count` indices of a dictionary-encoded page's `values` (bit
+/// width byte, then hybrid runs) into a dictionary of `entries`, handing
+/// them to `each` a run or a chunk at a time; `indices` is scratch space.
+pub(super) fn dictionary_indices(
+    values: &[u8],
+    count: usize,
+    entries: usize,
+    indices: &mut Vec<u32>,
+    mut each: impl FnMut(Indices<'_>) -> Decoded<()>,
+) -> Decoded<()> {
     if count == 0 {
         return Ok(());
     }
@@ -715,11 +759,11 @@ fn gather<T: Copy>(
         ));
     };
     let mut runs = Runs::new(data, width).map_err(Failure::Corrupt)?;
-    let bad = |index: u32| {
-        Failure::Corrupt(format!(
-            "dictionary index {index} of a dictionary of {}",
-            dictionary.len()
-        ))
+    let check = |index: u32| match index as usize >= entries {
+        true => Err(Failure::Corrupt(format!(
+            "dictionary index {index} of a dictionary of {entries}"
+        ))),
+        false => Ok(()),
     };
     let mut left = count;
     while left > 0 {
@@ -731,19 +775,15 @@ fn gather<T: Copy>(
             }
             Some(Run::Repeated { value, count }) => {
                 let n = count.min(left);
-                let v = *dictionary.get(value as usize).ok_or_else(|| bad(value))?;
-                out.extend(std::iter::repeat_n(v, n));
+                check(value)?;
+                each(Indices::Repeated(value, n))?;
                 left -= n;
             }
             Some(Run::Packed { bytes, count }) => {
                 let n = count.min(left);
                 unpack_chunks(bytes, width, n, indices, |chunk| {
-                    let max = chunk.iter().copied().max().unwrap_or(0);
-                    if max as usize >= dictionary.len() {
-                        return Err(bad(max));
-                    }
-                    out.extend(chunk.iter().map(|&i| dictionary[i as usize]));
-                    Ok(())
+                    check(chunk.iter().copied().max().unwrap_or(0))?;
+                    each(Indices::Chunk(chunk))
                 })?;
                 left -= n;
             }
@@ -801,11 +841,7 @@ fn decode_booleans(mut pages: impl PageReader, nullable: bool, rows: usize) -> D
                 // A word of the validity at a time: the next valid values
                 // go to its set bits (nulls read as false).
                 let mut k = 0;
-                let mut i = at;
-                let end = at + page.rows;
-                while i < end {
-                    let n = (64 - (i & 63)).min(end - i);
-                    let mut set = (validity.words[i >> 6] >> (i & 63)) & low_bits(n);
+                for (mut set, n) in validity.words_in(at, page.rows) {
                     let mut word = 0u64;
                     while set != 0 {
                         let bit = set.trailing_zeros();
@@ -814,7 +850,6 @@ fn decode_booleans(mut pages: impl PageReader, nullable: bool, rows: usize) -> D
                         set &= set - 1;
                     }
                     out.append_word(word, n);
-                    i += n;
                 }
             }
             _ => {
