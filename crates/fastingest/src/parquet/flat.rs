@@ -18,7 +18,6 @@
 
 use std::sync::Arc;
 
-use arrow_array::cast::AsArray;
 use arrow_array::types::{
     Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
     Int8Type, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
@@ -176,58 +175,53 @@ pub(crate) fn decode_column(
     });
     let pages = SerializedPageReader::new(chunk, meta, rows, None)?;
     let nullable = column.max_def_level() == 1;
+    // A primitive column of Arrow type `$t` from `$n`-byte physical values.
+    macro_rules! values {
+        ($t:ty, $n:literal, $convert:expr) => {
+            primitive::<$t, $n>(pages, nullable, rows, target, $convert)?
+        };
+    }
+    let le64 = i64::from_le_bytes;
     Ok(match target {
         DataType::Boolean => decode_booleans(pages, nullable, rows)?,
-        DataType::Int8 => primitive::<Int8Type, 4>(pages, nullable, rows, |b| i32_of(b) as i8)?,
-        DataType::Int16 => primitive::<Int16Type, 4>(pages, nullable, rows, |b| i32_of(b) as i16)?,
-        DataType::Int32 => primitive::<Int32Type, 4>(pages, nullable, rows, i32_of)?,
-        DataType::UInt8 => primitive::<UInt8Type, 4>(pages, nullable, rows, |b| i32_of(b) as u8)?,
-        DataType::UInt16 => {
-            primitive::<UInt16Type, 4>(pages, nullable, rows, |b| i32_of(b) as u16)?
+        DataType::Int8 => values!(Int8Type, 4, |b| i32_of(b) as i8),
+        DataType::Int16 => values!(Int16Type, 4, |b| i32_of(b) as i16),
+        DataType::Int32 => values!(Int32Type, 4, i32_of),
+        DataType::UInt8 => values!(UInt8Type, 4, |b| i32_of(b) as u8),
+        DataType::UInt16 => values!(UInt16Type, 4, |b| i32_of(b) as u16),
+        DataType::UInt32 => values!(UInt32Type, 4, |b| i32_of(b) as u32),
+        DataType::Date32 => values!(Date32Type, 4, i32_of),
+        DataType::Int64 => values!(Int64Type, 8, le64),
+        DataType::UInt64 => values!(UInt64Type, 8, |b| le64(b) as u64),
+        DataType::Float32 => values!(Float32Type, 4, f32::from_le_bytes),
+        DataType::Float64 => values!(Float64Type, 8, f64::from_le_bytes),
+        // The values as stored; the target's time zone labels them.
+        DataType::Timestamp(ArrowTimeUnit::Millisecond, _) => {
+            values!(TimestampMillisecondType, 8, le64)
         }
-        DataType::UInt32 => {
-            primitive::<UInt32Type, 4>(pages, nullable, rows, |b| i32_of(b) as u32)?
+        DataType::Timestamp(ArrowTimeUnit::Microsecond, _) => {
+            values!(TimestampMicrosecondType, 8, le64)
         }
-        DataType::Date32 => primitive::<Date32Type, 4>(pages, nullable, rows, i32_of)?,
-        DataType::Int64 => primitive::<Int64Type, 8>(pages, nullable, rows, i64::from_le_bytes)?,
-        DataType::UInt64 => {
-            primitive::<UInt64Type, 8>(pages, nullable, rows, |b| i64::from_le_bytes(b) as u64)?
+        DataType::Timestamp(ArrowTimeUnit::Nanosecond, _) => {
+            values!(TimestampNanosecondType, 8, le64)
         }
-        DataType::Float32 => {
-            primitive::<Float32Type, 4>(pages, nullable, rows, f32::from_le_bytes)?
-        }
-        DataType::Float64 => {
-            primitive::<Float64Type, 8>(pages, nullable, rows, f64::from_le_bytes)?
-        }
-        DataType::Timestamp(unit, _) => {
-            let le = i64::from_le_bytes;
-            let array = match unit {
-                ArrowTimeUnit::Millisecond => {
-                    primitive::<TimestampMillisecondType, 8>(pages, nullable, rows, le)?
+        DataType::Decimal128(..) => match column.physical_type() {
+            PhysicalType::INT32 => values!(Decimal128Type, 4, |b| i32_of(b).into()),
+            PhysicalType::INT64 => values!(Decimal128Type, 8, |b| le64(b).into()),
+            PhysicalType::FIXED_LEN_BYTE_ARRAY => {
+                // Big-endian two's complement of 1 to 16 bytes.
+                macro_rules! by_length {
+                    ($($n:literal)*) => {
+                        match column.type_length() {
+                            $($n => values!(Decimal128Type, $n, i128_of_be),)*
+                            _ => return Err(Failure::Unsupported),
+                        }
+                    };
                 }
-                ArrowTimeUnit::Microsecond => {
-                    primitive::<TimestampMicrosecondType, 8>(pages, nullable, rows, le)?
-                }
-                ArrowTimeUnit::Nanosecond => {
-                    primitive::<TimestampNanosecondType, 8>(pages, nullable, rows, le)?
-                }
-                ArrowTimeUnit::Second => return Err(Failure::Unsupported),
-            };
-            // The target's time zone on the same values.
-            arrow_array::make_array(
-                array
-                    .to_data()
-                    .into_builder()
-                    .data_type(target.clone())
-                    .build()
-                    .map_err(|e| Failure::Corrupt(e.to_string()))?,
-            )
-        }
-        DataType::Decimal128(..) => {
-            let array = decimals(pages, nullable, rows, column)?;
-            let array = array.as_primitive::<Decimal128Type>().clone();
-            Arc::new(array.with_data_type(target.clone()))
-        }
+                by_length!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)
+            }
+            _ => return Err(Failure::Unsupported),
+        },
         DataType::Utf8 => byte_arrays::decode(pages, nullable, rows, true)?,
         DataType::Binary => byte_arrays::decode(pages, nullable, rows, false)?,
         _ => return Err(Failure::Unsupported),
@@ -236,35 +230,6 @@ pub(crate) fn decode_column(
 
 fn i32_of(b: [u8; 4]) -> i32 {
     i32::from_le_bytes(b)
-}
-
-/// A decimal column's values as `i128` (precision and scale are the
-/// caller's to set): from INT32, INT64, or big-endian two's complement in
-/// fixed-length arrays of 1 to 16 bytes.
-fn decimals(
-    pages: impl PageReader,
-    nullable: bool,
-    rows: usize,
-    column: &ColumnDescriptor,
-) -> Decoded<ArrayRef> {
-    macro_rules! by_length {
-        ($($n:literal)*) => {
-            match column.type_length() {
-                $($n => primitive::<Decimal128Type, $n>(pages, nullable, rows, i128_of_be)?,)*
-                _ => return Err(Failure::Unsupported),
-            }
-        };
-    }
-    Ok(match column.physical_type() {
-        PhysicalType::INT32 => {
-            primitive::<Decimal128Type, 4>(pages, nullable, rows, |b| i32_of(b).into())?
-        }
-        PhysicalType::INT64 => {
-            primitive::<Decimal128Type, 8>(pages, nullable, rows, |b| i64::from_le_bytes(b).into())?
-        }
-        PhysicalType::FIXED_LEN_BYTE_ARRAY => by_length!(1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16),
-        _ => return Err(Failure::Unsupported),
-    })
 }
 
 /// A big-endian two's complement integer of `N` (at most 16) bytes.
@@ -612,14 +577,21 @@ fn scatter<T: Copy + Default>(
     }
 }
 
-/// A flat numeric column: values converted from `N`-byte little-endian
-/// physical values by `convert`, dictionary-encoded or plain.
+/// A flat numeric column of Arrow type `target`: values converted from
+/// `N`-byte little-endian physical values by `convert`, dictionary-encoded
+/// or plain.
 fn primitive<T: ArrowPrimitiveType, const N: usize>(
     mut pages: impl PageReader,
     nullable: bool,
     rows: usize,
+    target: &DataType,
     convert: impl Fn([u8; N]) -> T::Native,
 ) -> Decoded<ArrayRef> {
+    // `T` with the target's parameters (a decimal's precision and scale, a
+    // timestamp's time zone).
+    if !PrimitiveArray::<T>::is_compatible(target) {
+        return Err(Failure::Unsupported);
+    }
     let mut out: Vec<T::Native> = Vec::with_capacity(rows);
     let mut validity = nullable.then(|| Bits::with_capacity(rows));
     let mut dictionary: Option<Vec<T::Native>> = None;
@@ -684,10 +656,8 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
         )));
     }
     let nulls = validity.and_then(Bits::into_nulls);
-    Ok(Arc::new(PrimitiveArray::<T>::new(
-        ScalarBuffer::from(out),
-        nulls,
-    )))
+    let array = PrimitiveArray::<T>::new(ScalarBuffer::from(out), nulls);
+    Ok(Arc::new(array.with_data_type(target.clone())))
 }
 
 /// Appends `count` plain-encoded values of `values` to `out`.
