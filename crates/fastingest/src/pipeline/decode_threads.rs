@@ -1,6 +1,8 @@
 //! The threads that units are decoded on: a set kept for the life of the
-//! process (made again in a child after `fork()`), as many as the most
-//! decode slots any read has asked for.
+//! process (made again in a child after `fork()`), started one by one as
+//! work finds none idle, up to the most decode slots any read has asked for
+//! (each thread costs glibc a 64 MiB malloc arena of address space, so a
+//! small read starts no more than it uses).
 //!
 //! Why not tokio's blocking pool: it starts a thread whenever none is idle,
 //! and local reads keep many of them busy with `pread`, so over a few reads
@@ -13,6 +15,7 @@
 //! from the third at its steady speed).
 
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 
@@ -26,13 +29,15 @@ struct Threads {
     queue: Sender<Job>,
     /// Taken by whichever idle thread waits for the next job.
     jobs: Arc<Mutex<Receiver<Job>>>,
+    /// Idle threads less queued jobs: at or below 0, a new job would wait.
+    spare: Arc<AtomicIsize>,
     started: usize,
 }
 
 static THREADS: Mutex<Option<Threads>> = Mutex::new(None);
 
-/// Runs `work` on a decode thread, starting threads until there are at
-/// least `threads` of them, inside `runtime`'s context (a decoder may fetch
+/// Runs `work` on a decode thread, starting one if none is idle and fewer
+/// than `threads` are running, inside `runtime`'s context (a decoder may fetch
 /// a range no plan foresaw). A panic in `work` is returned as its message.
 pub(crate) async fn run<T: Send + 'static>(
     threads: usize,
@@ -53,33 +58,33 @@ pub(crate) async fn run<T: Send + 'static>(
         .map_err(|_| "the decode thread stopped".to_string())?
 }
 
-/// Queues `job`, with at least `wanted` threads to take it.
+/// Queues `job`, starting a thread for it when none is idle and fewer than
+/// `wanted` are running.
 fn submit(wanted: usize, job: Job) -> Result<(), String> {
     let mut guard = THREADS.lock().unwrap_or_else(|e| e.into_inner());
     let pid = std::process::id();
-    if guard.as_ref().is_none_or(|t| t.pid != pid) {
-        // First use, or a forked child: the parent's threads are not here.
-        // Their queue is leaked, as the runtime is: a parent thread may have
-        // held its lock at the fork.
-        if let Some(stale) = guard.take() {
-            std::mem::forget(stale);
-        }
+    if guard.as_ref().is_some_and(|t| t.pid != pid) {
+        // A forked child: the parent's threads are not here. Their queue is
+        // leaked, as the runtime is: a parent thread may have held its lock
+        // at the fork.
+        std::mem::forget(guard.take());
+    }
+    let threads = guard.get_or_insert_with(|| {
         let (queue, jobs) = channel();
-        *guard = Some(Threads {
+        Threads {
             pid,
             queue,
             jobs: Arc::new(Mutex::new(jobs)),
+            spare: Arc::new(AtomicIsize::new(0)),
             started: 0,
-        });
-    }
-    let Some(threads) = guard.as_mut() else {
-        unreachable!("set just above");
-    };
-    while threads.started < wanted {
-        let jobs = Arc::clone(&threads.jobs);
+        }
+    });
+    let idle_before = threads.spare.fetch_sub(1, Ordering::SeqCst);
+    if idle_before <= 0 && threads.started < wanted {
+        let (jobs, spare) = (Arc::clone(&threads.jobs), Arc::clone(&threads.spare));
         std::thread::Builder::new()
             .name("fastingest-decode".into())
-            .spawn(move || serve(&jobs))
+            .spawn(move || serve(&jobs, &spare))
             .map_err(|e| format!("could not start a decode thread: {e}"))?;
         threads.started += 1;
     }
@@ -91,8 +96,9 @@ fn submit(wanted: usize, job: Job) -> Result<(), String> {
 
 /// A decode thread: takes jobs one at a time, for as long as the process
 /// lives.
-fn serve(jobs: &Mutex<Receiver<Job>>) {
+fn serve(jobs: &Mutex<Receiver<Job>>, spare: &AtomicIsize) {
     loop {
+        spare.fetch_add(1, Ordering::SeqCst);
         // The lock is held only while waiting for a job, not while running it.
         let next = jobs.lock().unwrap_or_else(|e| e.into_inner()).recv();
         match next {
@@ -109,8 +115,14 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn work_runs_on_the_kept_threads_and_panics_come_back_as_errors() {
         let handle = tokio::runtime::Handle::current();
-        let names: Vec<String> = futures::future::join_all((0..16).map(|_| {
-            run(3, handle.clone(), || {
+        // The first three jobs wait for one another: three threads at once.
+        let together = Arc::new(std::sync::Barrier::new(3));
+        let names: Vec<String> = futures::future::join_all((0..16).map(|i| {
+            let together = Arc::clone(&together);
+            run(3, handle.clone(), move || {
+                if i < 3 {
+                    together.wait();
+                }
                 std::thread::current().name().unwrap_or("").to_string()
             })
         }))
@@ -119,8 +131,14 @@ mod tests {
         .collect::<Result<_, _>>()
         .unwrap();
         assert!(names.iter().all(|n| n == "fastingest-decode"), "{names:?}");
-        let started = THREADS.lock().unwrap().as_ref().unwrap().started;
-        assert!(started >= 3, "{started}");
+        let started = || THREADS.lock().unwrap().as_ref().unwrap().started;
+        assert_eq!(started(), 3);
+        // One job at a time finds an idle thread: none is started for it,
+        // however many a read would allow.
+        for _ in 0..5 {
+            assert_eq!(run(8, handle.clone(), || 1).await, Ok(1));
+        }
+        assert_eq!(started(), 3);
 
         let err = run(3, handle.clone(), || -> u8 { panic!("bad page") })
             .await
