@@ -15,8 +15,8 @@ use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
 
-use super::flat;
 use super::format::PreparedFile;
+use super::{flat, lists};
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
 use crate::source::Source;
@@ -83,8 +83,8 @@ pub(crate) fn decode_row_group(
     check_unit_pages(file, unit, &spans)?;
     let num_rows = file.reader_metadata.metadata().row_group(rg).num_rows();
     let batch_size = batch_rows(file, num_rows);
-    // A row group read whole in one batch: its flat primitive columns are
-    // decoded here, the rest by the `parquet` crate.
+    // A row group read whole in one batch: its flat columns and lists of
+    // numbers are decoded here, the rest by the `parquet` crate.
     let whole = file.selections[unit].is_none() && num_rows > 0 && batch_size as i64 >= num_rows;
     let direct = if whole {
         decode_flat_columns(file, unit, &spans)?
@@ -156,8 +156,9 @@ fn projected_roots(file: &PreparedFile) -> Vec<usize> {
     roots
 }
 
-/// The unit's projected flat primitive columns that [`flat`] decodes, as
-/// (top-level field, array); the others are left to the `parquet` crate.
+/// The unit's projected columns that fastingest's own decoders take (flat
+/// columns: [`flat`]; lists of numbers: [`lists`]), as (top-level field,
+/// array); the others are left to the `parquet` crate.
 fn decode_flat_columns(
     file: &PreparedFile,
     unit: usize,
@@ -177,9 +178,16 @@ fn decode_flat_columns(
             continue;
         };
         let column = descr.column(*leaf);
-        if !flat::decodes(&column, field.data_type()) {
-            continue;
-        }
+        let target = field.data_type();
+        let list = if flat::decodes(&column, target) {
+            None
+        } else {
+            let root_node = &descr.root_schema().get_fields()[root];
+            match lists::shape(root_node, &column, target, field.is_nullable()) {
+                Some(shape) => Some(shape),
+                None => continue,
+            }
+        };
         let chunk = group.column(*leaf);
         if chunk.crypto_metadata().is_some() {
             continue;
@@ -192,13 +200,12 @@ fn decode_flat_columns(
         // `parquet` crate: it decodes what the format allows that this
         // decoder does not expect (the corpora have such files), and says
         // what is wrong with a damaged column as it always has.
-        match flat::decode_column(
-            bytes,
-            chunk,
-            &column,
-            field.data_type(),
-            group.num_rows() as usize,
-        ) {
+        let rows = group.num_rows() as usize;
+        let decoded = match &list {
+            None => flat::decode_column(bytes, chunk, &column, target, rows),
+            Some(shape) => lists::decode_column(bytes, chunk, shape, rows),
+        };
+        match decoded {
             Ok(array) => done.push((root, array)),
             Err(flat::Failure::Unsupported) => {}
             Err(flat::Failure::Corrupt(detail)) => log::debug!(

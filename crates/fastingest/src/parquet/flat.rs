@@ -62,6 +62,12 @@ pub(crate) fn natural_type(column: &ColumnDescriptor) -> Option<DataType> {
     {
         return None;
     }
+    value_type(column)
+}
+
+/// The Arrow type the `parquet` crate gives the values of leaf `column`
+/// (whatever lists it is in), for the types this module decodes.
+pub(super) fn value_type(column: &ColumnDescriptor) -> Option<DataType> {
     let logical = column.logical_type_ref();
     let converted = column.converted_type();
     let int = match logical {
@@ -169,10 +175,7 @@ pub(crate) fn decode_column(
     if !decodes(column, target) {
         return Err(Failure::Unsupported);
     }
-    let chunk = Arc::new(ChunkAt {
-        start: meta.byte_range().0,
-        bytes,
-    });
+    let chunk = Arc::new(ChunkAt::new(meta.byte_range().0, bytes));
     let pages = SerializedPageReader::new(chunk, meta, rows, None)?;
     let nullable = column.max_def_level() == 1;
     // A primitive column of Arrow type `$t` from `$n`-byte physical values.
@@ -184,27 +187,6 @@ pub(crate) fn decode_column(
     let le64 = i64::from_le_bytes;
     Ok(match target {
         DataType::Boolean => decode_booleans(pages, nullable, rows)?,
-        DataType::Int8 => values!(Int8Type, 4, |b| i32_of(b) as i8),
-        DataType::Int16 => values!(Int16Type, 4, |b| i32_of(b) as i16),
-        DataType::Int32 => values!(Int32Type, 4, i32_of),
-        DataType::UInt8 => values!(UInt8Type, 4, |b| i32_of(b) as u8),
-        DataType::UInt16 => values!(UInt16Type, 4, |b| i32_of(b) as u16),
-        DataType::UInt32 => values!(UInt32Type, 4, |b| i32_of(b) as u32),
-        DataType::Date32 => values!(Date32Type, 4, i32_of),
-        DataType::Int64 => values!(Int64Type, 8, le64),
-        DataType::UInt64 => values!(UInt64Type, 8, |b| le64(b) as u64),
-        DataType::Float32 => values!(Float32Type, 4, f32::from_le_bytes),
-        DataType::Float64 => values!(Float64Type, 8, f64::from_le_bytes),
-        // The values as stored; the target's time zone labels them.
-        DataType::Timestamp(ArrowTimeUnit::Millisecond, _) => {
-            values!(TimestampMillisecondType, 8, le64)
-        }
-        DataType::Timestamp(ArrowTimeUnit::Microsecond, _) => {
-            values!(TimestampMicrosecondType, 8, le64)
-        }
-        DataType::Timestamp(ArrowTimeUnit::Nanosecond, _) => {
-            values!(TimestampNanosecondType, 8, le64)
-        }
         DataType::Decimal128(..) => match column.physical_type() {
             PhysicalType::INT32 => values!(Decimal128Type, 4, |b| i32_of(b).into()),
             PhysicalType::INT64 => values!(Decimal128Type, 8, |b| le64(b).into()),
@@ -224,11 +206,47 @@ pub(crate) fn decode_column(
         },
         DataType::Utf8 => byte_arrays::decode(pages, nullable, rows, true)?,
         DataType::Binary => byte_arrays::decode(pages, nullable, rows, false)?,
-        _ => return Err(Failure::Unsupported),
+        numeric => numeric_values!(numeric, values, return Err(Failure::Unsupported)),
     })
 }
 
-fn i32_of(b: [u8; 4]) -> i32 {
+/// Matches `$target` against the numeric Arrow types (integers, floats,
+/// dates, timestamps) and decodes with `$values!(ArrowType, bytes per
+/// physical value, conversion)`; `$other` for any other type. Shared by the
+/// flat and the list decoders, so that both take the same types the same
+/// way.
+macro_rules! numeric_values {
+    ($target:expr, $values:ident, $other:expr) => {{
+        let le64 = i64::from_le_bytes;
+        match $target {
+            DataType::Int8 => $values!(Int8Type, 4, |b| i32_of(b) as i8),
+            DataType::Int16 => $values!(Int16Type, 4, |b| i32_of(b) as i16),
+            DataType::Int32 => $values!(Int32Type, 4, i32_of),
+            DataType::UInt8 => $values!(UInt8Type, 4, |b| i32_of(b) as u8),
+            DataType::UInt16 => $values!(UInt16Type, 4, |b| i32_of(b) as u16),
+            DataType::UInt32 => $values!(UInt32Type, 4, |b| i32_of(b) as u32),
+            DataType::Date32 => $values!(Date32Type, 4, i32_of),
+            DataType::Int64 => $values!(Int64Type, 8, le64),
+            DataType::UInt64 => $values!(UInt64Type, 8, |b| le64(b) as u64),
+            DataType::Float32 => $values!(Float32Type, 4, f32::from_le_bytes),
+            DataType::Float64 => $values!(Float64Type, 8, f64::from_le_bytes),
+            // The values as stored; the target's time zone labels them.
+            DataType::Timestamp(ArrowTimeUnit::Millisecond, _) => {
+                $values!(TimestampMillisecondType, 8, le64)
+            }
+            DataType::Timestamp(ArrowTimeUnit::Microsecond, _) => {
+                $values!(TimestampMicrosecondType, 8, le64)
+            }
+            DataType::Timestamp(ArrowTimeUnit::Nanosecond, _) => {
+                $values!(TimestampNanosecondType, 8, le64)
+            }
+            _ => $other,
+        }
+    }};
+}
+pub(super) use numeric_values;
+
+pub(super) fn i32_of(b: [u8; 4]) -> i32 {
     i32::from_le_bytes(b)
 }
 
@@ -241,12 +259,17 @@ fn i128_of_be<const N: usize>(b: [u8; N]) -> i128 {
 }
 
 /// A column chunk's bytes as the page reader reads them: at file offsets.
-struct ChunkAt {
+pub(super) struct ChunkAt {
     start: u64,
     bytes: Bytes,
 }
 
 impl ChunkAt {
+    /// The chunk `bytes`, which start at file offset `start`.
+    pub(super) fn new(start: u64, bytes: Bytes) -> Self {
+        ChunkAt { start, bytes }
+    }
+
     fn slice(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
         let offset = start
             .checked_sub(self.start)
@@ -387,28 +410,42 @@ pub(super) fn next_page(pages: &mut impl PageReader, nullable: bool) -> Decoded<
 /// many rows are valid. (A bit-packed run of levels is the bitmap itself.)
 pub(super) fn read_levels(levels: &[u8], rows: usize, validity: &mut Bits) -> Decoded<usize> {
     let start = validity.len;
-    let mut runs = Runs::new(levels, 1).map_err(Failure::Corrupt)?;
-    let mut left = rows;
-    while left > 0 {
-        match runs.next_run().map_err(Failure::Corrupt)? {
-            None => {
-                return Err(Failure::Corrupt(format!(
-                    "definition levels end {left} rows before the page does"
-                )))
-            }
-            Some(Run::Repeated { value, count }) => {
-                let n = count.min(left);
-                validity.append_n(n, value == 1);
-                left -= n;
-            }
-            Some(Run::Packed { bytes, count }) => {
-                let n = count.min(left);
-                validity.append_packed(bytes, n);
-                left -= n;
-            }
+    each_run(levels, 1, rows, "definition levels", |run, n| {
+        match run {
+            Run::Repeated { value, .. } => validity.append_n(n, value == 1),
+            Run::Packed { bytes, .. } => validity.append_packed(bytes, n),
         }
-    }
+        Ok(())
+    })?;
     Ok(validity.count_ones(start))
+}
+
+/// Walks the hybrid runs of `bytes` (values of `width` bits) that hold the
+/// `count` values of a page's `what`, handing `each` every run with how
+/// many of its values are the page's (a run's last group can run past
+/// them).
+pub(super) fn each_run(
+    bytes: &[u8],
+    width: u8,
+    count: usize,
+    what: &str,
+    mut each: impl FnMut(Run<'_>, usize) -> Decoded<()>,
+) -> Decoded<()> {
+    let mut runs = Runs::new(bytes, width).map_err(Failure::Corrupt)?;
+    let mut left = count;
+    while left > 0 {
+        let Some(run) = runs.next_run().map_err(Failure::Corrupt)? else {
+            return Err(Failure::Corrupt(format!(
+                "{what} end {left} values before the page does"
+            )));
+        };
+        let n = match run {
+            Run::Repeated { count, .. } | Run::Packed { count, .. } => count.min(left),
+        };
+        each(run, n)?;
+        left -= n;
+    }
+    Ok(())
 }
 
 /// A bitmap appended to 64 bits at a time (validity, booleans). Bits past
@@ -427,9 +464,27 @@ impl Bits {
         }
     }
 
+    /// Bits appended so far.
+    #[cfg(test)]
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Appends one bit.
+    #[inline]
+    pub(super) fn push(&mut self, bit: bool) {
+        let shift = self.len & 63;
+        if shift == 0 {
+            self.words.push(u64::from(bit));
+        } else if let Some(last) = self.words.last_mut() {
+            *last |= u64::from(bit) << shift;
+        }
+        self.len += 1;
+    }
+
     /// Bit `i`, or false past the end.
     #[inline]
-    fn bit(&self, i: usize) -> bool {
+    pub(super) fn bit(&self, i: usize) -> bool {
         self.words
             .get(i >> 6)
             .is_some_and(|w| (w >> (i & 63)) & 1 == 1)
@@ -553,7 +608,7 @@ pub(super) fn low_bits(n: usize) -> u64 {
 /// the next valid value (Arrow leaves values under nulls unspecified). No
 /// branch per value: with nulls spread out almost every word has one, and a
 /// store per set bit (the previous way) was a chain of dependent steps.
-fn scatter<T: Copy + Default>(
+pub(super) fn scatter<T: Copy + Default>(
     validity: &Bits,
     at: usize,
     rows: usize,
@@ -661,7 +716,7 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
 }
 
 /// Appends `count` plain-encoded values of `values` to `out`.
-fn plain<T, const N: usize>(
+pub(super) fn plain<T, const N: usize>(
     values: &[u8],
     count: usize,
     convert: impl Fn([u8; N]) -> T,
@@ -683,7 +738,7 @@ fn plain<T, const N: usize>(
 
 /// Appends `count` dictionary-encoded values (bit width byte, then hybrid
 /// runs of indices) looked up in `dictionary` to `out`.
-fn gather<T: Copy>(
+pub(super) fn gather<T: Copy>(
     values: &[u8],
     count: usize,
     dictionary: &[T],
@@ -739,40 +794,30 @@ pub(super) fn dictionary_indices(
             "a dictionary-encoded page has no values".into(),
         ));
     };
-    let mut runs = Runs::new(data, width).map_err(Failure::Corrupt)?;
     let check = |index: u32| match index as usize >= entries {
         true => Err(Failure::Corrupt(format!(
             "dictionary index {index} of a dictionary of {entries}"
         ))),
         false => Ok(()),
     };
-    let mut left = count;
-    while left > 0 {
-        match runs.next_run().map_err(Failure::Corrupt)? {
-            None => {
-                return Err(Failure::Corrupt(format!(
-                    "dictionary indices end {left} values before the page does"
-                )))
-            }
-            Some(Run::Repeated { value, count }) => {
-                let n = count.min(left);
+    each_run(
+        data,
+        width,
+        count,
+        "dictionary indices",
+        |run, n| match run {
+            Run::Repeated { value, .. } => {
                 check(value)?;
-                each(Indices::Repeated(value, n))?;
-                left -= n;
+                each(Indices::Repeated(value, n))
             }
-            Some(Run::Packed { bytes, count }) => {
-                let n = count.min(left);
-                unpack_chunks(bytes, width, n, indices, |chunk| {
-                    if !all_below(chunk, width, entries) {
-                        check(chunk.iter().copied().max().unwrap_or(0))?;
-                    }
-                    each(Indices::Chunk(chunk))
-                })?;
-                left -= n;
-            }
-        }
-    }
-    Ok(())
+            Run::Packed { bytes, .. } => unpack_chunks(bytes, width, n, indices, |chunk| {
+                if !all_below(chunk, width, entries) {
+                    check(chunk.iter().copied().max().unwrap_or(0))?;
+                }
+                each(Indices::Chunk(chunk))
+            }),
+        },
+    )
 }
 
 /// Whether every index of `chunk`, each of `width` bits, is below

@@ -8,6 +8,7 @@ mod flat;
 mod footer;
 mod format;
 mod hybrid;
+mod lists;
 mod memo;
 mod pages;
 mod prune;

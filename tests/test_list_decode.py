@@ -1,0 +1,183 @@
+"""Lists of numbers (`list<int32>`, `list<list<float>>`, ...) are decoded by
+fastingest's own list decoder (`parquet/lists.rs`); what it does not take
+(other layouts, other item types, `large_list`) goes to the `parquet`
+crate. Either way the table must be pyarrow's: every depth, null or empty
+list at every level, required and optional levels, item type, encoding,
+page format and codec."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import fastingest
+
+from .test_flat_decode import TYPES
+
+ROWS = 3_000
+
+# The numeric types of the flat decoder's tests: the list decoder takes
+# the same ones.
+ITEMS = {
+    name: kind
+    for name, kind in TYPES.items()
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_temporal(kind)
+}
+
+
+def list_type(item: pa.DataType, depth: int, nullable: bool) -> pa.DataType:
+    """`depth` lists around `item`; every level nullable or none."""
+    kind = item
+    for _ in range(depth):
+        kind = pa.list_(pa.field("element", kind, nullable=nullable))
+    return kind
+
+
+def leaf_values(item: pa.DataType, n: int, rng: np.random.Generator) -> list:
+    """`n` Python values of `item`, extremes included."""
+    if pa.types.is_floating(item):
+        return [float(x) for x in rng.normal(size=n)]
+    if item == pa.date32():
+        days = pa.array(rng.integers(-50_000, 50_000, n), type=pa.int32())
+        return days.cast(item).to_pylist()
+    if pa.types.is_timestamp(item):
+        # Whole microseconds: Python's datetime holds no nanoseconds.
+        ticks = pa.array(rng.integers(-(10**9), 10**9, n) * 1000, type=pa.int64())
+        return ticks.cast(item).to_pylist()
+    dtype = item.to_pandas_dtype()
+    info = np.iinfo(dtype)
+    values = [int(x) for x in rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)]
+    values[: min(2, n)] = [int(info.min), int(info.max)][: min(2, n)]
+    return values
+
+
+def nested(kind: pa.DataType, rng, null_share: float, empty_share: float, pool: list):
+    """One random value of `kind`: at each list level, a null (where the
+    level is nullable), an empty list, or up to 5 items."""
+    if not pa.types.is_list(kind):
+        return pool[rng.integers(0, len(pool))]
+    roll = rng.random()
+    if roll < empty_share:
+        return []
+    field = kind.value_field
+    out = []
+    for _ in range(rng.integers(1, 6)):
+        if field.nullable and rng.random() < null_share:
+            out.append(None)
+        else:
+            out.append(nested(field.type, rng, null_share, empty_share, pool))
+    return out
+
+
+def column(kind, nullable, rng, null_share=0.15, empty_share=0.15, distinct=50):
+    leaf = kind
+    while pa.types.is_list(leaf):
+        leaf = leaf.value_type
+    pool = leaf_values(leaf, distinct, rng)
+    rows = []
+    for _ in range(ROWS):
+        if nullable and rng.random() < null_share:
+            rows.append(None)
+        else:
+            rows.append(nested(kind, rng, null_share, empty_share, pool))
+    return pa.array(rows, type=kind)
+
+
+def write_and_compare(path, data: pa.Table, **write) -> None:
+    pq.write_table(data, path, **write)
+    ours = fastingest.read_parquet(str(path))
+    theirs = pq.read_table(path)
+    assert ours.schema == theirs.schema
+    for name in theirs.column_names:
+        assert ours[name].equals(theirs[name]), name
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+@pytest.mark.parametrize("nullable", [True, False])
+@pytest.mark.parametrize("page_version", ["1.0", "2.0"])
+@pytest.mark.parametrize("dictionary", [True, False])
+def test_every_item_type_depth_and_null_pattern(
+    tmp_path, depth, nullable, page_version, dictionary
+):
+    rng = np.random.default_rng(depth * 10 + nullable)
+    fields, arrays = [], []
+    for name, item in ITEMS.items():
+        kind = list_type(item, depth, nullable)
+        fields.append(pa.field(name, kind, nullable=nullable))
+        arrays.append(column(kind, nullable, rng))
+    write_and_compare(
+        tmp_path / "t.parquet",
+        pa.Table.from_arrays(arrays, schema=pa.schema(fields)),
+        data_page_version=page_version,
+        use_dictionary=dictionary,
+        data_page_size=1024,  # lists spread over many pages
+        row_group_size=1_100,  # row groups of unequal size
+    )
+
+
+def test_levels_mixed_nullable_and_required(tmp_path):
+    # A required outer list of nullable inner lists of required items, and
+    # the other way round.
+    rng = np.random.default_rng(3)
+    inner_a = pa.list_(pa.field("element", pa.int64(), nullable=False))
+    a = pa.list_(pa.field("element", inner_a, nullable=True))
+    inner_b = pa.list_(pa.field("element", pa.float32(), nullable=True))
+    b = pa.list_(pa.field("element", inner_b, nullable=False))
+    schema = pa.schema([pa.field("a", a, nullable=False), pa.field("b", b, nullable=True)])
+    data = pa.Table.from_arrays([column(a, False, rng), column(b, True, rng)], schema=schema)
+    write_and_compare(tmp_path / "t.parquet", data, data_page_size=2048)
+
+
+@pytest.mark.parametrize("codec", ["none", "zstd", "gzip", "lz4"])
+def test_codecs(tmp_path, codec):
+    rng = np.random.default_rng(11)
+    kind = list_type(pa.int32(), 2, True)
+    data = pa.table({"x": column(kind, True, rng, distinct=10_000)})
+    write_and_compare(tmp_path / "t.parquet", data, compression=codec)
+
+
+def test_all_null_all_empty_and_long_lists(tmp_path):
+    kind = list_type(pa.int64(), 1, True)
+    data = pa.table(
+        {
+            "nulls": pa.array([None] * ROWS, type=kind),
+            "empties": pa.array([[]] * ROWS, type=kind),
+            "long": pa.array([list(range(i % 700)) for i in range(ROWS)], type=kind),
+            "null_items": pa.array([[None] * (i % 4) for i in range(ROWS)], type=kind),
+        }
+    )
+    write_and_compare(tmp_path / "t.parquet", data, row_group_size=1_000)
+
+
+def test_lists_the_crate_decodes_stay_right(tmp_path):
+    # Large lists, lists of strings and of structs, and a fixed-size list
+    # go to the crate, between lists this decoder takes.
+    rng = np.random.default_rng(8)
+    ints = list_type(pa.int32(), 1, True)
+    data = pa.table(
+        {
+            "large": pa.array([[i, i + 1] for i in range(ROWS)], type=pa.large_list(pa.int32())),
+            "ints": column(ints, True, rng),
+            "strs": pa.array([[str(i)] * (i % 3) for i in range(ROWS)]),
+            "structs": pa.array([[{"a": i}] for i in range(ROWS)]),
+            "fixed": pa.array([[i, -i] for i in range(ROWS)], type=pa.list_(pa.int16(), 2)),
+        }
+    )
+    write_and_compare(tmp_path / "t.parquet", data)
+
+
+def test_projection_filters_and_batches(tmp_path):
+    rng = np.random.default_rng(9)
+    kind = list_type(pa.float64(), 2, True)
+    data = pa.table({"k": pa.array(np.arange(ROWS) % 7), "v": column(kind, True, rng)})
+    path = tmp_path / "t.parquet"
+    pq.write_table(data, path, row_group_size=700)
+    assert fastingest.read_parquet(str(path), columns=["v"]).equals(
+        pq.read_table(path, columns=["v"])
+    )
+    filtered = fastingest.read_parquet(str(path), filters=[("k", "==", 3)])
+    assert filtered.equals(pq.read_table(path, filters=[("k", "==", 3)]))
+    batches = list(fastingest.iter_batches(str(path)))
+    assert pa.Table.from_batches(batches).equals(pq.read_table(path))
