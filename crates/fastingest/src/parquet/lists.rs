@@ -159,9 +159,15 @@ pub(crate) fn decode_column(
 ) -> Decoded<ArrayRef> {
     let chunk = Arc::new(ChunkAt::new(meta.byte_range().0, bytes));
     let pages = SerializedPageReader::new(chunk, meta, rows, None)?;
+    // Every buffer is sized once from the chunk's count of levels (a claim
+    // of the file's, so capped: past it they grow as they must); grown by
+    // doubling they were twice the memory, all of it fresh pages.
+    let levels = usize::try_from(meta.num_values())
+        .unwrap_or(0)
+        .min(MOST_RESERVED);
     macro_rules! values {
         ($t:ty, $n:literal, $convert:expr) => {
-            lists_of::<$t, $n>(pages, shape, rows, $convert)?
+            lists_of::<$t, $n>(pages, shape, rows, levels, $convert)?
         };
     }
     Ok(numeric_values!(
@@ -178,17 +184,21 @@ struct Levels<V> {
     values: Vec<V>,
 }
 
+/// The most entries a buffer is sized for ahead of decoding.
+const MOST_RESERVED: usize = 1 << 26;
+
 fn lists_of<T: ArrowPrimitiveType, const N: usize>(
     mut pages: impl PageReader,
     shape: &Shape,
     rows: usize,
+    expected: usize,
     convert: impl Fn([u8; N]) -> T::Native,
 ) -> Decoded<ArrayRef> {
     if !PrimitiveArray::<T>::is_compatible(&shape.leaf) {
         return Err(Failure::Unsupported);
     }
-    let levels = read_pages::<T::Native, N>(&mut pages, shape, &convert)?;
-    let built = assemble(&levels.reps, &levels.defs, shape)?;
+    let levels = read_pages::<T::Native, N>(&mut pages, shape, expected, &convert)?;
+    let built = assemble(&levels.reps, &levels.defs, shape, rows)?;
     if built.lists[0].offsets.len() != rows {
         return Err(Failure::Corrupt(format!(
             "the levels hold {} of the row group's {rows} rows",
@@ -234,14 +244,15 @@ fn lists_of<T: ArrowPrimitiveType, const N: usize>(
 fn read_pages<V: Copy, const N: usize>(
     pages: &mut impl PageReader,
     shape: &Shape,
+    expected: usize,
     convert: &impl Fn([u8; N]) -> V,
 ) -> Decoded<Levels<V>> {
     let max_rep = shape.lists.len() as u8;
     let (rep_width, def_width) = (bit_width(max_rep), bit_width(shape.max_def));
     let mut out = Levels {
-        reps: Vec::new(),
-        defs: Vec::new(),
-        values: Vec::new(),
+        reps: Vec::with_capacity(expected),
+        defs: Vec::with_capacity(expected),
+        values: Vec::with_capacity(expected),
     };
     let mut dictionary: Option<Vec<V>> = None;
     let mut scratch = Vec::new();
@@ -408,18 +419,26 @@ struct Assembled {
 /// `r` and starts a new slot at level `r` (a new row when `r` is 0); from
 /// there, each level whose list is there and not empty (its definition
 /// level reached) starts a slot at the level below it, down to the leaf.
-fn assemble(reps: &[u8], defs: &[u8], shape: &Shape) -> Decoded<Assembled> {
+fn assemble(reps: &[u8], defs: &[u8], shape: &Shape, rows: usize) -> Decoded<Assembled> {
     let depth = shape.lists.len();
     let max_def = shape.max_def;
+    // The outermost level has a list a row; one below holds at most a list
+    // a level entry.
+    let most = |level: usize| if level == 0 { rows + 1 } else { defs.len() + 1 };
     let mut lists: Vec<ListOut> = shape
         .lists
         .iter()
-        .map(|l| ListOut {
-            offsets: Vec::new(),
-            validity: l.nullable.then(Bits::default),
+        .enumerate()
+        .map(|(i, l)| ListOut {
+            offsets: Vec::with_capacity(most(i).min(MOST_RESERVED)),
+            validity: l
+                .nullable
+                .then(|| Bits::with_capacity(most(i).min(MOST_RESERVED))),
         })
         .collect();
-    let mut leaf_validity = shape.leaf_nullable.then(Bits::default);
+    let mut leaf_validity = shape
+        .leaf_nullable
+        .then(|| Bits::with_capacity(defs.len().min(MOST_RESERVED)));
     let mut leaf_slots = 0usize;
     if reps.first().is_some_and(|&r| r != 0) {
         return Err(Failure::Corrupt(
@@ -511,7 +530,7 @@ mod tests {
         let shape = int_lists(2, true);
         let reps = [0, 2, 1, 1, 1, 0, 0, 0];
         let defs = [5, 5, 3, 2, 4, 0, 1, 5];
-        let built = assemble(&reps, &defs, &shape).unwrap();
+        let built = assemble(&reps, &defs, &shape, 4).unwrap();
         assert_eq!(built.lists[0].offsets, vec![0, 4, 4, 4]);
         assert_eq!(built.lists[1].offsets, vec![0, 2, 2, 2, 3]);
         assert_eq!(built.leaf_slots, 4);
@@ -531,7 +550,7 @@ mod tests {
     fn required_lists_have_no_validity() {
         // list<int32> with nothing nullable: [[7, 8], [], [9]].
         let shape = int_lists(1, false);
-        let built = assemble(&[0, 1, 0, 0], &[1, 1, 0, 1], &shape).unwrap();
+        let built = assemble(&[0, 1, 0, 0], &[1, 1, 0, 1], &shape, 3).unwrap();
         assert_eq!(built.lists[0].offsets, vec![0, 2, 2]);
         assert!(built.lists[0].validity.is_none() && built.leaf_validity.is_none());
         assert_eq!(built.leaf_slots, 3);
@@ -541,9 +560,9 @@ mod tests {
     fn levels_that_contradict_each_other_are_refused() {
         let shape = int_lists(2, true);
         // A row that starts with a continuation.
-        assert!(assemble(&[1, 0], &[5, 5], &shape).is_err());
+        assert!(assemble(&[1, 0], &[5, 5], &shape, 2).is_err());
         // Continuing an inner list the definition level says is empty.
-        assert!(assemble(&[0, 2], &[3, 3], &shape).is_err());
+        assert!(assemble(&[0, 2], &[3, 3], &shape, 1).is_err());
     }
 
     #[test]
