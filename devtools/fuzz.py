@@ -95,6 +95,16 @@ def write_seeds() -> list[Seed]:
     floats = pa.array(rng.random(n))
     strings = pa.array([f"s{i % 17}" for i in range(n)])
     lists = pa.array([[i, i + 1][: i % 3] for i in range(n)], pa.list_(pa.int32()))
+    # Lists in lists with a null or an empty list at every level.
+    nested = pa.array(
+        [
+            None
+            if i % 7 == 0
+            else [None if j == 1 else [i, None, j][: (i + j) % 4] for j in range(i % 3)]
+            for i in range(n)
+        ],
+        pa.list_(pa.list_(pa.int64())),
+    )
     structs = pa.StructArray.from_arrays([ints, strings], ["a", "b"])
     flags = pa.array(rng.random(n) < 0.5)
     stamps = pa.array(rng.integers(0, 10**12, n), pa.timestamp("ms"))
@@ -105,6 +115,7 @@ def write_seeds() -> list[Seed]:
             "f": floats,
             "s": strings,
             "l": lists,
+            "ll": nested,
             "st": structs,
             "b": flags,
             "t": stamps,
