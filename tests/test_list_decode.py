@@ -18,12 +18,12 @@ from .test_flat_decode import TYPES
 
 ROWS = 3_000
 
-# The numeric types of the flat decoder's tests: the list decoder takes
-# the same ones.
+# The flat decoder's types but booleans and decimals: the list decoder
+# takes the same ones.
 ITEMS = {
     name: kind
     for name, kind in TYPES.items()
-    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_temporal(kind)
+    if not (pa.types.is_boolean(kind) or pa.types.is_decimal(kind))
 }
 
 
@@ -39,6 +39,11 @@ def leaf_values(item: pa.DataType, n: int, rng: np.random.Generator) -> list:
     """`n` Python values of `item`, extremes included."""
     if pa.types.is_floating(item):
         return [float(x) for x in rng.normal(size=n)]
+    if item in (pa.string(), pa.binary()):
+        # Empty, multi-byte and longer than a 64-byte block.
+        words = ["", "é", "日本", "🦀x", "y" * 70]
+        text = [words[i % len(words)] + str(i) for i in rng.integers(0, 10**6, n)]
+        return text if item == pa.string() else [t.encode() + b"\xff" for t in text]
     if item == pa.date32():
         days = pa.array(rng.integers(-50_000, 50_000, n), type=pa.int32())
         return days.cast(item).to_pylist()
@@ -181,3 +186,24 @@ def test_projection_filters_and_batches(tmp_path):
     assert filtered.equals(pq.read_table(path, filters=[("k", "==", 3)]))
     batches = list(fastingest.iter_batches(str(path)))
     assert pa.Table.from_batches(batches).equals(pq.read_table(path))
+
+
+@pytest.mark.parametrize("dictionary", [True, False])
+def test_invalid_utf8_in_lists_is_an_error_naming_the_file(tmp_path, dictionary):
+    # "é" split over two values and a lone continuation byte, in lists: the
+    # list decoder refuses them and the crate says what is wrong.
+    raw = [b"ok", b"a\xc3", b"\xa9b", b"\x80"] * 50
+    offsets = np.cumsum([0] + [len(v) for v in raw], dtype=np.int32)
+    strings = pa.Array.from_buffers(
+        pa.string(),
+        len(raw),
+        [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(raw))],
+    )
+    lists = pa.ListArray.from_arrays(
+        pa.array(np.arange(0, len(raw) + 1, 4, dtype=np.int32)), strings
+    )
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"l": lists}), path, use_dictionary=dictionary)
+    with pytest.raises(fastingest.FastIngestError, match="bad.parquet") as raised:
+        fastingest.read_parquet(str(path))
+    assert "utf" in str(raised.value).lower()

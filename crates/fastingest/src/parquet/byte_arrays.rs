@@ -20,7 +20,8 @@ use parquet::basic::Encoding;
 use parquet::column::page::PageReader;
 
 use super::flat::{
-    dictionary_indices, low_bits, next_page, read_levels, Bits, Decoded, Failure, Indices, NextPage,
+    dictionary_indices, dictionary_of, low_bits, next_page, read_levels, Bits, Decoded, Failure,
+    Indices, NextPage,
 };
 
 /// The most bytes a column chunk's values may take: Arrow's `Utf8` and
@@ -87,11 +88,7 @@ pub(super) fn decode(
                 }
             }
             Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
-                let Some(dictionary) = &dictionary else {
-                    return Err(Failure::Corrupt(
-                        "a dictionary-encoded page before any dictionary".into(),
-                    ));
-                };
+                let dictionary = dictionary_of(&dictionary)?;
                 gather(
                     values,
                     valid,
@@ -117,6 +114,16 @@ pub(super) fn decode(
             "the pages hold {done} of the row group's {rows} rows"
         )));
     }
+    finish(offsets, bytes, validity, utf8)
+}
+
+/// The string (`utf8`) or binary array of `offsets` into `bytes`.
+fn finish(
+    offsets: Vec<i32>,
+    bytes: Vec<u8>,
+    validity: Option<Bits>,
+    utf8: bool,
+) -> Decoded<ArrayRef> {
     let nulls = validity.and_then(Bits::into_nulls);
     // Offsets only grow (each is the values' length after a value) and
     // stay within `MAX_BYTES`, so this check cannot fail.
@@ -134,6 +141,87 @@ pub(super) fn decode(
                 .map_err(|e| Failure::Corrupt(e.to_string()))?,
         )
     })
+}
+
+/// A list column's string or binary values (see [`super::lists`]): the
+/// valid ones end to end, each one's end, as pages are read.
+pub(super) struct Values {
+    utf8: bool,
+    bytes: Vec<u8>,
+    ends: Vec<i32>,
+    dictionary: Option<Dictionary>,
+    indices: Vec<u32>,
+}
+
+impl Values {
+    /// Values of a chunk of about `expected` levels.
+    pub(super) fn new(utf8: bool, expected: usize) -> Self {
+        Values {
+            utf8,
+            bytes: Vec::new(),
+            ends: Vec::with_capacity(expected),
+            dictionary: None,
+            indices: Vec::new(),
+        }
+    }
+
+    /// The array of `slots` items whose `validity` (none: all valid) says
+    /// which hold the values, in order.
+    pub(super) fn into_array(self, validity: Option<Bits>, slots: usize) -> Decoded<ArrayRef> {
+        let mut offsets = Vec::with_capacity(slots + 1);
+        offsets.push(0);
+        match &validity {
+            Some(validity) => spread(validity, 0, slots, &self.ends, &mut offsets),
+            None => offsets.extend_from_slice(&self.ends),
+        }
+        let valid = validity.as_ref().map_or(slots, |v| v.count_ones(0));
+        if offsets.len() != slots + 1 || self.ends.len() != valid {
+            return Err(Failure::Corrupt(format!(
+                "{} values for {slots} list items",
+                self.ends.len()
+            )));
+        }
+        finish(offsets, self.bytes, validity, self.utf8)
+    }
+}
+
+impl super::lists::Leaf for Values {
+    fn dictionary(&mut self, page: &[u8], count: usize) -> Decoded<()> {
+        self.dictionary = Some(Dictionary::from_plain(page, count, self.utf8)?);
+        Ok(())
+    }
+
+    fn append(
+        &mut self,
+        encoding: Encoding,
+        values: &[u8],
+        valid: usize,
+        _: &mut Vec<u32>,
+    ) -> Decoded<()> {
+        match encoding {
+            Encoding::PLAIN => {
+                let start = self.bytes.len();
+                let first = self.ends.len();
+                plain(values, valid, &mut self.bytes, &mut self.ends)?;
+                if self.utf8 && !is_utf8(&self.bytes, start, &self.ends[first..]) {
+                    return Err(Failure::Corrupt("a value is not valid UTF-8".into()));
+                }
+                Ok(())
+            }
+            Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
+                let dictionary = dictionary_of(&self.dictionary)?;
+                gather(
+                    values,
+                    valid,
+                    dictionary,
+                    &mut self.indices,
+                    &mut self.bytes,
+                    &mut self.ends,
+                )
+            }
+            _ => Err(Failure::Unsupported),
+        }
+    }
 }
 
 /// Grows `bytes` at once to what all `rows` rows will take at the bytes per

@@ -551,7 +551,7 @@ impl Bits {
     }
 
     /// Set bits from `start` to the end.
-    fn count_ones(&self, start: usize) -> usize {
+    pub(super) fn count_ones(&self, start: usize) -> usize {
         if start >= self.len {
             return 0;
         }
@@ -688,11 +688,7 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
         match page.encoding {
             Encoding::PLAIN => plain(values, valid, &convert, target)?,
             Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
-                let Some(dictionary) = &dictionary else {
-                    return Err(Failure::Corrupt(
-                        "a dictionary-encoded page before any dictionary".into(),
-                    ));
-                };
+                let dictionary = dictionary_of(&dictionary)?;
                 gather(values, valid, dictionary, &mut indices, target)?
             }
             _ => return Err(Failure::Unsupported),
@@ -713,6 +709,14 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
     let nulls = validity.and_then(Bits::into_nulls);
     let array = PrimitiveArray::<T>::new(ScalarBuffer::from(out), nulls);
     Ok(Arc::new(array.with_data_type(target.clone())))
+}
+
+/// The chunk's dictionary, which a dictionary-encoded page needs to have
+/// come before it.
+pub(super) fn dictionary_of<D>(dictionary: &Option<D>) -> Decoded<&D> {
+    dictionary
+        .as_ref()
+        .ok_or_else(|| Failure::Corrupt("a dictionary-encoded page before any dictionary".into()))
 }
 
 /// Appends `count` plain-encoded values of `values` to `out`.

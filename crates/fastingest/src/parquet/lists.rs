@@ -1,5 +1,6 @@
-//! Lists of numbers (`list<int32>`, `list<list<float>>`, at any depth, each
-//! level nullable or not) decoded straight from their pages.
+//! Lists of numbers and strings (`list<int32>`, `list<list<float>>`,
+//! `list<string>`, at any depth, each level nullable or not) decoded
+//! straight from their pages.
 //!
 //! Why: the `parquet` crate rebuilds each list level in its own pass over
 //! every level of the column, one `i16` at a time, and builds each level's
@@ -10,9 +11,10 @@
 //! short path for the common entry: one more value of the innermost list.
 //!
 //! Only the standard three-level LIST layout (an annotated group holding one
-//! repeated group holding the element) with a numeric leaf is taken, and
-//! only into `List` (32-bit offsets) with the nullability the file says;
-//! anything else is [`Failure::Unsupported`] and goes to the crate.
+//! repeated group holding the element) with a numeric, string or binary
+//! leaf is taken, and only into `List` (32-bit offsets) with the
+//! nullability the file says; anything else is [`Failure::Unsupported`] and
+//! goes to the crate.
 
 use std::sync::Arc;
 
@@ -31,8 +33,10 @@ use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::{ColumnDescriptor, Type};
 
+use super::byte_arrays;
 use super::flat::{
-    self, each_run, gather, i32_of, numeric_values, plain, scatter, Bits, ChunkAt, Decoded, Failure,
+    self, dictionary_of, each_run, gather, i32_of, numeric_values, plain, scatter, Bits, ChunkAt,
+    Decoded, Failure,
 };
 use super::hybrid::{unpack_chunks, Run};
 
@@ -133,6 +137,8 @@ pub(crate) fn shape(
             | DataType::Float64
             | DataType::Date32
             | DataType::Timestamp(..)
+            | DataType::Utf8
+            | DataType::Binary
     );
     let same_values = match (flat::value_type(column)?, ty) {
         (DataType::Timestamp(unit, _), DataType::Timestamp(want, _)) => unit == *want,
@@ -170,18 +176,66 @@ pub(crate) fn decode_column(
             lists_of::<$t, $n>(pages, shape, rows, levels, $convert)?
         };
     }
-    Ok(numeric_values!(
-        &shape.leaf,
-        values,
-        return Err(Failure::Unsupported)
-    ))
+    Ok(match &shape.leaf {
+        DataType::Utf8 => lists_of_bytes(pages, shape, rows, levels, true)?,
+        DataType::Binary => lists_of_bytes(pages, shape, rows, levels, false)?,
+        numeric => numeric_values!(numeric, values, return Err(Failure::Unsupported)),
+    })
 }
 
-/// The column's levels and its valid values, every page's appended.
-struct Levels<V> {
+/// The values of a list column's leaf, decoded densely (nulls take no
+/// room) page by page.
+pub(super) trait Leaf {
+    /// Takes the chunk's dictionary page of `count` plain values.
+    fn dictionary(&mut self, page: &[u8], count: usize) -> Decoded<()>;
+
+    /// Appends a data page's `valid` values, `encoding`-encoded in `values`.
+    fn append(
+        &mut self,
+        encoding: Encoding,
+        values: &[u8],
+        valid: usize,
+        scratch: &mut Vec<u32>,
+    ) -> Decoded<()>;
+}
+
+/// Numbers of `N`-byte physical values, `convert`ed.
+struct Numbers<V, F, const N: usize> {
+    values: Vec<V>,
+    dictionary: Option<Vec<V>>,
+    convert: F,
+}
+
+impl<V: Copy, F: Fn([u8; N]) -> V, const N: usize> Leaf for Numbers<V, F, N> {
+    fn dictionary(&mut self, page: &[u8], count: usize) -> Decoded<()> {
+        let mut entries = Vec::new();
+        plain(page, count, &self.convert, &mut entries)?;
+        self.dictionary = Some(entries);
+        Ok(())
+    }
+
+    fn append(
+        &mut self,
+        encoding: Encoding,
+        values: &[u8],
+        valid: usize,
+        scratch: &mut Vec<u32>,
+    ) -> Decoded<()> {
+        match encoding {
+            Encoding::PLAIN => plain(values, valid, &self.convert, &mut self.values),
+            Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
+                let dictionary = dictionary_of(&self.dictionary)?;
+                gather(values, valid, dictionary, scratch, &mut self.values)
+            }
+            _ => Err(Failure::Unsupported),
+        }
+    }
+}
+
+/// A list column's repetition and definition levels, every page's appended.
+struct Levels {
     reps: Vec<u8>,
     defs: Vec<u8>,
-    values: Vec<V>,
 }
 
 /// The most entries a buffer is sized for ahead of decoding.
@@ -197,22 +251,31 @@ fn lists_of<T: ArrowPrimitiveType, const N: usize>(
     if !PrimitiveArray::<T>::is_compatible(&shape.leaf) {
         return Err(Failure::Unsupported);
     }
-    let levels = read_pages::<T::Native, N>(&mut pages, shape, expected, &convert)?;
-    let built = assemble(&levels.reps, &levels.defs, shape, rows)?;
-    if built.lists[0].offsets.len() != rows {
+    let mut leaf = Numbers::<T::Native, _, N> {
+        values: Vec::with_capacity(expected),
+        dictionary: None,
+        convert,
+    };
+    let levels = read_pages(&mut pages, shape, expected, &mut leaf)?;
+    let mut built = assemble(&levels.reps, &levels.defs, shape, rows)?;
+    // The values of the leaf slots: the valid ones in order, nulls between.
+    let valid = built
+        .leaf_validity
+        .as_ref()
+        .map_or(built.leaf_slots, |v| v.count_ones(0));
+    if leaf.values.len() != valid {
         return Err(Failure::Corrupt(format!(
-            "the levels hold {} of the row group's {rows} rows",
-            built.lists[0].offsets.len()
+            "{} values for {valid} valid list items",
+            leaf.values.len()
         )));
     }
-    // The values of the leaf slots: the valid ones in order, nulls between.
-    let (values, nulls) = match built.leaf_validity {
+    let (values, nulls) = match built.leaf_validity.take() {
         Some(validity) => {
             let mut out = Vec::with_capacity(built.leaf_slots);
-            scatter(&validity, 0, built.leaf_slots, &levels.values, &mut out);
+            scatter(&validity, 0, built.leaf_slots, &leaf.values, &mut out);
             (out, validity.into_nulls())
         }
-        None => (levels.values, None),
+        None => (leaf.values, None),
     };
     if values.len() != built.leaf_slots {
         return Err(Failure::Corrupt(format!(
@@ -223,7 +286,36 @@ fn lists_of<T: ArrowPrimitiveType, const N: usize>(
     }
     let leaf = PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls)
         .with_data_type(shape.leaf.clone());
-    let mut child: ArrayRef = Arc::new(leaf);
+    wrap(shape, built, Arc::new(leaf))
+}
+
+/// A list column of strings (`utf8`) or binary.
+fn lists_of_bytes(
+    mut pages: impl PageReader,
+    shape: &Shape,
+    rows: usize,
+    expected: usize,
+    utf8: bool,
+) -> Decoded<ArrayRef> {
+    let mut leaf = byte_arrays::Values::new(utf8, expected);
+    let levels = read_pages(&mut pages, shape, expected, &mut leaf)?;
+    let mut built = assemble(&levels.reps, &levels.defs, shape, rows)?;
+    let validity = built.leaf_validity.take();
+    let array = leaf.into_array(validity, built.leaf_slots)?;
+    wrap(shape, built, array)
+}
+
+/// The list levels of `shape` around `leaf` (the leaf slots' array), from
+/// the offsets and validity `built` holds, innermost first.
+fn wrap(shape: &Shape, built: Assembled, leaf: ArrayRef) -> Decoded<ArrayRef> {
+    if built.lists[0].offsets.len() != built.rows {
+        return Err(Failure::Corrupt(format!(
+            "the levels hold {} of the row group's {} rows",
+            built.lists[0].offsets.len(),
+            built.rows
+        )));
+    }
+    let mut child = leaf;
     let mut slots = built.leaf_slots;
     for (level, mut list) in shape.lists.iter().zip(built.lists).rev() {
         list.offsets.push(slots as i32);
@@ -240,21 +332,19 @@ fn lists_of<T: ArrowPrimitiveType, const N: usize>(
 }
 
 /// Reads every page of the chunk: levels appended as bytes, valid values
-/// (plain or dictionary-encoded) appended densely.
-fn read_pages<V: Copy, const N: usize>(
+/// (plain or dictionary-encoded) appended to `leaf`.
+fn read_pages(
     pages: &mut impl PageReader,
     shape: &Shape,
     expected: usize,
-    convert: &impl Fn([u8; N]) -> V,
-) -> Decoded<Levels<V>> {
+    leaf: &mut impl Leaf,
+) -> Decoded<Levels> {
     let max_rep = shape.lists.len() as u8;
     let (rep_width, def_width) = (bit_width(max_rep), bit_width(shape.max_def));
     let mut out = Levels {
         reps: Vec::with_capacity(expected),
         defs: Vec::with_capacity(expected),
-        values: Vec::with_capacity(expected),
     };
-    let mut dictionary: Option<Vec<V>> = None;
     let mut scratch = Vec::new();
     while let Some(page) = pages.get_next_page()? {
         let (buf, count, encoding, rep, def, values) = match page {
@@ -267,9 +357,7 @@ fn read_pages<V: Copy, const N: usize>(
                 if !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) {
                     return Err(Failure::Unsupported);
                 }
-                let mut entries = Vec::new();
-                plain(&buf, num_values as usize, convert, &mut entries)?;
-                dictionary = Some(entries);
+                leaf.dictionary(&buf, num_values as usize)?;
                 continue;
             }
             Page::DataPage {
@@ -331,19 +419,7 @@ fn read_pages<V: Copy, const N: usize>(
             .iter()
             .filter(|&&d| d == shape.max_def)
             .count();
-        let values = &buf[values..];
-        match encoding {
-            Encoding::PLAIN => plain(values, valid, convert, &mut out.values)?,
-            Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
-                let Some(dictionary) = &dictionary else {
-                    return Err(Failure::Corrupt(
-                        "a dictionary-encoded page before any dictionary".into(),
-                    ));
-                };
-                gather(values, valid, dictionary, &mut scratch, &mut out.values)?
-            }
-            _ => return Err(Failure::Unsupported),
-        }
+        leaf.append(encoding, &buf[values..], valid, &mut scratch)?;
     }
     Ok(out)
 }
@@ -409,6 +485,8 @@ struct Assembled {
     lists: Vec<ListOut>,
     leaf_validity: Option<Bits>,
     leaf_slots: usize,
+    /// The row group's rows (the outermost level must have as many lists).
+    rows: usize,
 }
 
 /// Builds every list level's offsets and validity, and the leaf slots'
@@ -493,6 +571,7 @@ fn assemble(reps: &[u8], defs: &[u8], shape: &Shape, rows: usize) -> Decoded<Ass
         lists,
         leaf_validity,
         leaf_slots,
+        rows,
     })
 }
 

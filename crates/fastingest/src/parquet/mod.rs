@@ -8,7 +8,7 @@ mod flat;
 mod footer;
 mod format;
 mod hybrid;
-mod lists;
+pub(super) mod lists;
 mod memo;
 mod pages;
 mod prune;
