@@ -312,6 +312,8 @@ pub(super) struct DataPage {
     /// Rows in the page (levels, for a flat column).
     pub(super) rows: usize,
     pub(super) encoding: Encoding,
+    /// Where the repetition levels lie in `buf` (`None`: not repeated).
+    pub(super) rep_levels: Option<std::ops::Range<usize>>,
     /// Where the definition levels lie in `buf` (`None`: a required column).
     pub(super) levels: Option<std::ops::Range<usize>>,
     /// Where the values start in `buf`.
@@ -325,7 +327,18 @@ pub(super) enum NextPage {
     Dictionary(Bytes, usize),
 }
 
+/// [`next_page_with`] for a column that is not repeated.
 pub(super) fn next_page(pages: &mut impl PageReader, nullable: bool) -> Decoded<Option<NextPage>> {
+    next_page_with(pages, false, nullable)
+}
+
+/// The next page of a column that has repetition levels (`repeated`) and
+/// definition levels (`defined`) or not.
+pub(super) fn next_page_with(
+    pages: &mut impl PageReader,
+    repeated: bool,
+    defined: bool,
+) -> Decoded<Option<NextPage>> {
     let Some(page) = pages.get_next_page()? else {
         return Ok(None);
     };
@@ -346,32 +359,30 @@ pub(super) fn next_page(pages: &mut impl PageReader, nullable: bool) -> Decoded<
             num_values,
             encoding,
             def_level_encoding,
+            rep_level_encoding,
             ..
         } => {
-            let (levels, values) = if nullable {
-                if def_level_encoding != Encoding::RLE {
-                    return Err(Failure::Unsupported);
+            // Each kind of levels the column has: a 4-byte length, then
+            // the runs; repetition levels first.
+            let mut at = 0;
+            let mut section = |present: bool, encoding: Encoding| match present {
+                false => Ok(None),
+                true if encoding != Encoding::RLE => Err(Failure::Unsupported),
+                true => {
+                    let range = prefixed(&buf, at)?;
+                    at = range.end;
+                    Ok(Some(range))
                 }
-                if buf.len() < 4 {
-                    return Err(Failure::Corrupt("a data page ends in its levels".into()));
-                }
-                let len = u32::from_le_bytes([buf[0], buf[1], buf[2], buf[3]]) as usize;
-                if 4 + len > buf.len() {
-                    return Err(Failure::Corrupt(format!(
-                        "definition levels of {len} bytes in a page of {}",
-                        buf.len()
-                    )));
-                }
-                (Some(4..4 + len), 4 + len)
-            } else {
-                (None, 0)
             };
+            let rep_levels = section(repeated, rep_level_encoding)?;
+            let levels = section(defined, def_level_encoding)?;
             NextPage::Data(DataPage {
-                buf,
                 rows: num_values as usize,
                 encoding,
+                rep_levels,
                 levels,
-                values,
+                values: at,
+                buf,
             })
         }
         Page::DataPageV2 {
@@ -382,16 +393,16 @@ pub(super) fn next_page(pages: &mut impl PageReader, nullable: bool) -> Decoded<
             rep_levels_byte_len,
             ..
         } => {
-            let (def, rep) = (def_levels_byte_len as usize, rep_levels_byte_len as usize);
-            if rep != 0 || (!nullable && def != 0) {
+            let (rep, def) = (rep_levels_byte_len as usize, def_levels_byte_len as usize);
+            if (!repeated && rep != 0) || (!defined && def != 0) {
                 return Err(Failure::Corrupt(
-                    "a flat column's page has repetition or definition levels it cannot have"
-                        .into(),
+                    "a page has repetition or definition levels its column cannot have".into(),
                 ));
             }
-            if def > buf.len() {
+            if rep + def > buf.len() {
                 return Err(Failure::Corrupt(format!(
-                    "definition levels of {def} bytes in a page of {}",
+                    "levels of {} bytes in a page of {}",
+                    rep + def,
                     buf.len()
                 )));
             }
@@ -399,11 +410,25 @@ pub(super) fn next_page(pages: &mut impl PageReader, nullable: bool) -> Decoded<
                 buf,
                 rows: num_values as usize,
                 encoding,
-                levels: nullable.then_some(0..def),
-                values: def,
+                rep_levels: repeated.then_some(0..rep),
+                levels: defined.then_some(rep..rep + def),
+                values: rep + def,
             })
         }
     }))
+}
+
+/// The range of a level section at `at` of a v1 page: a 4-byte
+/// little-endian length, then that many bytes.
+fn prefixed(buf: &[u8], at: usize) -> Decoded<std::ops::Range<usize>> {
+    let cut = || Failure::Corrupt("a data page ends in its levels".into());
+    let len = buf.get(at..at + 4).ok_or_else(cut)?;
+    let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+    let start = at + 4;
+    match start.checked_add(len) {
+        Some(end) if end <= buf.len() => Ok(start..end),
+        _ => Err(cut()),
+    }
 }
 
 /// Appends a page's definition levels (width 1) to `validity`; returns how

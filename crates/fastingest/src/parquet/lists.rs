@@ -28,15 +28,15 @@ use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, FieldRef, TimeUnit as ArrowTimeUnit};
 use bytes::Bytes;
 use parquet::basic::{ConvertedType, Encoding, LogicalType, Repetition};
-use parquet::column::page::{Page, PageReader};
+use parquet::column::page::PageReader;
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::{ColumnDescriptor, Type};
 
 use super::byte_arrays;
 use super::flat::{
-    self, dictionary_of, each_run, gather, i32_of, numeric_values, plain, scatter, Bits, ChunkAt,
-    Decoded, Failure,
+    self, dictionary_of, each_run, gather, i32_of, next_page_with, numeric_values, plain, scatter,
+    Bits, ChunkAt, Decoded, Failure, NextPage,
 };
 use super::hybrid::{unpack_chunks, Run};
 
@@ -186,6 +186,9 @@ pub(crate) fn decode_column(
 /// The values of a list column's leaf, decoded densely (nulls take no
 /// room) page by page.
 pub(super) trait Leaf {
+    /// Values appended so far.
+    fn len(&self) -> usize;
+
     /// Takes the chunk's dictionary page of `count` plain values.
     fn dictionary(&mut self, page: &[u8], count: usize) -> Decoded<()>;
 
@@ -207,6 +210,10 @@ struct Numbers<V, F, const N: usize> {
 }
 
 impl<V: Copy, F: Fn([u8; N]) -> V, const N: usize> Leaf for Numbers<V, F, N> {
+    fn len(&self) -> usize {
+        self.values.len()
+    }
+
     fn dictionary(&mut self, page: &[u8], count: usize) -> Decoded<()> {
         let mut entries = Vec::new();
         plain(page, count, &self.convert, &mut entries)?;
@@ -256,19 +263,8 @@ fn lists_of<T: ArrowPrimitiveType, const N: usize>(
         dictionary: None,
         convert,
     };
-    let levels = read_pages(&mut pages, shape, expected, &mut leaf)?;
-    let mut built = assemble(&levels.reps, &levels.defs, shape, rows)?;
+    let mut built = read_lists(&mut pages, shape, rows, expected, &mut leaf)?;
     // The values of the leaf slots: the valid ones in order, nulls between.
-    let valid = built
-        .leaf_validity
-        .as_ref()
-        .map_or(built.leaf_slots, |v| v.count_ones(0));
-    if leaf.values.len() != valid {
-        return Err(Failure::Corrupt(format!(
-            "{} values for {valid} valid list items",
-            leaf.values.len()
-        )));
-    }
     let (values, nulls) = match built.leaf_validity.take() {
         Some(validity) => {
             let mut out = Vec::with_capacity(built.leaf_slots);
@@ -277,13 +273,6 @@ fn lists_of<T: ArrowPrimitiveType, const N: usize>(
         }
         None => (leaf.values, None),
     };
-    if values.len() != built.leaf_slots {
-        return Err(Failure::Corrupt(format!(
-            "{} values for {} list items",
-            values.len(),
-            built.leaf_slots
-        )));
-    }
     let leaf = PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls)
         .with_data_type(shape.leaf.clone());
     wrap(shape, built, Arc::new(leaf))
@@ -298,11 +287,34 @@ fn lists_of_bytes(
     utf8: bool,
 ) -> Decoded<ArrayRef> {
     let mut leaf = byte_arrays::Values::new(utf8, expected);
-    let levels = read_pages(&mut pages, shape, expected, &mut leaf)?;
-    let mut built = assemble(&levels.reps, &levels.defs, shape, rows)?;
+    let mut built = read_lists(&mut pages, shape, rows, expected, &mut leaf)?;
     let validity = built.leaf_validity.take();
     let array = leaf.into_array(validity, built.leaf_slots)?;
     wrap(shape, built, array)
+}
+
+/// Reads the chunk's pages into `leaf` and builds its list levels, checking
+/// that the leaf got a value for every valid slot.
+fn read_lists(
+    pages: &mut impl PageReader,
+    shape: &Shape,
+    rows: usize,
+    expected: usize,
+    leaf: &mut impl Leaf,
+) -> Decoded<Assembled> {
+    let levels = read_pages(pages, shape, expected, leaf)?;
+    let built = assemble(&levels.reps, &levels.defs, shape, rows)?;
+    let valid = built
+        .leaf_validity
+        .as_ref()
+        .map_or(built.leaf_slots, |v| v.count_ones(0));
+    if leaf.len() != valid {
+        return Err(Failure::Corrupt(format!(
+            "{} values for {valid} valid list items",
+            leaf.len()
+        )));
+    }
+    Ok(built)
 }
 
 /// The list levels of `shape` around `leaf` (the leaf slots' array), from
@@ -346,63 +358,24 @@ fn read_pages(
         defs: Vec::with_capacity(expected),
     };
     let mut scratch = Vec::new();
-    while let Some(page) = pages.get_next_page()? {
-        let (buf, count, encoding, rep, def, values) = match page {
-            Page::DictionaryPage {
-                buf,
-                num_values,
-                encoding,
-                ..
-            } => {
-                if !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) {
-                    return Err(Failure::Unsupported);
-                }
-                leaf.dictionary(&buf, num_values as usize)?;
+    while let Some(page) = next_page_with(pages, true, true)? {
+        let page = match page {
+            NextPage::Dictionary(buf, count) => {
+                leaf.dictionary(&buf, count)?;
                 continue;
             }
-            Page::DataPage {
-                buf,
-                num_values,
-                encoding,
-                def_level_encoding,
-                rep_level_encoding,
-                ..
-            } => {
-                if def_level_encoding != Encoding::RLE || rep_level_encoding != Encoding::RLE {
-                    return Err(Failure::Unsupported);
-                }
-                // Each of the levels: a 4-byte length, then the runs.
-                let rep = prefixed(&buf, 0)?;
-                let def = prefixed(&buf, rep.end)?;
-                let values = def.end;
-                (buf, num_values as usize, encoding, rep, def, values)
-            }
-            Page::DataPageV2 {
-                buf,
-                num_values,
-                encoding,
-                def_levels_byte_len,
-                rep_levels_byte_len,
-                ..
-            } => {
-                let rep = 0..rep_levels_byte_len as usize;
-                let def = rep.end..rep.end + def_levels_byte_len as usize;
-                if def.end > buf.len() {
-                    return Err(Failure::Corrupt(format!(
-                        "levels of {} bytes in a page of {}",
-                        def.end,
-                        buf.len()
-                    )));
-                }
-                let values = def.end;
-                (buf, num_values as usize, encoding, rep, def, values)
-            }
+            NextPage::Data(page) => page,
+        };
+        // A list column always has both kinds of levels.
+        let (Some(rep), Some(def)) = (page.rep_levels.clone(), page.levels.clone()) else {
+            return Err(Failure::Unsupported);
         };
         let start = out.defs.len();
+        let buf = &page.buf;
         read_levels(
             &buf[rep],
             rep_width,
-            count,
+            page.rows,
             max_rep,
             &mut out.reps,
             &mut scratch,
@@ -410,7 +383,7 @@ fn read_pages(
         read_levels(
             &buf[def],
             def_width,
-            count,
+            page.rows,
             shape.max_def,
             &mut out.defs,
             &mut scratch,
@@ -419,22 +392,9 @@ fn read_pages(
             .iter()
             .filter(|&&d| d == shape.max_def)
             .count();
-        leaf.append(encoding, &buf[values..], valid, &mut scratch)?;
+        leaf.append(page.encoding, &buf[page.values..], valid, &mut scratch)?;
     }
     Ok(out)
-}
-
-/// The range of a level section at `at` of a v1 page: a 4-byte
-/// little-endian length, then that many bytes.
-fn prefixed(buf: &[u8], at: usize) -> Decoded<std::ops::Range<usize>> {
-    let cut = || Failure::Corrupt("a data page ends in its levels".into());
-    let len = buf.get(at..at + 4).ok_or_else(cut)?;
-    let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
-    let start = at + 4;
-    match start.checked_add(len) {
-        Some(end) if end <= buf.len() => Ok(start..end),
-        _ => Err(cut()),
-    }
 }
 
 /// Bits needed for levels up to `max`.
