@@ -251,3 +251,29 @@ def test_streamed_batches_match_the_whole_read(tmp_path):
     pq.write_table(table(0.1, distinct=50), path, row_group_size=1_000)
     batches = list(fastingest.iter_batches(str(path)))
     assert pa.Table.from_batches(batches).equals(pq.read_table(path))
+
+
+def test_a_row_group_of_more_rows_than_a_batch(tmp_path):
+    # Decoded whole by fastingest's decoders (struct column: by the crate,
+    # in the same single batch), then cut into batches of at most 2**20
+    # rows, as the crate would have cut it.
+    rows = (1 << 20) + 1_234
+    rng = np.random.default_rng(11)
+    data = pa.table(
+        {
+            "i64": rng.integers(-(2**40), 2**40, rows),
+            "f32": rng.random(rows).astype(np.float32),
+            "s": pa.array(rng.integers(0, 300, rows)).cast(pa.string()),
+            "st": pa.StructArray.from_arrays([pa.array(np.arange(rows) % 7)], ["a"]),
+        }
+    )
+    path = tmp_path / "big.parquet"
+    pq.write_table(data, path, row_group_size=rows)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 1
+    assert_same(path)
+    assert_same(path, columns=["s", "i64"])
+    batches = list(fastingest.iter_batches(str(path)))
+    assert [b.num_rows for b in batches] == [1 << 20, 1_234]
+    assert pa.Table.from_batches(batches).equals(pq.read_table(path))
+    kept = fastingest.read_parquet(str(path), filters=[("f32", "<", 0.25)])
+    assert kept.equals(pq.read_table(path, filters=[("f32", "<", 0.25)]))

@@ -185,8 +185,7 @@ impl ByteSource for StoreRequests {
 /// contend for the cores (the local sweep on 2 cores: 8-16 at once read the
 /// same file ~18% faster than 32), while a remote request mostly waits.
 fn local_read_limit(max_in_flight: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    max_in_flight.min(4 * cores).max(1)
+    max_in_flight.min(4 * crate::runtime::cores()).max(1)
 }
 
 /// The semaphores are never closed; should that change, a read fails

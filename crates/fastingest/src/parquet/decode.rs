@@ -19,6 +19,7 @@ use super::format::PreparedFile;
 use super::{flat, lists};
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
+use crate::pipeline::decode_threads::{self, Part};
 use crate::source::Source;
 
 /// The decoder's view of a file: fetched spans first, the store otherwise.
@@ -82,12 +83,19 @@ pub(crate) fn decode_row_group(
     let rg = file.plan.units[unit].index;
     check_unit_pages(file, unit, &spans)?;
     let num_rows = file.reader_metadata.metadata().row_group(rg).num_rows();
-    let batch_size = batch_rows(file, num_rows);
-    // A row group read whole in one batch: its flat columns and lists of
-    // numbers are decoded here, the rest by the `parquet` crate.
-    let whole = file.selections[unit].is_none() && num_rows > 0 && batch_size as i64 >= num_rows;
+    let rows_per_batch = batch_rows(file, num_rows);
+    // A row group read whole: its flat columns and lists of numbers and
+    // strings are decoded here, the rest by the `parquet` crate, and the
+    // result is sliced into batches when it has more rows than one takes.
+    let whole =
+        file.selections[unit].is_none() && num_rows > 0 && decodes_whole(file, rg, rows_per_batch);
+    let batch_size = if whole {
+        num_rows as usize
+    } else {
+        rows_per_batch
+    };
     let direct = if whole {
-        decode_flat_columns(file, unit, &spans)?
+        decode_flat_columns(file, unit, &spans, fetcher.config().decode_threads())?
     } else {
         Vec::new()
     };
@@ -135,10 +143,56 @@ pub(crate) fn decode_row_group(
         futures::executor::block_on(stream.try_collect::<Vec<_>>())
             .map_err(|e| Error::from_parquet(location, e))?
     };
-    if direct.is_empty() {
-        return Ok(rest);
+    let batches = if direct.is_empty() {
+        rest
+    } else {
+        merge(file, direct, rest, num_rows as usize)?
+    };
+    Ok(if whole && batch_size > rows_per_batch {
+        slice_batches(batches, rows_per_batch)
+    } else {
+        batches
+    })
+}
+
+/// Whether row group `rg` is decoded whole: when it fits one batch, and
+/// also when it has more rows than that but its projected columns are
+/// small enough to hold decoded at once (the crate would decode it a batch
+/// at a time, at about half the speed: old pyarrow wrote one row group of
+/// up to 64 Mi rows per file).
+fn decodes_whole(file: &PreparedFile, rg: usize, rows_per_batch: usize) -> bool {
+    let group = file.reader_metadata.metadata().row_group(rg);
+    let rows = group.num_rows();
+    if rows <= rows_per_batch as i64 {
+        return true;
     }
-    merge(file, direct, rest, num_rows as usize)
+    let projected: i64 = (0..group.num_columns())
+        .filter(|&l| file.projection.mask.leaf_included(l))
+        .map(|l| group.column(l).uncompressed_size().max(0))
+        .sum();
+    rows <= WHOLE_MOST_ROWS && projected <= WHOLE_MOST_BYTES
+}
+
+/// The most rows, and uncompressed bytes of the projected columns, of a row
+/// group decoded whole although it has more rows than a batch (see
+/// [`decodes_whole`]). Decoded values can take several times their pages'
+/// bytes (dictionary-encoded strings), so both are bounded.
+const WHOLE_MOST_ROWS: i64 = 1 << 23;
+const WHOLE_MOST_BYTES: i64 = 128 << 20;
+
+/// `batches` cut into batches of at most `rows` rows (slices: no copy).
+fn slice_batches(batches: Vec<RecordBatch>, rows: usize) -> Vec<RecordBatch> {
+    let rows = rows.max(1);
+    let mut out = Vec::new();
+    for batch in batches {
+        let mut at = 0;
+        while at < batch.num_rows() {
+            let len = rows.min(batch.num_rows() - at);
+            out.push(batch.slice(at, len));
+            at += len;
+        }
+    }
+    out
 }
 
 /// The top-level fields `file`'s projection reads from, in schema order.
@@ -157,19 +211,24 @@ fn projected_roots(file: &PreparedFile) -> Vec<usize> {
 }
 
 /// The unit's projected columns that fastingest's own decoders take (flat
-/// columns: [`flat`]; lists of numbers: [`lists`]), as (top-level field,
-/// array); the others are left to the `parquet` crate.
+/// columns: [`flat`]; lists of numbers and strings: [`lists`]), as
+/// (top-level field, array); the others are left to the `parquet` crate.
+/// The columns are decoded in parallel: idle decode threads help the one
+/// decoding this unit (see [`decode_threads::run_all`]).
 fn decode_flat_columns(
     file: &PreparedFile,
     unit: usize,
     spans: &FetchedSpans,
+    threads: usize,
 ) -> Result<Vec<(usize, ArrayRef)>> {
     let metadata = file.reader_metadata.metadata();
     let rg = file.plan.units[unit].index;
     let group = metadata.row_group(rg);
     let descr = metadata.file_metadata().schema_descr();
     let fields = file.reader_metadata.schema().fields();
-    let mut done = Vec::new();
+    let rows = group.num_rows() as usize;
+    let mut roots = Vec::new();
+    let mut parts: Vec<Part<flat::Decoded<ArrayRef>>> = Vec::new();
     for root in projected_roots(file) {
         let leaves: Vec<usize> = (0..descr.num_columns())
             .filter(|&l| descr.get_column_root_idx(l) == root)
@@ -177,18 +236,19 @@ fn decode_flat_columns(
         let ([leaf], Some(field)) = (leaves.as_slice(), fields.get(root)) else {
             continue;
         };
-        let column = descr.column(*leaf);
-        let target = field.data_type();
-        let list = if flat::decodes(&column, target) {
+        let leaf = *leaf;
+        let column = descr.column(leaf);
+        let target = field.data_type().clone();
+        let list = if flat::decodes(&column, &target) {
             None
         } else {
             let root_node = &descr.root_schema().get_fields()[root];
-            match lists::shape(root_node, &column, target, field.is_nullable()) {
+            match lists::shape(root_node, &column, &target, field.is_nullable()) {
                 Some(shape) => Some(shape),
                 None => continue,
             }
         };
-        let chunk = group.column(*leaf);
+        let chunk = group.column(leaf);
         if chunk.crypto_metadata().is_some() {
             continue;
         }
@@ -196,22 +256,35 @@ fn decode_flat_columns(
         let Some(bytes) = spans.get(&(start..start + len)) else {
             continue;
         };
+        let metadata = Arc::clone(metadata);
+        roots.push((root, leaf));
+        parts.push(Box::new(move || {
+            let chunk = metadata.row_group(rg).column(leaf);
+            match &list {
+                None => flat::decode_column(bytes, chunk, &column, &target, rows),
+                Some(shape) => lists::decode_column(bytes, chunk, shape, rows),
+            }
+        }));
+    }
+    let mut done = Vec::new();
+    for ((root, leaf), outcome) in roots
+        .into_iter()
+        .zip(decode_threads::run_all(threads, parts))
+    {
+        // A decoder's panic goes on to where every unit's is caught
+        // (`pipeline::decode`), which names the file and row group.
+        let decoded = outcome.unwrap_or_else(|panic| std::panic::resume_unwind(Box::new(panic)));
         // Anything this decoder does not take, or finds wrong, goes to the
         // `parquet` crate: it decodes what the format allows that this
         // decoder does not expect (the corpora have such files), and says
         // what is wrong with a damaged column as it always has.
-        let rows = group.num_rows() as usize;
-        let decoded = match &list {
-            None => flat::decode_column(bytes, chunk, &column, target, rows),
-            Some(shape) => lists::decode_column(bytes, chunk, shape, rows),
-        };
         match decoded {
             Ok(array) => done.push((root, array)),
             Err(flat::Failure::Unsupported) => {}
             Err(flat::Failure::Corrupt(detail)) => log::debug!(
                 "{}: row group {rg}, column {}: left to the parquet crate: {detail}",
                 file.source.location(),
-                chunk.column_path()
+                group.column(leaf).column_path()
             ),
         }
     }

@@ -53,7 +53,7 @@ impl From<parquet::errors::ParquetError> for Failure {
     }
 }
 
-pub(super) type Decoded<T> = std::result::Result<T, Failure>;
+pub(crate) type Decoded<T> = std::result::Result<T, Failure>;
 
 /// The Arrow type the `parquet` crate gives `column` when nothing asks for
 /// another, for the columns this module decodes; `None` for the rest.

@@ -30,7 +30,7 @@ pub(crate) async fn decode_unit<P: Planned>(
     let started = Instant::now();
     let stats = fetcher.stats().clone();
     let blocking_fetcher = fetcher.clone();
-    let threads = fetcher.config().effective_decode_parallelism();
+    let threads = fetcher.config().decode_threads();
     let runtime = tokio::runtime::Handle::current();
     let decoded =
         super::decode_threads::run(threads, runtime, move || -> Result<Vec<RecordBatch>> {

@@ -11,7 +11,7 @@
 //! filtering rows, joining files, streaming) is written once, here.
 
 mod decode;
-mod decode_threads;
+pub(crate) mod decode_threads;
 mod raw;
 mod read;
 mod stream;
