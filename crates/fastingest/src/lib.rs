@@ -26,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+pub(crate) mod buffers;
 pub mod cache;
 pub mod clients;
 pub mod config;
