@@ -576,22 +576,3 @@ def test_source_errors_raised_inside_fspath_propagate(numeric_file):
     with pytest.raises(KeyboardInterrupt):
         fastingest.metadata(Raises(KeyboardInterrupt()))
     assert fastingest.read_parquet(PathOf()).num_rows == pq.read_metadata(numeric_file).num_rows
-
-
-def test_fetch_buffers_reused_across_reads_never_show_an_earlier_file(tmp_path):
-    # Files of one size and layout, different values, read in turn: each
-    # read fetches into buffers the one before gave back (`buffers.rs`),
-    # so any byte not written over would show up as the earlier file's.
-    import numpy as np
-
-    paths = []
-    for seed in range(4):
-        rng = np.random.default_rng(seed)
-        data = pa.table({"a": rng.integers(0, 2**62, 300_000), "b": rng.random(300_000)})
-        path = tmp_path / f"f{seed}.parquet"
-        pq.write_table(data, path, row_group_size=100_000, compression="none")
-        paths.append(path)
-    assert len({p.stat().st_size for p in paths}) == 1
-    for _ in range(2):
-        for path in paths:
-            assert fastingest.read_parquet(str(path)).equals(pq.read_table(path))

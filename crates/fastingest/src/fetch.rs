@@ -250,8 +250,8 @@ where
 /// Fetches all slices of `span` concurrently into one buffer.
 async fn fetch_span(fetcher: Fetcher, source: Source, span: Span) -> Result<Bytes> {
     let len = (span.range.end - span.range.start) as usize;
-    // A kept buffer (not zeroed again) or a new zeroed one: see `buffers`.
-    let (mut rest, origin) = crate::buffers::writable(len);
+    // calloc'd: the kernel hands out zero pages lazily, so this costs no memset.
+    let mut rest = BytesMut::zeroed(len);
     let mut parts = Vec::with_capacity(span.slices.len());
     for slice in &span.slices {
         let part = rest.split_to((slice.end - slice.start) as usize);
@@ -274,7 +274,7 @@ async fn fetch_span(fetcher: Fetcher, source: Source, span: Span) -> Result<Byte
             None => whole = Some(part),
         }
     }
-    Ok(crate::buffers::share(whole.unwrap_or_default(), origin))
+    Ok(whole.unwrap_or_default().freeze())
 }
 
 async fn fetch_slice(

@@ -26,7 +26,6 @@
 //! # Ok(()) }
 //! ```
 
-pub(crate) mod buffers;
 pub mod cache;
 pub mod clients;
 pub mod config;
