@@ -75,7 +75,9 @@ class Config:
       (5 s): retries of transient failures, exponential backoff with jitter.
     - ``request_timeout`` (60 s): one attempt, first byte to last.
     - ``connect_timeout`` (5 s).
-    - ``decode_parallelism`` (0 = two per core): row groups decoded at once.
+    - ``decode_parallelism`` (0 = two per core): row groups decoded at once, on
+      at most one thread per core (a row group's columns are shared out to
+      threads that fall idle).
     - ``summary_files`` (``"check"``): what a ``_metadata`` summary at the top
       of a directory or prefix does: ``"check"`` plans the files from it,
       except those modified after it; ``"trust"`` plans them all from it (a
