@@ -155,6 +155,10 @@ def cloud_reads(paths: list[Path], rounds: int, size_mb: float) -> None:
                     f"link, {stats.bytes_from_cache / 1e6:.1f} MB from the cache, "
                     f"{table.num_rows:,} rows"
                 )
+                # Released before the next epoch, as a training loop that has
+                # consumed it would: held, it made the next epoch pay for
+                # fresh memory (epoch 2 took 0.48 s where epoch 3 took 0.11).
+                del table
         print(
             "  (a warm epoch's one request is the LIST that expands the glob and shows that\n"
             "   no object changed; with validate='immutable' even that is cached)"
