@@ -216,8 +216,9 @@ impl Config {
     /// keep a decoded unit's successor queued on a thread (no wake-up round
     /// trip between one decode and the next), and a unit's columns are
     /// shared out to threads that fall idle; more threads than cores only
-    /// grew memory (each keeps its own allocator heap: peak RSS -7 to -15 %
-    /// with one per core, local reads as fast or faster).
+    /// grew memory (each keeps its own allocator heap: steady peak RSS lower
+    /// on 8 of 11 files, by 8-21 %, with one per core; reads as fast or
+    /// faster except small row groups, see docs/benchmarks.md).
     pub fn decode_threads(&self) -> usize {
         self.effective_decode_parallelism()
             .min(crate::runtime::cores())

@@ -86,7 +86,8 @@ pub(crate) fn run_all<T: Send + 'static>(
     });
     for _ in 1..threads.min(count) {
         let shared = Arc::clone(&shared);
-        // Not asked for, a helper is not needed: the caller does its parts.
+        // A helper that cannot be queued is not needed: the caller takes
+        // every part left.
         if submit(threads, Box::new(move || shared.work_through())).is_err() {
             break;
         }
