@@ -384,6 +384,12 @@ def drive(path: Path, fmt: str, strict: bool = False) -> list[dict]:
         "parquet": [
             ("metadata", lambda: fastingest.metadata(str(path), format="parquet")),
             ("read_parquet", lambda: fastingest.read_parquet(str(path))),
+            # The seeds' string columns as dictionaries: fastingest's own
+            # dictionary decoder.
+            (
+                "read_dictionary",
+                lambda: fastingest.read_parquet(str(path), read_dictionary=["s", "st.b"]),
+            ),
             ("iter_batches", lambda: sum(b.num_rows for b in fastingest.iter_batches(str(path)))),
             ("read_chunks", lambda: fastingest.read_chunks(str(path)).to_parquet_bytes()),
         ],

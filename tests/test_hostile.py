@@ -139,7 +139,8 @@ def test_short_seeded_fuzz_pass_finds_nothing(tmp_path):
     assert report.findings == [], json.dumps(report.findings[:5], indent=1)
     # Both outcomes happen for every entry point: the pass reaches decoding,
     # not only the footer checks.
-    for call in ("metadata", "read_parquet", "read_chunks", "read_orc", "read_orc_stripes"):
+    calls = ("metadata", "read_parquet", "read_dictionary", "read_chunks", "read_orc")
+    for call in (*calls, "read_orc_stripes"):
         read, refused = report.outcomes[call]
         assert read > 20 and refused > 20, (call, read, refused)
 
@@ -156,7 +157,8 @@ def test_the_fuzzer_reports_what_goes_wrong(tmp_path, monkeypatch):
     monkeypatch.setattr(fastingest, "read_parquet", broken)
     problems = fuzz.drive(path, "parquet")
     assert [(p["call"], p["problem"]) for p in problems] == [
-        ("read_parquet", "builtins.RuntimeError")
+        ("read_parquet", "builtins.RuntimeError"),
+        ("read_dictionary", "builtins.RuntimeError"),
     ]
     # The same input is generated from (seed, index) every time.
     seeds = fuzz.write_seeds()

@@ -52,8 +52,10 @@ from ._options import (
     ORC_KEYS,
     ORC_READ_KEYS,
     ORC_STRIPE_KEYS,
+    PARQUET_DECODE_KEYS,
     PARQUET_KEYS,
     PARQUET_READ_KEYS,
+    PARQUET_TABLE_KEYS,
     STORE_KEYS,
     CacheArg,
     Filters,
@@ -64,10 +66,12 @@ from ._options import (
     OrcReadOptions,
     OrcStripe,
     OrcStripeOptions,
+    ParquetDecodeOptions,
     ParquetMetadata,
     ParquetOptions,
     ParquetPlan,
     ParquetReadOptions,
+    ParquetTableOptions,
     Source,
     StoreOptions,
     read_args,
@@ -199,6 +203,11 @@ _OPTIONS_DOC = """
     - ``filters``: pyarrow's DNF, e.g. ``[("a", ">", 1)]``; rows to keep. Row
       groups (and pages) whose statistics rule them out are not fetched.
     - ``row_groups``: indices into the file (a single file only).
+    - ``read_dictionary`` (``read_parquet``, ``read_parquet_async``,
+      ``iter_batches``): string and binary columns, by Parquet path
+      (``"name"``, ``"struct.field"``, ``"tags.list.element"``), returned as
+      ``dictionary<int32>`` arrays, as ``pq.read_table`` returns them; a name
+      that is no string or binary column of a file is ignored there.
     - ``storage_options``: object_store keys for the URL's backend, e.g.
       ``access_key_id``, ``secret_access_key``, ``endpoint_url``, ``region``,
       ``allow_http``; ``AWS_*``/``GOOGLE_*``/``AZURE_*`` variables also apply.
@@ -222,7 +231,7 @@ def _documented(fn: Any) -> Any:
 
 
 @_documented
-def read_parquet(source: Source, **options: Unpack[ParquetReadOptions]) -> pa.Table:
+def read_parquet(source: Source, **options: Unpack[ParquetTableOptions]) -> pa.Table:
     """Read Parquet into a :class:`pyarrow.Table` equal to
     ``pyarrow.parquet.read_table`` with the same arguments (schema with its
     metadata, rows, order).
@@ -231,21 +240,21 @@ def read_parquet(source: Source, **options: Unpack[ParquetReadOptions]) -> pa.Ta
     ``http(s)://`` or ``memory://`` URL, a glob of those, or a list of any of these;
     several files are read in parallel and joined in source order.
     """
-    args = _args("read_parquet", dict(options), PARQUET_READ_KEYS)
+    args = _args("read_parquet", dict(options), PARQUET_TABLE_KEYS)
     with _cache_warnings(args), _reporting(args, options.get("progress"), "read_parquet"):
         return _read_parquet(source, args)
 
 
 @_documented
-async def read_parquet_async(source: Source, **options: Unpack[ParquetOptions]) -> pa.Table:
+async def read_parquet_async(source: Source, **options: Unpack[ParquetDecodeOptions]) -> pa.Table:
     """:func:`read_parquet` as a coroutine: the read runs on fastingest's own
     runtime and the event loop stays free meanwhile."""
-    args = _args("read_parquet_async", dict(options), PARQUET_KEYS)
+    args = _args("read_parquet_async", dict(options), PARQUET_DECODE_KEYS)
     return await _run_async(_start_read_parquet, source, args)
 
 
 @_documented
-def iter_batches(source: Source, **options: Unpack[ParquetOptions]) -> BatchStream:
+def iter_batches(source: Source, **options: Unpack[ParquetDecodeOptions]) -> BatchStream:
     """:func:`read_parquet` as a stream of :class:`pyarrow.RecordBatch` (the
     same batches, in the same order, as the table holds): every footer is read
     first (the schema is known and checked across files), then each row
@@ -255,7 +264,7 @@ def iter_batches(source: Source, **options: Unpack[ParquetOptions]) -> BatchStre
     config's ``memory_budget`` (plus a few batches), so a file or dataset
     larger than memory can be streamed. Closing the stream (or dropping it)
     stops the read."""
-    args = _args("iter_batches", dict(options), PARQUET_KEYS)
+    args = _args("iter_batches", dict(options), PARQUET_DECODE_KEYS)
     with _cache_warnings(args):
         return _iter_batches(source, args)
 
@@ -478,10 +487,12 @@ __all__ = [
     "OrcPlan",
     "OrcStripe",
     "OrcStripeOptions",
+    "ParquetDecodeOptions",
     "ParquetMetadata",
     "ParquetOptions",
     "ParquetReadOptions",
     "ParquetPlan",
+    "ParquetTableOptions",
     "PermissionDeniedError",
     "ReadStats",
     "RemoteIOError",

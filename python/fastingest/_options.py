@@ -103,7 +103,26 @@ class ProgressOption(TypedDict, total=False):
 
 
 class ParquetReadOptions(ParquetOptions, ProgressOption, total=False):
-    """The keywords of ``read_parquet`` and ``read_chunks``."""
+    """The keywords of ``read_chunks`` (``read_parquet`` takes these and
+    :class:`ParquetDecodeOptions`' ``read_dictionary``)."""
+
+
+class ParquetDecodeOptions(ParquetOptions, total=False):
+    """The keywords of the Parquet reads that decode (``iter_batches``,
+    ``read_parquet_async``; ``read_parquet`` adds ``progress``)."""
+
+    read_dictionary: Sequence[str] | None
+    """String and binary columns to return as ``dictionary<int32>`` arrays
+    (``pandas.Categorical`` in pandas), as ``pq.read_table`` does: each row
+    group's dictionary page becomes the dictionary and the rows its indices,
+    so repeated values are neither copied nor stored once per row. Columns
+    are named by their Parquet path (``"name"``, ``"struct.field"``,
+    ``"tags.list.element"``); a name that is no string or binary column of
+    a file is ignored there, as pyarrow ignores it."""
+
+
+class ParquetTableOptions(ParquetDecodeOptions, ProgressOption, total=False):
+    """The keywords of ``read_parquet``."""
 
 
 class ClusterOptions(StoreOptions, DatasetOptions, total=False):
@@ -220,6 +239,8 @@ PARQUET_KEYS = ("columns", "filters", "row_groups", *_DATASET_KEYS, *_STORE_KEYS
 ORC_KEYS = ("columns", "filters", "stripes", *_DATASET_KEYS, *_STORE_KEYS)
 ORC_STRIPE_KEYS = ("filters", "stripes", *_STORE_KEYS)
 PARQUET_READ_KEYS = (*PARQUET_KEYS, "progress")
+PARQUET_DECODE_KEYS = (*PARQUET_KEYS, "read_dictionary")
+PARQUET_TABLE_KEYS = (*PARQUET_DECODE_KEYS, "progress")
 ORC_READ_KEYS = (*ORC_KEYS, "progress")
 STORE_KEYS = _STORE_KEYS
 
@@ -235,24 +256,37 @@ def read_args(
     call: str, options: dict[str, Any], allowed: Sequence[str], cache_arg: Any
 ) -> dict[str, Any]:
     """Checks and normalises a call's keywords into the dict the extension
-    takes (`columns`, `filters`, `row_groups`, `storage_options`, `config`,
-    `stats`, `cache`; ORC's `stripes` travel as `row_groups`)."""
+    takes (`columns`, `filters`, `row_groups`, `read_dictionary`,
+    `storage_options`, `config`, `stats`, `cache`; ORC's `stripes` travel as
+    `row_groups`)."""
     check_keywords(call, options, allowed)
-    columns = options.get("columns")
-    if isinstance(columns, str):
-        raise InvalidArgumentError("columns must be a list of names, not a single str")
     units = options.get("row_groups", options.get("stripes"))
     return {
         "partitioning": _partitioning(options),
         "schema": options.get("schema"),
-        "columns": None if columns is None else list(columns),
+        "columns": _names("columns", options.get("columns")),
         "filters": _normalize_filters(options.get("filters")),
         "row_groups": None if units is None else list(units),
+        "read_dictionary": _names("read_dictionary", options.get("read_dictionary")),
         "storage_options": options.get("storage_options"),
         "config": options.get("config"),
         "stats": options.get("stats"),
         "cache": cache_arg(options.get("cache")),
     }
+
+
+def _names(keyword: str, names: Any) -> list[str] | None:
+    """A keyword's list of column names (`None` stays `None`); a single str,
+    which would iterate as its letters, is refused."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        raise InvalidArgumentError(f"{keyword} must be a list of names, not a single str")
+    names = list(names)
+    bad = [n for n in names if not isinstance(n, str)]
+    if bad:
+        raise InvalidArgumentError(f"{keyword} must name columns by str, not {bad[0]!r}")
+    return names
 
 
 def _partitioning(options: dict[str, Any]) -> Any:

@@ -107,6 +107,7 @@ struct ReadArgs<'py> {
     columns: Option<Vec<String>>,
     filters: Option<Dnf<'py>>,
     row_groups: Option<Vec<usize>>,
+    read_dictionary: Option<Vec<String>>,
     storage_options: Option<Bound<'py, PyDict>>,
     config: Option<PyConfig>,
     stats: Option<Bound<'py, PyReadStats>>,
@@ -118,6 +119,7 @@ impl ReadArgs<'_> {
         Ok(ReadOptions {
             columns: self.columns,
             row_groups: self.row_groups,
+            read_dictionary: self.read_dictionary.unwrap_or_default(),
             filter: convert::filter(self.filters)?,
             storage_options: convert::storage_options(self.storage_options.as_ref())?,
             config: config_of(self.config.as_ref())?,

@@ -87,6 +87,42 @@ async fn reads_a_local_file_whole_and_by_columns() {
 }
 
 #[tokio::test]
+async fn read_dictionary_returns_named_string_columns_as_dictionaries() {
+    let dir = tempdir();
+    let path = local_file(dir.path());
+    let options = ReadOptions {
+        read_dictionary: vec!["name".into(), "id".into(), "absent".into()],
+        ..Default::default()
+    };
+    let table = read_parquet(std::slice::from_ref(&path), &options)
+        .await
+        .expect("read");
+    let dictionary = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+    // The string column is a dictionary; the others are as they were.
+    assert_eq!(
+        table
+            .schema
+            .field_with_name("name")
+            .expect("name")
+            .data_type(),
+        &dictionary
+    );
+    assert_eq!(
+        table.schema.field_with_name("id").expect("id").data_type(),
+        &DataType::Int64
+    );
+    let plain = read_parquet(&[path], &ReadOptions::default())
+        .await
+        .expect("read");
+    for (got, want) in table.batches.iter().zip(&plain.batches) {
+        let got = got.column_by_name("name").expect("name");
+        assert_eq!(got.data_type(), &dictionary);
+        let decoded = arrow_cast::cast(got, &DataType::Utf8).expect("cast");
+        assert_eq!(&decoded, want.column_by_name("name").expect("name"));
+    }
+}
+
+#[tokio::test]
 async fn a_filter_prunes_row_groups_and_rows() {
     let dir = tempdir();
     let path = local_file(dir.path());

@@ -14,14 +14,15 @@
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BinaryArray, StringArray};
+use arrow_array::types::Int32Type;
+use arrow_array::{ArrayRef, BinaryArray, DictionaryArray, Int32Array, StringArray};
 use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use parquet::basic::Encoding;
 use parquet::column::page::PageReader;
 
 use super::flat::{
-    dictionary_indices, dictionary_of, low_bits, next_page, read_levels, Bits, Decoded, Failure,
-    Indices, NextPage,
+    dictionary_indices, dictionary_of, low_bits, next_page, read_levels, scatter, Bits, Decoded,
+    Failure, Indices, NextPage,
 };
 
 /// The most bytes a column chunk's values may take: Arrow's `Utf8` and
@@ -141,6 +142,104 @@ fn finish(
                 .map_err(|e| Failure::Corrupt(e.to_string()))?,
         )
     })
+}
+
+/// A flat string (`utf8`) or binary column of `rows` rows as
+/// `dictionary<int32>` (`read_dictionary`): the chunk's dictionary page is
+/// the dictionary, and each row its index into it, so no value is copied.
+/// A chunk with a plain page (its writer's dictionary outgrew the page
+/// limit) is left to the `parquet` crate, which dictionary-encodes those
+/// values as it reads them.
+pub(super) fn decode_dictionary(
+    mut pages: impl PageReader,
+    nullable: bool,
+    rows: usize,
+    utf8: bool,
+) -> Decoded<ArrayRef> {
+    let mut keys: Vec<i32> = Vec::with_capacity(rows);
+    let mut validity = nullable.then(|| Bits::with_capacity(rows));
+    let mut dictionary: Option<Dictionary> = None;
+    // A page's valid rows' keys, when it has nulls; a run's indices.
+    let mut dense: Vec<i32> = Vec::new();
+    let mut indices: Vec<u32> = Vec::new();
+    while let Some(page) = next_page(&mut pages, nullable)? {
+        let page = match page {
+            NextPage::Dictionary(buf, count) => {
+                if dictionary.is_some() {
+                    // One per chunk: keys before it would mean other values.
+                    return Err(Failure::Corrupt(
+                        "a second dictionary page in the column chunk".into(),
+                    ));
+                }
+                dictionary = Some(Dictionary::from_plain(&buf, count, utf8)?);
+                continue;
+            }
+            NextPage::Data(page) => page,
+        };
+        if keys.len() + page.rows > rows {
+            return Err(Failure::Corrupt(format!(
+                "the pages hold more than the row group's {rows} rows"
+            )));
+        }
+        if !matches!(
+            page.encoding,
+            Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY
+        ) {
+            return Err(Failure::Unsupported);
+        }
+        let at = keys.len();
+        let valid = match (&mut validity, &page.levels) {
+            (Some(validity), Some(levels)) => {
+                read_levels(&page.buf[levels.clone()], page.rows, validity)?
+            }
+            _ => page.rows,
+        };
+        let entries = match valid {
+            0 => 0,
+            _ => dictionary_of(&dictionary)?.len(),
+        };
+        let target = if valid == page.rows {
+            &mut keys
+        } else {
+            dense.clear();
+            &mut dense
+        };
+        // Indices are below `entries`, itself below `i32::MAX` (a page's
+        // count is an `i32`): each fits a key.
+        let values = &page.buf[page.values..];
+        dictionary_indices(values, valid, entries, &mut indices, |run| {
+            match run {
+                Indices::Repeated(index, n) => {
+                    target.extend(std::iter::repeat_n(index as i32, n));
+                }
+                Indices::Chunk(chunk) => target.extend(chunk.iter().map(|&i| i as i32)),
+            }
+            Ok(())
+        })?;
+        if valid != page.rows {
+            let Some(validity) = &validity else {
+                return Err(Failure::Unsupported);
+            };
+            scatter(validity, at, page.rows, &dense, &mut keys);
+        }
+    }
+    if keys.len() != rows {
+        return Err(Failure::Corrupt(format!(
+            "the pages hold {} of the row group's {rows} rows",
+            keys.len()
+        )));
+    }
+    let (bytes, offsets) = match dictionary {
+        Some(d) => (d.bytes, d.offsets),
+        // Every row null, no dictionary page: an empty dictionary.
+        None => (Vec::new(), vec![0]),
+    };
+    let values = finish(offsets, bytes, None, utf8)?;
+    let nulls = validity.and_then(Bits::into_nulls);
+    // A null row's key may be any number; only valid keys are checked.
+    DictionaryArray::<Int32Type>::try_new(Int32Array::new(ScalarBuffer::from(keys), nulls), values)
+        .map(|a| Arc::new(a) as ArrayRef)
+        .map_err(|e| Failure::Corrupt(e.to_string()))
 }
 
 /// A list column's string or binary values (see [`super::lists`]): the

@@ -197,6 +197,7 @@ async fn plan_file(
                 prepared.reader_metadata.schema(),
                 prepared.columns.as_deref(),
                 &BTreeSet::new(),
+                &[],
             )?
             .mask
         }

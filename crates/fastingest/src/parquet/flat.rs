@@ -158,6 +158,10 @@ pub(super) fn value_type(column: &ColumnDescriptor) -> Option<DataType> {
 pub(crate) fn decodes(column: &ColumnDescriptor, target: &DataType) -> bool {
     match (natural_type(column), target) {
         (Some(DataType::Timestamp(unit, _)), DataType::Timestamp(want, _)) => unit == *want,
+        // `read_dictionary`: a string or binary column's own dictionary.
+        (Some(natural @ (DataType::Utf8 | DataType::Binary)), DataType::Dictionary(key, value)) => {
+            **key == DataType::Int32 && **value == natural
+        }
         (natural, _) => natural.as_ref() == Some(target),
     }
 }
@@ -206,6 +210,10 @@ pub(crate) fn decode_column(
         },
         DataType::Utf8 => byte_arrays::decode(pages, nullable, rows, true)?,
         DataType::Binary => byte_arrays::decode(pages, nullable, rows, false)?,
+        DataType::Dictionary(_, value) => {
+            let utf8 = value.as_ref() == &DataType::Utf8;
+            byte_arrays::decode_dictionary(pages, nullable, rows, utf8)?
+        }
         numeric => numeric_values!(numeric, values, return Err(Failure::Unsupported)),
     })
 }

@@ -13,6 +13,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowS
 use parquet::file::metadata::ParquetMetaData;
 
 use super::decode::decode_row_group;
+use super::dictionaries::with_dictionaries;
 use super::footer::{read_footer, Footer};
 use super::prune::{page_row_ranges, prune_row_groups};
 use super::select::{extract, project, validate_schema, without_null_dictionaries, Projection};
@@ -44,7 +45,8 @@ impl Format for Parquet {
         scope: &FileScope<'_>,
     ) -> Result<ParquetMetadata> {
         let footer = footer_for(fetcher, &source, scope, false, false).await?;
-        let meta = arrow_metadata(source.location(), &footer)?;
+        let read_dictionary = &scope.options.read_dictionary;
+        let meta = arrow_metadata(source.location(), &footer, read_dictionary)?;
         // The schema a full read would return (same metadata rules).
         let all = project(
             source.location(),
@@ -52,6 +54,7 @@ impl Format for Parquet {
             meta.schema(),
             None,
             &BTreeSet::new(),
+            read_dictionary,
         )?;
         Ok((source, footer, all.output_schema))
     }
@@ -141,10 +144,15 @@ pub struct PreparedFile {
     pub filter: Option<Filter>,
 }
 
-/// The footer as the Arrow reader sees it. The schema Arrow writers embed
-/// in the footer is decoded here, and a damaged one can trip an assertion
-/// in the decoder: that is a corrupt footer, not a crashed read.
-fn arrow_metadata(location: &str, footer: &Footer) -> Result<ArrowReaderMetadata> {
+/// The footer as the Arrow reader sees it, with the columns
+/// `read_dictionary` names decoded as dictionaries. The schema Arrow writers
+/// embed in the footer is decoded here, and a damaged one can trip an
+/// assertion in the decoder: that is a corrupt footer, not a crashed read.
+fn arrow_metadata(
+    location: &str,
+    footer: &Footer,
+    read_dictionary: &[String],
+) -> Result<ArrowReaderMetadata> {
     // Nothing is shared with the closure but the metadata it only reads.
     let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
@@ -153,10 +161,16 @@ fn arrow_metadata(location: &str, footer: &Footer) -> Result<ArrowReaderMetadata
         Ok(made) => {
             let mut made = made.map_err(|e| Error::from_parquet(location, e))?;
             check_names(location, made.schema().fields())?;
-            if let Some(fixed) = without_null_dictionaries(made.schema()) {
-                // pyarrow writes a dictionary of nulls (a column of only
-                // nulls, dictionary-typed) and reads it back as `null`; the
-                // decoder cannot build a dictionary of them.
+            // pyarrow writes a dictionary of nulls (a column of only nulls,
+            // dictionary-typed) and reads it back as `null`; the decoder
+            // cannot build a dictionary of them.
+            let without_nulls = without_null_dictionaries(made.schema());
+            let schema = without_nulls.as_ref().unwrap_or(made.schema());
+            let fixed = match with_dictionaries(schema, read_dictionary) {
+                Some(dictionaries) => Some(dictionaries),
+                None => without_nulls,
+            };
+            if let Some(fixed) = fixed {
                 let options = ArrowReaderOptions::new().with_schema(fixed);
                 made = ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), options)
                     .map_err(|e| Error::from_parquet(location, e))?;
@@ -244,7 +258,8 @@ pub(crate) async fn prepare(
     // The page index is only worth its bytes when a filter can use it.
     let needs_data = !scope.needs_no_columns();
     let footer = footer_for(fetcher, &source, scope, scope.filters(), needs_data).await?;
-    let reader_metadata = arrow_metadata(&location, &footer)?;
+    let read_dictionary = &scope.options.read_dictionary;
+    let reader_metadata = arrow_metadata(&location, &footer, read_dictionary)?;
     validate_schema(&location, &footer.metadata)?;
     let file_schema = Arc::clone(reader_metadata.schema());
     let (columns, rows) = scope.in_file(|c| file_schema.field_with_name(c).is_ok())?;
@@ -259,6 +274,7 @@ pub(crate) async fn prepare(
         &file_schema,
         columns.as_deref(),
         &filter_columns,
+        read_dictionary,
     )?;
     let mut row_groups =
         chosen_units::<Parquet>(&location, scope.options, footer.metadata.num_row_groups())?;

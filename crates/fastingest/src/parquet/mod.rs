@@ -4,6 +4,7 @@
 mod byte_arrays;
 pub mod chunks;
 mod decode;
+mod dictionaries;
 mod flat;
 mod footer;
 mod format;

@@ -6,10 +6,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
-use arrow_schema::{DataType, FieldRef, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
 use parquet::arrow::{parquet_to_arrow_schema_by_columns, ProjectionMask};
 use parquet::file::metadata::{KeyValue, ParquetMetaData};
 
+use super::dictionaries::with_dictionaries;
 use crate::error::{Error, Result};
 
 /// One output column: a path from a top-level decoded column into its structs.
@@ -35,13 +36,15 @@ fn available(schema: &Schema) -> Vec<String> {
 }
 
 /// Plans the projection of `columns` (plus `filter_columns`, which are decoded
-/// but not returned unless asked for).
+/// but not returned unless asked for), with the string and binary columns
+/// `read_dictionary` names as dictionaries (see [`super::dictionaries`]).
 pub fn project(
     location: &str,
     metadata: &ParquetMetaData,
     file_schema: &SchemaRef,
     columns: Option<&[String]>,
     filter_columns: &BTreeSet<String>,
+    read_dictionary: &[String],
 ) -> Result<Projection> {
     let descr = metadata.file_metadata().schema_descr();
     let not_found = |column: &str| Error::ColumnNotFound {
@@ -95,6 +98,7 @@ pub fn project(
         .map_err(|e| Error::from_parquet(location, e))?;
     let decoded = Arc::new(decoded);
     let decoded = without_null_dictionaries(&decoded).unwrap_or(decoded);
+    let decoded = with_dictionaries(&decoded, read_dictionary).unwrap_or(decoded);
     let mut md = decoded.metadata().clone();
     md.remove("ARROW:schema");
     let fields: Vec<FieldRef> = match &outputs {
@@ -114,37 +118,43 @@ pub fn project(
 /// `schema` with every dictionary of nulls (at the top or in structs) as
 /// plain `null`, or `None` when it has none.
 pub(crate) fn without_null_dictionaries(schema: &SchemaRef) -> Option<SchemaRef> {
-    use arrow_schema::{Field, Fields};
     fn fix(field: &FieldRef) -> Option<FieldRef> {
         let fixed = match field.data_type() {
             DataType::Dictionary(_, value) if value.as_ref() == &DataType::Null => DataType::Null,
-            DataType::Struct(children) => {
-                let changed: Vec<Option<FieldRef>> = children.iter().map(fix).collect();
-                if changed.iter().all(Option::is_none) {
-                    return None;
-                }
-                let children: Fields = children
-                    .iter()
-                    .zip(changed)
-                    .map(|(c, f)| f.unwrap_or_else(|| Arc::clone(c)))
-                    .collect();
-                DataType::Struct(children)
-            }
+            DataType::Struct(children) => DataType::Struct(changed_fields(children, fix)?),
             _ => return None,
         };
         Some(Arc::new(Field::clone(field).with_data_type(fixed)))
     }
-    let changed: Vec<Option<FieldRef>> = schema.fields().iter().map(fix).collect();
+    changed_schema(schema, fix)
+}
+
+/// `fields` with each field `change` returns in place of the old one, or
+/// `None` when it changes none.
+pub(crate) fn changed_fields(
+    fields: &Fields,
+    change: impl Fn(&FieldRef) -> Option<FieldRef>,
+) -> Option<Fields> {
+    let changed: Vec<Option<FieldRef>> = fields.iter().map(change).collect();
     if changed.iter().all(Option::is_none) {
         return None;
     }
-    let fields: Fields = schema
-        .fields()
-        .iter()
-        .zip(changed)
-        .map(|(f, c)| c.unwrap_or_else(|| Arc::clone(f)))
-        .collect();
-    Some(Arc::new(arrow_schema::Schema::new_with_metadata(
+    Some(
+        fields
+            .iter()
+            .zip(changed)
+            .map(|(f, c)| c.unwrap_or_else(|| Arc::clone(f)))
+            .collect(),
+    )
+}
+
+/// [`changed_fields`] of a schema's top-level fields, its metadata kept.
+pub(crate) fn changed_schema(
+    schema: &Schema,
+    change: impl Fn(&FieldRef) -> Option<FieldRef>,
+) -> Option<SchemaRef> {
+    let fields = changed_fields(schema.fields(), change)?;
+    Some(Arc::new(Schema::new_with_metadata(
         fields,
         schema.metadata().clone(),
     )))

@@ -119,6 +119,11 @@ pub struct ReadOptions {
     pub row_groups: Option<Vec<usize>>,
     /// Rows to keep; also prunes row groups and stripes by their statistics.
     pub filter: Option<Filter>,
+    /// Parquet string and binary columns to return as
+    /// `dictionary<int32, string|binary>`, by their dot-joined Parquet
+    /// column paths (pyarrow's `read_dictionary`); paths naming no such
+    /// column of a file change nothing there.
+    pub read_dictionary: Vec<String>,
     /// Options for the object store (credentials, endpoint, ...).
     pub storage_options: StorageOptions,
     /// Fetch tuning.
