@@ -7,8 +7,9 @@
 use std::collections::BTreeSet;
 
 use arrow_arith::boolean::{and_kleene, not, or_kleene};
+use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, Scalar};
-use arrow_cast::{cast, cast_with_options, CastOptions};
+use arrow_cast::{cast_with_options, CastOptions};
 use arrow_ord::cmp;
 use arrow_schema::{ArrowError, DataType, Schema};
 
@@ -282,13 +283,18 @@ fn eval_predicate(batch: &RecordBatch, p: &Predicate) -> Result<BooleanArray, Ar
         ArrowError::SchemaError(format!("filter column {:?} was not decoded", p.column))
     })?;
     let target = value_type(col.data_type());
-    let col: ArrayRef = if &target != col.data_type() {
-        cast(col, &target)?
-    } else {
-        col.clone()
-    };
     let lit = cast_literal(&p.value, &target)?;
-    compare(&col, p.op, &lit)
+    match col.as_any_dictionary_opt() {
+        // Each distinct value is compared once, and its answer taken by
+        // every row's key (a null key gives a null answer): no value is
+        // copied out of the dictionary (`read_dictionary`, partition keys).
+        Some(dictionary) => {
+            let per_value = compare(dictionary.values().as_ref(), p.op, &lit)?;
+            let per_row = arrow_select::take::take(&per_value, dictionary.keys(), None)?;
+            Ok(per_row.as_boolean().clone())
+        }
+        None => compare(col.as_ref(), p.op, &lit),
+    }
 }
 
 /// `left op lit` elementwise; `lit` has one element, or the set for in/not in.
@@ -383,4 +389,56 @@ pub(crate) fn may_match(mins: &ArrayRef, maxes: &ArrayRef, p: &Predicate) -> Opt
             .map(|i| may.is_null(i) || may.value(i))
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::types::Int32Type;
+    use arrow_array::{DictionaryArray, Int32Array, StringArray};
+    use arrow_schema::{Field, Schema};
+
+    use super::*;
+
+    /// The rows `op value` keeps of `column`, as a filter evaluates them.
+    fn evaluate(column: ArrayRef, op: CmpOp, value: ArrayRef) -> Vec<Option<bool>> {
+        let schema = Schema::new(vec![Field::new("c", column.data_type().clone(), true)]);
+        let batch = RecordBatch::try_new(Arc::new(schema), vec![column]).unwrap();
+        let filter = Filter::new(vec![vec![Predicate {
+            column: "c".into(),
+            op,
+            value,
+        }]])
+        .unwrap();
+        filter.evaluate(&batch).unwrap().iter().collect()
+    }
+
+    #[test]
+    fn a_dictionary_column_is_compared_as_its_values() {
+        // Null keys, a null entry, an entry no row uses, entries used twice.
+        let values = StringArray::from(vec![Some("b"), None, Some("a"), Some("unused")]);
+        let keys = Int32Array::from(vec![Some(0), None, Some(2), Some(1), Some(0), Some(2)]);
+        let dictionary: ArrayRef =
+            Arc::new(DictionaryArray::<Int32Type>::try_new(keys, Arc::new(values)).unwrap());
+        let plain: ArrayRef = arrow_cast::cast(&dictionary, &DataType::Utf8).unwrap();
+        let one: ArrayRef = Arc::new(StringArray::from(vec!["a"]));
+        let set: ArrayRef = Arc::new(StringArray::from(vec![Some("a"), None, Some("b")]));
+        for (op, value) in [
+            (CmpOp::Eq, &one),
+            (CmpOp::NotEq, &one),
+            (CmpOp::Lt, &one),
+            (CmpOp::GtEq, &one),
+            (CmpOp::In, &set),
+            (CmpOp::NotIn, &set),
+        ] {
+            let got = evaluate(Arc::clone(&dictionary), op, Arc::clone(value));
+            let want = evaluate(Arc::clone(&plain), op, Arc::clone(value));
+            assert_eq!(got, want, "{op:?}");
+        }
+        assert_eq!(
+            evaluate(Arc::clone(&dictionary), CmpOp::Eq, one),
+            [Some(false), None, Some(true), None, Some(false), Some(true)]
+        );
+    }
 }
