@@ -220,3 +220,38 @@ def test_calls_that_do_not_decode_do_not_take_it(path: str) -> None:
     for call in (fastingest.plan_parquet, fastingest.read_chunks):
         with pytest.raises(TypeError, match="read_dictionary"):
             call(path, read_dictionary=["s"])
+
+
+def test_dictionaries_written_with_large_values_read_as_pyarrow_reads_them(tmp_path) -> None:
+    # pyarrow reads a dictionary of large strings or binary back as one of
+    # (small) strings or binary, at any depth; pandas 3 writes its
+    # categories of `str` that way.
+    def dictionary(values: pa.DataType, keys: pa.DataType | None = None) -> pa.Array:
+        return pa.DictionaryArray.from_arrays(
+            pa.array([0, 1, 0, None], keys or pa.int32()), pa.array(["x", "yy"], values)
+        )
+
+    table = pa.table(
+        {
+            "ls": dictionary(pa.large_string(), pa.int8()),
+            "lb": dictionary(pa.large_binary()),
+            "s": dictionary(pa.string(), pa.int16()),
+            "st": pa.StructArray.from_arrays([dictionary(pa.large_string())], ["x"]),
+            "l": pa.ListArray.from_arrays(pa.array([0, 1, 2, 3, 4]), dictionary(pa.large_string())),
+            "big": pa.array(["a", "b", None, "c"], pa.large_string()),
+        }
+    )
+    p = tmp_path / "large.parquet"
+    pq.write_table(table, p)
+    want = pq.read_table(p)
+    assert want.schema.field("ls").type == pa.dictionary(pa.int8(), pa.string())
+    got = fastingest.read_parquet(p)
+    assert got.equals(want), (got.schema, want.schema)
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame(
+        {"cat": pandas.Categorical.from_codes([0, 1, 1, 0, -1], ["low", "high"])}
+    )
+    frame.to_parquet(tmp_path / "pandas.parquet")
+    got = fastingest.read_parquet(tmp_path / "pandas.parquet")
+    assert got.equals(pq.read_table(tmp_path / "pandas.parquet"))
+    assert got.to_pandas()["cat"].tolist() == frame["cat"].tolist()

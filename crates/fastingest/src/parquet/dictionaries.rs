@@ -29,6 +29,33 @@ pub(crate) fn with_dictionaries(schema: &Schema, paths: &[String]) -> Option<Sch
     })
 }
 
+/// `schema` with every dictionary of large strings or large binary (at any
+/// depth) as a dictionary of strings or binary, as pyarrow reads them back
+/// (pandas 3 writes its categories of `str` as `large_string`), or `None`
+/// when it has none.
+pub(crate) fn with_small_dictionary_values(schema: &Schema) -> Option<SchemaRef> {
+    changed_schema(schema, small_values)
+}
+
+fn small_values(field: &FieldRef) -> Option<FieldRef> {
+    let fixed = match field.data_type() {
+        DataType::Dictionary(key, values) => {
+            let small = match values.as_ref() {
+                DataType::LargeUtf8 => DataType::Utf8,
+                DataType::LargeBinary => DataType::Binary,
+                _ => return None,
+            };
+            DataType::Dictionary(key.clone(), Box::new(small))
+        }
+        DataType::Struct(children) => DataType::Struct(changed_fields(children, small_values)?),
+        DataType::List(item) => DataType::List(small_values(item)?),
+        DataType::LargeList(item) => DataType::LargeList(small_values(item)?),
+        DataType::Map(entries, sorted) => DataType::Map(small_values(entries)?, *sorted),
+        _ => return None,
+    };
+    Some(Arc::new(Field::clone(field).with_data_type(fixed)))
+}
+
 /// `field` with the leaves under it that `wanted` names as dictionaries, or
 /// `None` when none is. `paths`: the Parquet paths `field` may have (a
 /// list's element has two spellings, see [`element_paths`]).
@@ -174,6 +201,35 @@ mod tests {
         };
         assert_eq!(kv[0].data_type(), &DataType::Utf8);
         assert_eq!(kv[1].data_type(), &dictionary(DataType::Binary));
+    }
+
+    #[test]
+    fn dictionaries_of_large_values_become_dictionaries_of_small_ones() {
+        let large =
+            |key: DataType, values: DataType| DataType::Dictionary(Box::new(key), Box::new(values));
+        let item = Arc::new(Field::new(
+            "element",
+            large(DataType::Int32, DataType::LargeUtf8),
+            true,
+        ));
+        let before = Schema::new(vec![
+            Field::new("c", large(DataType::Int8, DataType::LargeUtf8), true),
+            Field::new("b", large(DataType::Int32, DataType::LargeBinary), true),
+            Field::new("l", DataType::List(item), true),
+            Field::new("s", large(DataType::Int16, DataType::Utf8), true),
+            Field::new("big", DataType::LargeUtf8, true),
+        ]);
+        let after = with_small_dictionary_values(&before).unwrap();
+        let t = types(&after);
+        assert_eq!(t[0], large(DataType::Int8, DataType::Utf8));
+        assert_eq!(t[1], large(DataType::Int32, DataType::Binary));
+        let DataType::List(item) = &t[2] else {
+            panic!("not a list")
+        };
+        assert_eq!(item.data_type(), &large(DataType::Int32, DataType::Utf8));
+        // Already small, or no dictionary: as they were.
+        assert_eq!(&t[3..], &types(&before)[3..]);
+        assert!(with_small_dictionary_values(&schema()).is_none());
     }
 
     #[test]

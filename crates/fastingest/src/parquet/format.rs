@@ -13,7 +13,7 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowS
 use parquet::file::metadata::ParquetMetaData;
 
 use super::decode::decode_row_group;
-use super::dictionaries::with_dictionaries;
+use super::dictionaries::{with_dictionaries, with_small_dictionary_values};
 use super::footer::{read_footer, Footer};
 use super::prune::{page_row_ranges, prune_row_groups};
 use super::select::{extract, project, validate_schema, without_null_dictionaries, Projection};
@@ -161,17 +161,24 @@ fn arrow_metadata(
         Ok(made) => {
             let mut made = made.map_err(|e| Error::from_parquet(location, e))?;
             check_names(location, made.schema().fields())?;
-            // pyarrow writes a dictionary of nulls (a column of only nulls,
-            // dictionary-typed) and reads it back as `null`; the decoder
-            // cannot build a dictionary of them.
-            let without_nulls = without_null_dictionaries(made.schema());
-            let schema = without_nulls.as_ref().unwrap_or(made.schema());
-            let fixed = match with_dictionaries(schema, read_dictionary) {
-                Some(dictionaries) => Some(dictionaries),
-                None => without_nulls,
-            };
-            if let Some(fixed) = fixed {
-                let options = ArrowReaderOptions::new().with_schema(fixed);
+            // The schema decoded as pyarrow reads the file: a dictionary of
+            // nulls (pyarrow writes one for a column of only nulls,
+            // dictionary-typed) as `null`, which the decoder could not build
+            // anyway; dictionaries of large values as of small ones; and the
+            // columns `read_dictionary` names as dictionaries.
+            let original = Arc::clone(made.schema());
+            let mut schema = Arc::clone(&original);
+            if let Some(changed) = without_null_dictionaries(&schema) {
+                schema = changed;
+            }
+            if let Some(changed) = with_small_dictionary_values(&schema) {
+                schema = changed;
+            }
+            if let Some(changed) = with_dictionaries(&schema, read_dictionary) {
+                schema = changed;
+            }
+            if !Arc::ptr_eq(&schema, &original) {
+                let options = ArrowReaderOptions::new().with_schema(schema);
                 made = ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), options)
                     .map_err(|e| Error::from_parquet(location, e))?;
             }

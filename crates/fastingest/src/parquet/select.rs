@@ -10,7 +10,7 @@ use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
 use parquet::arrow::{parquet_to_arrow_schema_by_columns, ProjectionMask};
 use parquet::file::metadata::{KeyValue, ParquetMetaData};
 
-use super::dictionaries::with_dictionaries;
+use super::dictionaries::{with_dictionaries, with_small_dictionary_values};
 use crate::error::{Error, Result};
 
 /// One output column: a path from a top-level decoded column into its structs.
@@ -97,7 +97,9 @@ pub fn project(
     let decoded = parquet_to_arrow_schema_by_columns(descr, mask.clone(), embedded.as_ref().or(kv))
         .map_err(|e| Error::from_parquet(location, e))?;
     let decoded = Arc::new(decoded);
+    // The same fixes as the decoder's schema (see `format::arrow_metadata`).
     let decoded = without_null_dictionaries(&decoded).unwrap_or(decoded);
+    let decoded = with_small_dictionary_values(&decoded).unwrap_or(decoded);
     let decoded = with_dictionaries(&decoded, read_dictionary).unwrap_or(decoded);
     let mut md = decoded.metadata().clone();
     md.remove("ARROW:schema");
