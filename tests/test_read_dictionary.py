@@ -255,3 +255,27 @@ def test_dictionaries_written_with_large_values_read_as_pyarrow_reads_them(tmp_p
     got = fastingest.read_parquet(tmp_path / "pandas.parquet")
     assert got.equals(pq.read_table(tmp_path / "pandas.parquet"))
     assert got.to_pandas()["cat"].tolist() == frame["cat"].tolist()
+
+
+def test_narrow_keys_decoded_and_overflowing_ones_refused(tmp_path) -> None:
+    def chunk(first: int) -> pa.Table:
+        keys = pa.array(list(range(100)) * 3, pa.int8())
+        values = pa.array([f"v{first + i}" for i in range(100)])
+        return pa.table({"c": pa.DictionaryArray.from_arrays(keys, values)})
+
+    # `int8` keys, each row group's dictionary of 100 entries: decoded.
+    fits = tmp_path / "fits.parquet"
+    with pq.ParquetWriter(fits, chunk(0).schema) as writer:
+        writer.write_table(chunk(0))
+        writer.write_table(chunk(100))
+    got = fastingest.read_parquet(fits)
+    assert got.schema.field("c").type == pa.dictionary(pa.int8(), pa.string())
+    assert got.equals(pq.read_table(fits))
+    # One row group whose dictionary page holds 200 entries for `int8`
+    # keys: pyarrow refuses it, and so does fastingest, naming the file.
+    over = tmp_path / "over.parquet"
+    pq.write_table(pa.concat_tables([chunk(0), chunk(100)]), over)
+    with pytest.raises(pa.ArrowInvalid):
+        pq.read_table(over)
+    with pytest.raises(fastingest.CorruptFileError, match="over.parquet"):
+        fastingest.read_parquet(over)

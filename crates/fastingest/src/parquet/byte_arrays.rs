@@ -14,8 +14,9 @@
 
 use std::sync::Arc;
 
-use arrow_array::types::Int32Type;
-use arrow_array::{ArrayRef, BinaryArray, DictionaryArray, Int32Array, StringArray};
+use arrow_array::types::ArrowDictionaryKeyType;
+use arrow_array::{ArrayRef, BinaryArray, DictionaryArray, PrimitiveArray, StringArray};
+use arrow_buffer::ArrowNativeType;
 use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use parquet::basic::Encoding;
 use parquet::column::page::PageReader;
@@ -150,17 +151,17 @@ fn finish(
 /// A chunk with a plain page (its writer's dictionary outgrew the page
 /// limit) is left to the `parquet` crate, which dictionary-encodes those
 /// values as it reads them.
-pub(super) fn decode_dictionary(
+pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
     mut pages: impl PageReader,
     nullable: bool,
     rows: usize,
     utf8: bool,
 ) -> Decoded<ArrayRef> {
-    let mut keys: Vec<i32> = Vec::with_capacity(rows);
+    let mut keys: Vec<K::Native> = Vec::with_capacity(rows);
     let mut validity = nullable.then(|| Bits::with_capacity(rows));
     let mut dictionary: Option<Dictionary> = None;
     // A page's valid rows' keys, when it has nulls; a run's indices.
-    let mut dense: Vec<i32> = Vec::new();
+    let mut dense: Vec<K::Native> = Vec::new();
     let mut indices: Vec<u32> = Vec::new();
     while let Some(page) = next_page(&mut pages, nullable)? {
         let page = match page {
@@ -171,7 +172,14 @@ pub(super) fn decode_dictionary(
                         "a second dictionary page in the column chunk".into(),
                     ));
                 }
-                dictionary = Some(Dictionary::from_plain(&buf, count, utf8)?);
+                let read = Dictionary::from_plain(&buf, count, utf8)?;
+                // Keys of the embedded schema's type (pandas writes `int8`
+                // for fewer than 128 categories) that cannot index every
+                // entry: the `parquet` crate says what it says of them.
+                if K::Native::from_usize(read.len().saturating_sub(1)).is_none() {
+                    return Err(Failure::Unsupported);
+                }
+                dictionary = Some(read);
                 continue;
             }
             NextPage::Data(page) => page,
@@ -204,15 +212,14 @@ pub(super) fn decode_dictionary(
             dense.clear();
             &mut dense
         };
-        // Indices are below `entries`, itself below `i32::MAX` (a page's
-        // count is an `i32`): each fits a key.
+        // Indices are checked below `entries`, whose last fits a key (when
+        // the dictionary was read): each converts as it is.
+        let key = |index: u32| K::Native::usize_as(index as usize);
         let values = &page.buf[page.values..];
         dictionary_indices(values, valid, entries, &mut indices, |run| {
             match run {
-                Indices::Repeated(index, n) => {
-                    target.extend(std::iter::repeat_n(index as i32, n));
-                }
-                Indices::Chunk(chunk) => target.extend(chunk.iter().map(|&i| i as i32)),
+                Indices::Repeated(index, n) => target.extend(std::iter::repeat_n(key(index), n)),
+                Indices::Chunk(chunk) => target.extend(chunk.iter().map(|&i| key(i))),
             }
             Ok(())
         })?;
@@ -237,7 +244,8 @@ pub(super) fn decode_dictionary(
     let values = finish(offsets, bytes, None, utf8)?;
     let nulls = validity.and_then(Bits::into_nulls);
     // A null row's key may be any number; only valid keys are checked.
-    DictionaryArray::<Int32Type>::try_new(Int32Array::new(ScalarBuffer::from(keys), nulls), values)
+    let keys = PrimitiveArray::<K>::new(ScalarBuffer::from(keys), nulls);
+    DictionaryArray::<K>::try_new(keys, values)
         .map(|a| Arc::new(a) as ArrayRef)
         .map_err(|e| Failure::Corrupt(e.to_string()))
 }

@@ -160,7 +160,8 @@ pub(crate) fn decodes(column: &ColumnDescriptor, target: &DataType) -> bool {
         (Some(DataType::Timestamp(unit, _)), DataType::Timestamp(want, _)) => unit == *want,
         // `read_dictionary`: a string or binary column's own dictionary.
         (Some(natural @ (DataType::Utf8 | DataType::Binary)), DataType::Dictionary(key, value)) => {
-            **key == DataType::Int32 && **value == natural
+            matches!(**key, DataType::Int8 | DataType::Int16 | DataType::Int32)
+                && **value == natural
         }
         (natural, _) => natural.as_ref() == Some(target),
     }
@@ -210,9 +211,20 @@ pub(crate) fn decode_column(
         },
         DataType::Utf8 => byte_arrays::decode(pages, nullable, rows, true)?,
         DataType::Binary => byte_arrays::decode(pages, nullable, rows, false)?,
-        DataType::Dictionary(_, value) => {
+        DataType::Dictionary(key, value) => {
             let utf8 = value.as_ref() == &DataType::Utf8;
-            byte_arrays::decode_dictionary(pages, nullable, rows, utf8)?
+            match key.as_ref() {
+                DataType::Int8 => {
+                    byte_arrays::decode_dictionary::<Int8Type>(pages, nullable, rows, utf8)?
+                }
+                DataType::Int16 => {
+                    byte_arrays::decode_dictionary::<Int16Type>(pages, nullable, rows, utf8)?
+                }
+                DataType::Int32 => {
+                    byte_arrays::decode_dictionary::<Int32Type>(pages, nullable, rows, utf8)?
+                }
+                _ => return Err(Failure::Unsupported),
+            }
         }
         numeric => numeric_values!(numeric, values, return Err(Failure::Unsupported)),
     })
