@@ -145,9 +145,10 @@ fn finish(
     })
 }
 
-/// A flat string (`utf8`) or binary column of `rows` rows as
-/// `dictionary<int32>` (`read_dictionary`): the chunk's dictionary page is
-/// the dictionary, and each row its index into it, so no value is copied.
+/// A flat string (`utf8`) or binary column of `rows` rows as a dictionary
+/// with keys `K` (`read_dictionary`'s `int32`, or the `int8`/`int16` of a
+/// file's embedded schema): the chunk's dictionary page is the dictionary,
+/// and each row its index into it, so no value is copied.
 /// A chunk with a plain page (its writer's dictionary outgrew the page
 /// limit) is left to the `parquet` crate, which dictionary-encodes those
 /// values as it reads them.
