@@ -439,6 +439,25 @@ def test_dask_filters_and_blocksize(dask_client, lake):
         func.project_columns(["nope"])
 
 
+def test_ray_and_dask_pass_read_dictionary_on(ray_engine, dask_client, lake):
+    dictionary = pa.dictionary(pa.int32(), pa.string())
+    ds = fray.read_parquet(str(lake), columns=["id", "label"], read_dictionary=["label"])
+    got = ray_table(ds)
+    assert got.schema.field("label").type == dictionary
+    want = oracle(lake, columns=["id", "label"])
+    assert plain(got).equals(want)
+    df = fdask.read_parquet(str(lake), columns=["id", "label"], read_dictionary=["label"])
+    # Each partition has its row groups' categories: Dask is told they are
+    # unknown, not that there are none.
+    assert df["label"].dtype == "category" and not df["label"].cat.known
+    frame = df.compute().sort_values("id")
+    assert frame["label"].astype(str).tolist() == want["label"].to_pylist()
+    with pytest.raises(fastingest.InvalidArgumentError, match="read_dictionary"):
+        fray.read_orc(str(lake), read_dictionary=["label"])
+    with pytest.raises(fastingest.InvalidArgumentError, match="read_dictionary"):
+        fdask.read_orc(str(lake), read_dictionary=["label"])
+
+
 def test_dask_reads_orc(dask_client, tmp_path):
     import pyarrow.orc as orc
 

@@ -129,6 +129,11 @@ class ClusterOptions(StoreOptions, DatasetOptions, total=False):
     """The keywords ``fastingest.ray`` and ``fastingest.dask`` pass on to
     every task's read, besides ``columns`` and ``filters``."""
 
+    read_dictionary: Sequence[str] | None
+    """Parquet only: string and binary columns read as dictionaries (see
+    :class:`ParquetDecodeOptions`); Dask sees categoricals whose categories
+    it treats as unknown."""
+
 
 class OrcStripeOptions(StoreOptions, total=False):
     """The keywords of ``read_orc_stripes`` (raw stripes hold every column)."""

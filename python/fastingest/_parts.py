@@ -32,6 +32,7 @@ Format = Literal["parquet", "orc"]
 PLAN_KEYS = (
     "columns",
     "filters",
+    "read_dictionary",
     "partitioning",
     "schema",
     "storage_options",
@@ -79,6 +80,8 @@ class Scan:
     planned_filters: Any = None
     """The filters the driver planned with: a task whose filters add to
     them may find fewer units in its files (statistics rule them out)."""
+    read_dictionary: tuple[str, ...] | None = None
+    """Columns read as dictionaries (Parquet's ``read_dictionary``)."""
 
     def __repr__(self) -> str:
         # Storage options carry credentials: name their keys, never values.
@@ -130,6 +133,7 @@ class Scan:
     def _open(self, locations: list[str]) -> Units:
         options: dict[str, Any] = {
             "columns": None if self.columns is None else list(self.columns),
+            "read_dictionary": self.read_dictionary,
             "schema": self.schema,
             "partitioning": None if self.partition_types is None else dict(self.partition_types),
             "storage_options": self.storage_options,
@@ -229,6 +233,8 @@ def plan(
 ) -> Planned:
     """Opens `source` on the driver (footers only) as `call` was asked to."""
     args = read_args(call, options, PLAN_KEYS, cache_arg)
+    if format == "orc" and args["read_dictionary"] is not None:
+        raise InvalidArgumentError(f"{call}: read_dictionary applies to Parquet, not ORC")
     opener = open_parquet_units if format == "parquet" else open_orc_units
     opened = opener(source, args)
     partitions = opened.partitions()
@@ -250,6 +256,7 @@ def plan(
         config=args["config"],
         cache=args["cache"],
         planned_filters=args["filters"],
+        read_dictionary=None if args["read_dictionary"] is None else tuple(args["read_dictionary"]),
     )
     return Planned(scan, opened.sources(), opened.locations(), opened.units(), partitions)
 
