@@ -22,8 +22,8 @@ use parquet::basic::Encoding;
 use parquet::column::page::PageReader;
 
 use super::flat::{
-    dictionary_indices, dictionary_of, low_bits, next_page, read_levels, scatter, Bits, Decoded,
-    Failure, Indices, NextPage,
+    dictionary_indices, dictionary_of, low_bits, next_page, page_values, read_levels, Bits,
+    Decoded, Failure, Indices, NextPage,
 };
 
 /// The most bytes a column chunk's values may take: Arrow's `Utf8` and
@@ -196,40 +196,30 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
         ) {
             return Err(Failure::Unsupported);
         }
-        let at = keys.len();
-        let valid = match (&mut validity, &page.levels) {
-            (Some(validity), Some(levels)) => {
-                read_levels(&page.buf[levels.clone()], page.rows, validity)?
-            }
-            _ => page.rows,
-        };
-        let entries = match valid {
-            0 => 0,
-            _ => dictionary_of(&dictionary)?.len(),
-        };
-        let target = if valid == page.rows {
-            &mut keys
-        } else {
-            dense.clear();
-            &mut dense
-        };
-        // Indices are checked below `entries`, whose last fits a key (when
-        // the dictionary was read): each converts as it is.
-        let key = |index: u32| K::Native::usize_as(index as usize);
-        let values = &page.buf[page.values..];
-        dictionary_indices(values, valid, entries, &mut indices, |run| {
-            match run {
-                Indices::Repeated(index, n) => target.extend(std::iter::repeat_n(key(index), n)),
-                Indices::Chunk(chunk) => target.extend(chunk.iter().map(|&i| key(i))),
-            }
-            Ok(())
-        })?;
-        if valid != page.rows {
-            let Some(validity) = &validity else {
-                return Err(Failure::Unsupported);
-            };
-            scatter(validity, at, page.rows, &dense, &mut keys);
-        }
+        page_values(
+            &page,
+            &mut validity,
+            &mut keys,
+            &mut dense,
+            |values, valid, target| {
+                let entries = match valid {
+                    0 => 0,
+                    _ => dictionary_of(&dictionary)?.len(),
+                };
+                // Indices are checked below `entries`, whose last fits a key
+                // (when the dictionary was read): each converts as it is.
+                let key = |index: u32| K::Native::usize_as(index as usize);
+                dictionary_indices(values, valid, entries, &mut indices, |run| {
+                    match run {
+                        Indices::Repeated(index, n) => {
+                            target.extend(std::iter::repeat_n(key(index), n))
+                        }
+                        Indices::Chunk(chunk) => target.extend(chunk.iter().map(|&i| key(i))),
+                    }
+                    Ok(())
+                })
+            },
+        )?;
     }
     if keys.len() != rows {
         return Err(Failure::Corrupt(format!(

@@ -273,9 +273,17 @@ fn decode_flat_columns(
         .into_iter()
         .zip(decode_threads::run_all(sharing(threads, unit_bytes), parts))
     {
-        // A decoder's panic goes on to where every unit's is caught
-        // (`pipeline::decode`), which names the file and row group.
-        let decoded = outcome.unwrap_or_else(|panic| std::panic::resume_unwind(Box::new(panic)));
+        // A decoder's panic (`run_all` caught it) is this file's error,
+        // naming the column: not a crash, and not left to another decoder.
+        let decoded = outcome.map_err(|panic| Error::Corrupt {
+            location: file.source.location().to_string(),
+            range: None,
+            detail: format!(
+                "row group {rg}, column {}: the decoder failed: {panic}",
+                group.column(leaf).column_path()
+            ),
+            cause: None,
+        })?;
         // Anything this decoder does not take, or finds wrong, goes to the
         // `parquet` crate: it decodes what the format allows that this
         // decoder does not expect (the corpora have such files), and says

@@ -714,36 +714,20 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
                 "the pages hold more than the row group's {rows} rows"
             )));
         }
-        let at = out.len();
-        let valid = match (&mut validity, &page.levels) {
-            (Some(validity), Some(levels)) => {
-                read_levels(&page.buf[levels.clone()], page.rows, validity)?
-            }
-            _ => page.rows,
-        };
-        let values = &page.buf[page.values..];
-        // Every row valid: decode into place. Otherwise decode the valid
-        // values densely, then copy them out run by run around the nulls.
-        let target = if valid == page.rows {
-            &mut out
-        } else {
-            dense.clear();
-            &mut dense
-        };
-        match page.encoding {
-            Encoding::PLAIN => plain(values, valid, &convert, target)?,
-            Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
-                let dictionary = dictionary_of(&dictionary)?;
-                gather(values, valid, dictionary, &mut indices, target)?
-            }
-            _ => return Err(Failure::Unsupported),
-        }
-        if valid != page.rows {
-            let Some(validity) = &validity else {
-                return Err(Failure::Unsupported);
-            };
-            scatter(validity, at, page.rows, &dense, &mut out);
-        }
+        page_values(
+            &page,
+            &mut validity,
+            &mut out,
+            &mut dense,
+            |values, valid, target| match page.encoding {
+                Encoding::PLAIN => plain(values, valid, &convert, target),
+                Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
+                    let dictionary = dictionary_of(&dictionary)?;
+                    gather(values, valid, dictionary, &mut indices, target)
+                }
+                _ => Err(Failure::Unsupported),
+            },
+        )?;
     }
     if out.len() != rows {
         return Err(Failure::Corrupt(format!(
@@ -754,6 +738,39 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
     let nulls = validity.and_then(Bits::into_nulls);
     let array = PrimitiveArray::<T>::new(ScalarBuffer::from(out), nulls);
     Ok(Arc::new(array.with_data_type(target.clone())))
+}
+
+/// Decodes the values of one data `page` of a flat column onto `out`:
+/// `decode` gets the page's value bytes and how many of its rows are valid,
+/// and appends that many values to the vector it is handed. With every row
+/// valid that is `out` itself; otherwise `dense`, whose values are then
+/// copied out run by run around the nulls ([`scatter`]). `validity` takes
+/// the page's definition levels.
+pub(super) fn page_values<T: Copy + Default>(
+    page: &DataPage,
+    validity: &mut Option<Bits>,
+    out: &mut Vec<T>,
+    dense: &mut Vec<T>,
+    decode: impl FnOnce(&[u8], usize, &mut Vec<T>) -> Decoded<()>,
+) -> Decoded<()> {
+    let at = out.len();
+    let valid = match (validity.as_mut(), &page.levels) {
+        (Some(validity), Some(levels)) => {
+            read_levels(&page.buf[levels.clone()], page.rows, validity)?
+        }
+        _ => page.rows,
+    };
+    let values = &page.buf[page.values..];
+    if valid == page.rows {
+        return decode(values, valid, out);
+    }
+    let Some(validity) = validity.as_ref() else {
+        return Err(Failure::Unsupported);
+    };
+    dense.clear();
+    decode(values, valid, dense)?;
+    scatter(validity, at, page.rows, dense, out);
+    Ok(())
 }
 
 /// The chunk's dictionary, which a dictionary-encoded page needs to have

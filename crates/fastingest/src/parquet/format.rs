@@ -13,10 +13,9 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowS
 use parquet::file::metadata::ParquetMetaData;
 
 use super::decode::decode_row_group;
-use super::dictionaries::{with_dictionaries, with_small_dictionary_values};
 use super::footer::{read_footer, Footer};
 use super::prune::{page_row_ranges, prune_row_groups};
-use super::select::{extract, project, validate_schema, without_null_dictionaries, Projection};
+use super::select::{decoded_types, extract, project, validate_schema, Projection};
 use crate::dataset::FileScope;
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
@@ -144,8 +143,8 @@ pub struct PreparedFile {
     pub filter: Option<Filter>,
 }
 
-/// The footer as the Arrow reader sees it, with the columns
-/// `read_dictionary` names decoded as dictionaries. The schema Arrow writers
+/// The footer as the Arrow reader sees it, decoding into
+/// [`decoded_types`] (`read_dictionary`'s columns as dictionaries). The schema Arrow writers
 /// embed in the footer is decoded here, and a damaged one can trip an
 /// assertion in the decoder: that is a corrupt footer, not a crashed read.
 fn arrow_metadata(
@@ -161,24 +160,8 @@ fn arrow_metadata(
         Ok(made) => {
             let mut made = made.map_err(|e| Error::from_parquet(location, e))?;
             check_names(location, made.schema().fields())?;
-            // The schema decoded as pyarrow reads the file: a dictionary of
-            // nulls (pyarrow writes one for a column of only nulls,
-            // dictionary-typed) as `null`, which the decoder could not build
-            // anyway; dictionaries of large values as of small ones; and the
-            // columns `read_dictionary` names as dictionaries.
-            let original = Arc::clone(made.schema());
-            let mut schema = Arc::clone(&original);
-            if let Some(changed) = without_null_dictionaries(&schema) {
-                schema = changed;
-            }
-            if let Some(changed) = with_small_dictionary_values(&schema) {
-                schema = changed;
-            }
-            if let Some(changed) = with_dictionaries(&schema, read_dictionary) {
-                schema = changed;
-            }
-            if !Arc::ptr_eq(&schema, &original) {
-                let options = ArrowReaderOptions::new().with_schema(schema);
+            if let Some(fixed) = decoded_types(made.schema(), read_dictionary) {
+                let options = ArrowReaderOptions::new().with_schema(fixed);
                 made = ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), options)
                     .map_err(|e| Error::from_parquet(location, e))?;
             }

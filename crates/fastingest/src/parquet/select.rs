@@ -97,10 +97,7 @@ pub fn project(
     let decoded = parquet_to_arrow_schema_by_columns(descr, mask.clone(), embedded.as_ref().or(kv))
         .map_err(|e| Error::from_parquet(location, e))?;
     let decoded = Arc::new(decoded);
-    // The same fixes as the decoder's schema (see `format::arrow_metadata`).
-    let decoded = without_null_dictionaries(&decoded).unwrap_or(decoded);
-    let decoded = with_small_dictionary_values(&decoded).unwrap_or(decoded);
-    let decoded = with_dictionaries(&decoded, read_dictionary).unwrap_or(decoded);
+    let decoded = decoded_types(&decoded, read_dictionary).unwrap_or(decoded);
     let mut md = decoded.metadata().clone();
     md.remove("ARROW:schema");
     let fields: Vec<FieldRef> = match &outputs {
@@ -117,9 +114,30 @@ pub fn project(
     })
 }
 
+/// `schema` (as the `parquet` crate derives it from a footer) with the
+/// types fastingest decodes into, or `None` when they are the same: a
+/// dictionary of nulls as `null` (pyarrow writes one for a column of only
+/// nulls, dictionary-typed, and reads it back as `null`; the decoder could
+/// not build it anyway), dictionaries of large values as of small ones (as
+/// pyarrow reads them), and the columns `read_dictionary` names as
+/// dictionaries. The decoder's schema and every projection's get the same.
+pub(crate) fn decoded_types(schema: &SchemaRef, read_dictionary: &[String]) -> Option<SchemaRef> {
+    let mut fixed: Option<SchemaRef> = None;
+    if let Some(changed) = without_null_dictionaries(schema) {
+        fixed = Some(changed);
+    }
+    if let Some(changed) = with_small_dictionary_values(fixed.as_ref().unwrap_or(schema)) {
+        fixed = Some(changed);
+    }
+    if let Some(changed) = with_dictionaries(fixed.as_ref().unwrap_or(schema), read_dictionary) {
+        fixed = Some(changed);
+    }
+    fixed
+}
+
 /// `schema` with every dictionary of nulls (at the top or in structs) as
 /// plain `null`, or `None` when it has none.
-pub(crate) fn without_null_dictionaries(schema: &SchemaRef) -> Option<SchemaRef> {
+fn without_null_dictionaries(schema: &SchemaRef) -> Option<SchemaRef> {
     fn fix(field: &FieldRef) -> Option<FieldRef> {
         let fixed = match field.data_type() {
             DataType::Dictionary(_, value) if value.as_ref() == &DataType::Null => DataType::Null,
