@@ -302,6 +302,31 @@ def test_config_from_kwargs_env_and_errors(numeric_file, monkeypatch):
     assert 10 < stats.requests <= 1 + plan["num_requests"]
 
 
+def test_a_small_local_file_is_one_read_and_its_tiny_row_groups_stay_in_order(tmp_path):
+    path = tmp_path / "tiny.parquet"
+    pq.write_table(numeric_table().slice(0, 2000), path, row_group_size=100)
+    assert path.stat().st_size <= 2 * 64 * 1024  # twice the footer prefetch
+    stats = fastingest.ReadStats()
+    got = fastingest.read_parquet(path, stats=stats)
+    assert_tables_equal(got, pq.read_table(path))
+    assert stats.requests == 1  # footer and column chunks in one read
+    # Tiny row groups are decoded together, yet each stays one batch, in order.
+    assert got.column("x").num_chunks == 20
+    assert [b.num_rows for b in fastingest.iter_batches(path)] == [100] * 20
+    filters = [("x", ">", 5)]
+    assert_tables_equal(
+        fastingest.read_parquet(path, columns=["x", "id"], filters=filters),
+        pq.read_table(path, columns=["x", "id"], filters=filters),
+    )
+    # A file over twice the prefetch: the tail first, then what it lacks.
+    big = tmp_path / "big.parquet"
+    pq.write_table(numeric_table(), big, row_group_size=1000)
+    assert big.stat().st_size > 2 * 64 * 1024
+    stats = fastingest.ReadStats()
+    fastingest.read_parquet(big, stats=stats)
+    assert stats.requests == 2
+
+
 def test_stats_and_plan_agree(numeric_file):
     stats = fastingest.ReadStats()
     fastingest.read_parquet(numeric_file, columns=["x"], stats=stats)

@@ -60,7 +60,8 @@ class Config:
     Sizes accept ints or strings such as ``"8M"``; durations are seconds.
 
     - ``footer_prefetch`` (64 KiB): bytes read from the end of each file in the
-      first request; a second request only when the footer is larger.
+      first request; a second request only when the footer is larger. A local
+      file at most twice this big is read whole by that first read.
     - ``small_file`` (1 MiB): a remote file that a glob listed at most this big
       is fetched whole in its first request (one request per file, not two).
     - ``hole_limit`` (64 KiB): ranges closer than this are fetched together.

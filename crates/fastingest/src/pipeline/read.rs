@@ -9,7 +9,7 @@ use arrow_array::RecordBatch;
 use futures::future::BoxFuture;
 use futures::{stream, FutureExt, StreamExt, TryStreamExt};
 
-use super::decode::decode_unit;
+use super::decode::decode_units;
 use super::{check_single_file, concat, each_source, with_files, Format, Planned};
 use super::{ReadOptions, Table};
 use crate::error::Result;
@@ -77,12 +77,14 @@ pub(crate) async fn metadata<F: Format>(
     .await
 }
 
-/// One unit's decode, waiting for its spans; owns all it needs.
+/// The decode of one unit (or of a few small consecutive ones, their batches
+/// in order), waiting for its spans; owns all it needs.
 pub(super) type UnitFuture = BoxFuture<'static, Result<Vec<RecordBatch>>>;
 
 /// Starts fetching every span of a prepared file and returns one future per
-/// unit that decodes it as soon as its spans are in, while later spans are
-/// still on the wire. Dropping every future stops the fetch.
+/// unit (small consecutive units share one, see [`SMALL_UNITS`]) that
+/// decodes it as soon as its spans are in, while later spans are still on
+/// the wire. Dropping every future stops the fetch.
 pub(super) fn start_units<F: Format>(fetcher: &Fetcher, file: &Arc<F::File>) -> Vec<UnitFuture> {
     start_window::<F>(fetcher, file, 0..file.plan().units.len())
 }
@@ -111,21 +113,85 @@ pub(super) fn start_window<F: Format>(
     };
     let (spans, abort_guards) = fetcher.start_with(file.source(), plan, file.known_bytes());
     let abort_guards = Arc::new(abort_guards);
-    // Each unit holds the spans it needs; a span's bytes are freed as soon
-    // as the last unit using it is decoded.
-    plan.units
-        .iter()
-        .zip(positions)
-        .map(|(unit, position)| {
-            let needed = unit_spans(plan, &spans, unit);
+    let sizes: Vec<(u64, u64)> = positions
+        .clone()
+        .map(|p| (file.unit_rows(p), file.unit_decoded_bytes(p)))
+        .collect();
+    // Each group holds the spans its units need; a span's bytes are freed as
+    // soon as the last unit using it is decoded.
+    small_groups(&sizes)
+        .into_iter()
+        .map(|group| {
+            let needed: Vec<_> = group
+                .map(|i| {
+                    (
+                        positions.start + i,
+                        unit_spans(plan, &spans, &plan.units[i]),
+                    )
+                })
+                .collect();
             let (file, fetcher) = (Arc::clone(file), fetcher.clone());
             let guards = Arc::clone(&abort_guards);
             async move {
                 let _fetching = guards;
-                let fetched = FetchedSpans::new(await_spans(needed).await?);
-                decode_unit(file, position, F::UNIT, fetched, fetcher).await
+                let mut fetched = Vec::with_capacity(needed.len());
+                for (position, spans) in needed {
+                    fetched.push((position, FetchedSpans::new(await_spans(spans).await?)));
+                }
+                decode_units(file, fetched, F::UNIT, fetcher).await
             }
             .boxed()
         })
         .collect()
+}
+
+/// Consecutive units are decoded together while the group holds at most
+/// this many rows and about this many decoded bytes: a file of 8 row groups
+/// of 160 rows paid more for 8 hops to a decode thread and back than for
+/// decoding them. (Rows bound it too because the byte estimate, the
+/// encoded size, is far under the decoded size of dictionary-encoded runs.)
+const SMALL_UNITS_ROWS: u64 = 16 * 1024;
+const SMALL_UNITS_BYTES: u64 = 256 * 1024;
+
+/// Consecutive units (their rows and decoded bytes in `units`) grouped
+/// within [`SMALL_UNITS_ROWS`] and [`SMALL_UNITS_BYTES`]; a larger unit is
+/// a group of its own.
+fn small_groups(units: &[(u64, u64)]) -> Vec<Range<usize>> {
+    let mut groups = Vec::new();
+    let (mut start, mut rows, mut bytes) = (0, 0u64, 0u64);
+    for (i, &(r, b)) in units.iter().enumerate() {
+        let (more_rows, more_bytes) = (rows.saturating_add(r), bytes.saturating_add(b));
+        if i > start && (more_rows > SMALL_UNITS_ROWS || more_bytes > SMALL_UNITS_BYTES) {
+            groups.push(start..i);
+            (start, rows, bytes) = (i, r, b);
+        } else {
+            (rows, bytes) = (more_rows, more_bytes);
+        }
+    }
+    if start < units.len() {
+        groups.push(start..units.len());
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::small_groups;
+
+    #[test]
+    fn small_units_are_grouped_within_the_limits() {
+        const KIB: u64 = 1024;
+        assert!(small_groups(&[]).is_empty());
+        let small = (100, 60 * KIB);
+        assert_eq!(small_groups(&[small; 5]), vec![0..4, 4..5]);
+        // A unit over a limit stands alone, and ends the group before it.
+        let wide = (100, 300 * KIB);
+        assert_eq!(small_groups(&[small, wide, small]), vec![0..1, 1..2, 2..3]);
+        let long = (20_000, KIB);
+        assert_eq!(small_groups(&[long, long]), vec![0..1, 1..2]);
+        // Rows bound a group whatever its bytes.
+        let rows = (6_000, KIB);
+        assert_eq!(small_groups(&[rows; 4]), vec![0..2, 2..4]);
+        assert_eq!(small_groups(&[(0, 0), (0, 0)]), vec![0..2]);
+    }
 }
