@@ -120,6 +120,12 @@ FILTERS = [
     [("g", "not in", [1, 2, 3])],
     [[("id", "<", 100)], [("id", ">", 9_900), ("flag", "==", True)]],
     [("x", ">", 100.0)],
+    # Lists longer than 8 values are matched by a hash set, not value by value.
+    [("name", "in", [f"n{i:03d}" for i in range(0, 200, 7)] + ["", "zz"])],
+    [("name", "not in", [f"n{i:03d}" for i in range(3, 100, 2)])],
+    [("id", "in", list(range(-50, 20_000, 37)))],
+    [("g", "not in", [0, 2, 4, 6, 8, 10, 12, 14, 16, 1])],
+    [("x", "in", [float("nan"), -0.0, 0.0, 1e300] + [i / 8 for i in range(-40, 40)])],
 ]
 
 

@@ -15,6 +15,8 @@ use arrow_schema::{ArrowError, DataType, Schema};
 
 use crate::error::{Error, Result};
 
+mod membership;
+
 /// A comparison operator of a filter term.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CmpOp {
@@ -308,24 +310,13 @@ fn compare(left: &dyn Array, op: CmpOp, lit: &ArrayRef) -> Result<BooleanArray, 
         CmpOp::Gt => cmp::gt(&left, &one(0)),
         CmpOp::GtEq => cmp::gt_eq(&left, &one(0)),
         CmpOp::In | CmpOp::NotIn => {
-            let mut acc: Option<BooleanArray> = None;
-            for i in 0..lit.len() {
-                if lit.is_null(i) {
-                    continue;
-                }
-                let m = cmp::eq(&left, &one(i))?;
-                acc = Some(match acc {
-                    None => m,
-                    Some(a) => or_kleene(&a, &m)?,
-                });
-            }
-            let hit = match acc {
-                Some(a) => a,
-                // An empty set matches nothing (non-null rows are false).
-                None => {
-                    let f = BooleanArray::from(vec![false; left.len()]);
-                    BooleanArray::new(f.values().clone(), left.logical_nulls())
-                }
+            let set_len = lit.len() - lit.null_count();
+            let hashed = (set_len > membership::COMPARE_EACH_UP_TO)
+                .then(|| membership::is_in(left, lit.as_ref()))
+                .flatten();
+            let hit = match hashed {
+                Some(hit) => hit,
+                None => equal_to_any(left, lit)?,
             };
             if op == CmpOp::In {
                 Ok(hit)
@@ -334,6 +325,30 @@ fn compare(left: &dyn Array, op: CmpOp, lit: &ArrayRef) -> Result<BooleanArray, 
             }
         }
     }
+}
+
+/// Whether each row of `left` equals one of the non-null values of `set`,
+/// one comparison pass per value (null where the row is null).
+fn equal_to_any(left: &dyn Array, set: &ArrayRef) -> Result<BooleanArray, ArrowError> {
+    let mut acc: Option<BooleanArray> = None;
+    for i in 0..set.len() {
+        if set.is_null(i) {
+            continue;
+        }
+        let m = cmp::eq(&left, &Scalar::new(set.slice(i, 1)))?;
+        acc = Some(match acc {
+            None => m,
+            Some(a) => or_kleene(&a, &m)?,
+        });
+    }
+    Ok(match acc {
+        Some(a) => a,
+        // An empty set matches nothing (non-null rows are false).
+        None => {
+            let f = BooleanArray::from(vec![false; left.len()]);
+            BooleanArray::new(f.values().clone(), left.logical_nulls())
+        }
+    })
 }
 
 /// For each (row group or page) with these min/max statistics, whether it may
@@ -440,5 +455,156 @@ mod tests {
             evaluate(Arc::clone(&dictionary), CmpOp::Eq, one),
             [Some(false), None, Some(true), None, Some(false), Some(true)]
         );
+    }
+
+    #[test]
+    fn long_in_lists_match_the_comparison_of_each_value() {
+        use arrow_array::{
+            BinaryArray, Date32Array, Decimal128Array, Float64Array, Int8Array, LargeStringArray,
+            StringViewArray, TimestampMicrosecondArray, UInt64Array,
+        };
+        // Each case: a column (nulls, edge values) and a list of more than
+        // `COMPARE_EACH_UP_TO` values, some present, some not, one null.
+        let words = |n: usize| {
+            (0..n)
+                .map(|i| format!("w{}", i * 7 % 23))
+                .collect::<Vec<_>>()
+        };
+        let col_words: Vec<Option<String>> = words(200)
+            .into_iter()
+            .enumerate()
+            .map(|(i, w)| (i % 9 != 4).then_some(w))
+            .chain([
+                Some(String::new()),
+                Some("a long string past twelve bytes".into()),
+            ])
+            .collect();
+        let mut set_words: Vec<Option<String>> = (0..12).map(|i| Some(format!("w{i}"))).collect();
+        set_words.extend([
+            None,
+            Some(String::new()),
+            Some("a long string past twelve bytes".into()),
+        ]);
+        let floats = [
+            0.0,
+            -0.0,
+            f64::NAN,
+            1.5,
+            -2.25,
+            f64::INFINITY,
+            7.0,
+            1e300,
+            3.0,
+        ];
+        let col_floats: Vec<Option<f64>> = (0..90)
+            .map(|i| {
+                (i % 11 != 3).then(|| floats[i % floats.len()] * if i % 2 == 0 { 1.0 } else { 2.0 })
+            })
+            .collect();
+        let set_floats: Vec<Option<f64>> = vec![
+            Some(-0.0),
+            Some(f64::NAN),
+            Some(3.0),
+            Some(14.0),
+            Some(1e300),
+            Some(8.0),
+            Some(9.0),
+            Some(10.0),
+            Some(-4.5),
+            None,
+        ];
+        let ints: Vec<Option<i64>> = (0..300)
+            .map(|i| (i % 13 != 0).then_some(i * 37 % 101 - 50))
+            .collect();
+        let set_ints: Vec<Option<i64>> = (-20..20).step_by(3).map(Some).chain([None]).collect();
+        let cases: Vec<(ArrayRef, ArrayRef)> = vec![
+            (
+                Arc::new(StringArray::from(col_words.clone())),
+                Arc::new(StringArray::from(set_words.clone())),
+            ),
+            (
+                Arc::new(LargeStringArray::from(col_words.clone())),
+                Arc::new(LargeStringArray::from(set_words.clone())),
+            ),
+            (
+                Arc::new(StringViewArray::from(col_words.clone())),
+                Arc::new(StringViewArray::from(set_words.clone())),
+            ),
+            (
+                Arc::new(BinaryArray::from_iter(
+                    col_words.iter().map(|w| w.as_deref().map(str::as_bytes)),
+                )),
+                Arc::new(BinaryArray::from_iter(
+                    set_words.iter().map(|w| w.as_deref().map(str::as_bytes)),
+                )),
+            ),
+            (
+                Arc::new(Float64Array::from(col_floats)),
+                Arc::new(Float64Array::from(set_floats)),
+            ),
+            (
+                Arc::new(arrow_array::Int64Array::from(ints.clone())),
+                Arc::new(arrow_array::Int64Array::from(set_ints.clone())),
+            ),
+            (
+                Arc::new(Int8Array::from_iter(
+                    ints.iter().map(|v| v.map(|v| v as i8)),
+                )),
+                Arc::new(Int8Array::from_iter(
+                    set_ints.iter().map(|v| v.map(|v| v as i8)),
+                )),
+            ),
+            (
+                Arc::new(UInt64Array::from_iter(
+                    ints.iter().map(|v| v.map(|v| v as u64)),
+                )),
+                Arc::new(UInt64Array::from_iter(
+                    set_ints.iter().map(|v| v.map(|v| v as u64)),
+                )),
+            ),
+            (
+                Arc::new(Date32Array::from_iter(
+                    ints.iter().map(|v| v.map(|v| v as i32)),
+                )),
+                Arc::new(Date32Array::from_iter(
+                    set_ints.iter().map(|v| v.map(|v| v as i32)),
+                )),
+            ),
+            (
+                Arc::new(TimestampMicrosecondArray::from(ints.clone()).with_timezone("UTC")),
+                Arc::new(TimestampMicrosecondArray::from(set_ints.clone()).with_timezone("UTC")),
+            ),
+            (
+                Arc::new(
+                    Decimal128Array::from_iter(ints.iter().map(|v| v.map(i128::from)))
+                        .with_precision_and_scale(20, 2)
+                        .unwrap(),
+                ),
+                Arc::new(
+                    Decimal128Array::from_iter(set_ints.iter().map(|v| v.map(i128::from)))
+                        .with_precision_and_scale(20, 2)
+                        .unwrap(),
+                ),
+            ),
+        ];
+        for (column, set) in cases {
+            let what = column.data_type().clone();
+            assert!(set.len() - set.null_count() > membership::COMPARE_EACH_UP_TO);
+            let hashed = membership::is_in(column.as_ref(), set.as_ref())
+                .unwrap_or_else(|| panic!("{what}: no hashed path"));
+            let each = equal_to_any(column.as_ref(), &set).unwrap();
+            assert_eq!(hashed, each, "{what}");
+            assert!(
+                hashed.true_count() > 0 && hashed.false_count() > 0,
+                "{what}"
+            );
+            // And through a filter, `not in` included.
+            let want_not: Vec<_> = each.iter().map(|v| v.map(|b| !b)).collect();
+            assert_eq!(
+                evaluate(Arc::clone(&column), CmpOp::NotIn, Arc::clone(&set)),
+                want_not,
+                "{what}"
+            );
+        }
     }
 }

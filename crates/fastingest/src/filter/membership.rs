@@ -1,0 +1,92 @@
+//! `in` / `not in` against a long list of values: each row is looked up in a
+//! hash set of the values once, instead of one comparison pass over the
+//! column per value (50 strings on 324 k rows took 8 ms that way).
+//!
+//! Equality is the comparison kernels' own: the same bytes for strings and
+//! binary, the same bit pattern for numbers (arrow compares floats by their
+//! total order, under which NaN equals NaN and -0.0 differs from 0.0).
+
+use std::collections::HashSet;
+use std::hash::Hash;
+
+use ahash::RandomState;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{BinaryViewType, ByteArrayType, StringViewType};
+use arrow_array::{
+    downcast_primitive_array, Array, ArrowPrimitiveType, BooleanArray, GenericByteArray,
+    GenericByteViewArray, PrimitiveArray,
+};
+use arrow_buffer::{BooleanBuffer, ToByteSlice};
+use arrow_schema::DataType;
+
+/// Lists up to this long are compared value by value: a vectorised pass per
+/// value beats a hash lookup per row for a handful of them.
+pub(super) const COMPARE_EACH_UP_TO: usize = 8;
+
+/// Whether each row of `left` is one of the non-null values of `set` (of the
+/// same type): true or false, null where the row is null. `None` for a type
+/// without a hashed path (the caller compares value by value).
+pub(super) fn is_in(left: &dyn Array, set: &dyn Array) -> Option<BooleanArray> {
+    let found = match left.data_type() {
+        DataType::Utf8 => bytes(left.as_string::<i32>(), set.as_string::<i32>()),
+        DataType::LargeUtf8 => bytes(left.as_string::<i64>(), set.as_string::<i64>()),
+        DataType::Binary => bytes(left.as_binary::<i32>(), set.as_binary::<i32>()),
+        DataType::LargeBinary => bytes(left.as_binary::<i64>(), set.as_binary::<i64>()),
+        DataType::Utf8View => views::<StringViewType>(left.as_string_view(), set.as_string_view()),
+        DataType::BinaryView => {
+            views::<BinaryViewType>(left.as_binary_view(), set.as_binary_view())
+        }
+        _ => downcast_primitive_array!(
+            left => numbers(left, set.as_primitive()),
+            _ => None
+        )?,
+    };
+    Some(BooleanArray::new(found, left.logical_nulls()))
+}
+
+fn hash_set<K: Eq + Hash>(keys: impl Iterator<Item = K>) -> HashSet<K, RandomState> {
+    let mut set = HashSet::with_hasher(RandomState::new());
+    set.extend(keys);
+    set
+}
+
+fn bytes<T: ByteArrayType>(left: &GenericByteArray<T>, set: &GenericByteArray<T>) -> BooleanBuffer {
+    let wanted = hash_set(set.iter().flatten().map(|v| -> &[u8] { v.as_ref() }));
+    BooleanBuffer::collect_bool(left.len(), |i| {
+        let v: &[u8] = left.value(i).as_ref();
+        wanted.contains(v)
+    })
+}
+
+fn views<T: arrow_array::types::ByteViewType + ?Sized>(
+    left: &GenericByteViewArray<T>,
+    set: &GenericByteViewArray<T>,
+) -> BooleanBuffer {
+    let wanted = hash_set(set.iter().flatten().map(|v| -> &[u8] { v.as_ref() }));
+    BooleanBuffer::collect_bool(left.len(), |i| {
+        let v: &[u8] = left.value(i).as_ref();
+        wanted.contains(v)
+    })
+}
+
+/// Numbers are keyed by their bytes (at most 16 of them; wider types such as
+/// 256-bit decimals take the comparison path).
+fn numbers<T: ArrowPrimitiveType>(
+    left: &PrimitiveArray<T>,
+    set: &PrimitiveArray<T>,
+) -> Option<BooleanBuffer> {
+    if std::mem::size_of::<T::Native>() > 16 {
+        return None;
+    }
+    let key = |v: T::Native| {
+        let b = std::slice::from_ref(&v).to_byte_slice();
+        let mut k = [0u8; 16];
+        k[..b.len()].copy_from_slice(b);
+        u128::from_le_bytes(k)
+    };
+    let wanted = hash_set(set.iter().flatten().map(key));
+    let values = left.values();
+    Some(BooleanBuffer::collect_bool(left.len(), |i| {
+        wanted.contains(&key(values[i]))
+    }))
+}
