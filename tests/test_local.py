@@ -467,6 +467,33 @@ def test_allocator_keeps_freed_buffers_unless_told_otherwise():
     assert told.stdout.strip() == "250", told.stderr
 
 
+def test_allocator_skips_huge_pages_but_leaves_them_to_the_rest_of_the_process():
+    import subprocess
+    import sys
+
+    code = (
+        "import fastingest, re\n"
+        "found = re.search(r'THP_enabled:\\s*(\\d)', open('/proc/self/status').read())\n"
+        "print(fastingest._fastingest._allocator_huge_pages(), found and found.group(1))"
+    )
+
+    def run(thp: str | None = None) -> list[str]:
+        env = {k: v for k, v in os.environ.items() if k != "MIMALLOC_ALLOW_THP"}
+        if thp is not None:
+            env["MIMALLOC_ALLOW_THP"] = thp
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    # Ours are off; the process's own setting is untouched ("None": the
+    # kernel reports none).
+    assert run() in (["False", "1"], ["False", "None"])
+    # mimalloc's variable still decides when set, both ways (its "0" turns
+    # them off for the whole process, as mimalloc documents).
+    assert run("1")[0] == "True"
+    assert run("0") in (["False", "0"], ["False", "None"])
+
+
 # --- streaming ---------------------------------------------------------------
 
 

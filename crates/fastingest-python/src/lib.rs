@@ -2,6 +2,7 @@
 //! Argument conversion lives in `convert`, error mapping in `errors`, and the
 //! bridge between Python threads and the shared runtime in `run`.
 
+mod allocator;
 mod cache;
 mod chunks;
 mod config;
@@ -28,27 +29,6 @@ use crate::cache::PyCache;
 use crate::config::PyConfig;
 use crate::stats::PyReadStats;
 
-/// Reads allocate and free hundreds of MB of buffers; glibc hands large blocks
-/// back to the kernel on free, so every read pays to fault in and zero fresh
-/// pages (half the CPU time of a local read, measured with perf). mimalloc
-/// keeps and reuses them.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// mimalloc's `mi_option_purge_delay` (enum value 15 in mimalloc 2.x).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// With mimalloc's default 10 ms purge delay, buffers freed while a read is
-/// still going are returned to the kernel and faulted in again (a cold read
-/// measured 3x slower). Keep freed memory for reuse unless the user set
-/// `MIMALLOC_PURGE_DELAY` (milliseconds; -1 never returns memory).
-fn configure_allocator() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
-        // SAFETY: sets a process-wide allocator option; no memory is touched.
-        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
-    }
-}
-
 /// Panics inside the decoders (a corrupt file can trip an assertion in a
 /// dependency) are caught and raised as `CorruptFileError` with the panic's
 /// message; printing them to stderr as well would only alarm. Set
@@ -60,13 +40,6 @@ fn quiet_caught_panics() {
             default(info);
         }
     }));
-}
-
-/// The allocator's purge delay, for tests.
-#[pyfunction]
-fn _allocator_purge_delay() -> i64 {
-    // SAFETY: reads a process-wide allocator option.
-    unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) as i64 }
 }
 
 /// A filter literal as the core builds it, handed to pyarrow (for tests).
@@ -525,9 +498,10 @@ fn _put(
 
 #[pymodule]
 fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    configure_allocator();
+    allocator::configure();
     quiet_caught_panics();
-    m.add_function(wrap_pyfunction!(_allocator_purge_delay, m)?)?;
+    m.add_function(wrap_pyfunction!(allocator::_allocator_purge_delay, m)?)?;
+    m.add_function(wrap_pyfunction!(allocator::_allocator_huge_pages, m)?)?;
     m.add_function(wrap_pyfunction!(_filter_literal, m)?)?;
     logs::install();
     m.add_function(wrap_pyfunction!(logs::_flush_logs, m)?)?;
