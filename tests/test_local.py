@@ -333,6 +333,27 @@ def test_a_small_local_file_is_one_read_and_its_tiny_row_groups_stay_in_order(tm
     assert stats.requests == 2
 
 
+def test_local_files_are_fetched_window_by_window_within_the_memory_budget(tmp_path):
+    # A budget of 256 KiB over files of ~1.6 MB: each file's row groups are
+    # fetched a few at a time, behind their decoding, and several files
+    # share the budget; the table is the same.
+    table = numeric_table(50_000)
+    for i in range(3):
+        pq.write_table(table.slice(i * 1000), tmp_path / f"{i}.parquet", row_group_size=2_000)
+    config = fastingest.Config(memory_budget="256K", slice_size="64K")
+    stats = fastingest.ReadStats()
+    got = fastingest.read_parquet(tmp_path / "*.parquet", config=config, stats=stats)
+    assert_tables_equal(got, pq.read_table(tmp_path))
+    row_groups = sum(pq.ParquetFile(p).num_row_groups for p in tmp_path.glob("*.parquet"))
+    assert got.column("id").num_chunks == row_groups == 74
+    assert stats.bytes_fetched >= stats.bytes_needed > 3 * 256 * 1024
+    filters = [("g", "in", [1, 3, 5, 7, 9, 11, 13, 15, 17])]
+    assert_tables_equal(
+        fastingest.read_parquet(tmp_path / "*.parquet", config=config, filters=filters),
+        pq.read_table(tmp_path, filters=filters),
+    )
+
+
 def test_stats_and_plan_agree(numeric_file):
     stats = fastingest.ReadStats()
     fastingest.read_parquet(numeric_file, columns=["x"], stats=stats)

@@ -145,7 +145,7 @@ pub(crate) async fn stream<F: Format>(
 /// Each file's units cut into runs of consecutive units of up to
 /// `window_bytes` to fetch (a larger unit is a run alone): `(file, unit
 /// positions, bytes to fetch)`, in file and unit order.
-fn windows_of<F: Format>(
+pub(super) fn windows_of<F: Format>(
     files: &[Arc<F::File>],
     window_bytes: u64,
 ) -> Vec<(usize, Range<usize>, u64)> {
