@@ -73,8 +73,8 @@ class Config:
       requests of at most 1 MiB (footers, small files) count half, so up to
       twice as many of those.
     - ``memory_budget`` (512 MiB): bytes of requests in flight at once. A read
-      of local files fetches at most 64 MiB (or this, if smaller) ahead of
-      decoding.
+      or stream of local files fetches at most 64 MiB (or this, if smaller)
+      ahead of decoding.
     - ``max_retries`` (5), ``retry_backoff`` (0.1 s), ``retry_backoff_max``
       (5 s): retries of transient failures, exponential backoff with jitter.
     - ``request_timeout`` (60 s): one attempt, first byte to last.

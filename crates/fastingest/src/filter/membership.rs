@@ -11,10 +11,9 @@ use std::hash::Hash;
 
 use ahash::RandomState;
 use arrow_array::cast::AsArray;
-use arrow_array::types::{BinaryViewType, ByteArrayType, StringViewType};
 use arrow_array::{
-    downcast_primitive_array, Array, ArrowPrimitiveType, BooleanArray, GenericByteArray,
-    GenericByteViewArray, PrimitiveArray,
+    downcast_primitive_array, Array, ArrayAccessor, ArrowPrimitiveType, BooleanArray,
+    PrimitiveArray,
 };
 use arrow_buffer::{BooleanBuffer, ToByteSlice};
 use arrow_schema::DataType;
@@ -32,10 +31,8 @@ pub(super) fn is_in(left: &dyn Array, set: &dyn Array) -> Option<BooleanArray> {
         DataType::LargeUtf8 => bytes(left.as_string::<i64>(), set.as_string::<i64>()),
         DataType::Binary => bytes(left.as_binary::<i32>(), set.as_binary::<i32>()),
         DataType::LargeBinary => bytes(left.as_binary::<i64>(), set.as_binary::<i64>()),
-        DataType::Utf8View => views::<StringViewType>(left.as_string_view(), set.as_string_view()),
-        DataType::BinaryView => {
-            views::<BinaryViewType>(left.as_binary_view(), set.as_binary_view())
-        }
+        DataType::Utf8View => bytes(left.as_string_view(), set.as_string_view()),
+        DataType::BinaryView => bytes(left.as_binary_view(), set.as_binary_view()),
         _ => downcast_primitive_array!(
             left => numbers(left, set.as_primitive()),
             _ => None
@@ -50,23 +47,19 @@ fn hash_set<K: Eq + Hash>(keys: impl Iterator<Item = K>) -> HashSet<K, RandomSta
     set
 }
 
-fn bytes<T: ByteArrayType>(left: &GenericByteArray<T>, set: &GenericByteArray<T>) -> BooleanBuffer {
-    let wanted = hash_set(set.iter().flatten().map(|v| -> &[u8] { v.as_ref() }));
-    BooleanBuffer::collect_bool(left.len(), |i| {
-        let v: &[u8] = left.value(i).as_ref();
-        wanted.contains(v)
-    })
-}
-
-fn views<T: arrow_array::types::ByteViewType + ?Sized>(
-    left: &GenericByteViewArray<T>,
-    set: &GenericByteViewArray<T>,
-) -> BooleanBuffer {
-    let wanted = hash_set(set.iter().flatten().map(|v| -> &[u8] { v.as_ref() }));
-    BooleanBuffer::collect_bool(left.len(), |i| {
-        let v: &[u8] = left.value(i).as_ref();
-        wanted.contains(v)
-    })
+/// Strings and binary of any layout (offsets or views); a `str` is equal
+/// exactly when its bytes are.
+fn bytes<A>(left: A, set: A) -> BooleanBuffer
+where
+    A: ArrayAccessor,
+    A::Item: Eq + Hash,
+{
+    let wanted = hash_set(
+        (0..set.len())
+            .filter(|&i| set.is_valid(i))
+            .map(|i| set.value(i)),
+    );
+    BooleanBuffer::collect_bool(left.len(), |i| wanted.contains(&left.value(i)))
 }
 
 /// Numbers are keyed by their bytes (at most 16 of them; wider types such as

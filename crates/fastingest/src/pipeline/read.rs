@@ -12,7 +12,7 @@ use tokio::sync::Semaphore;
 
 use super::decode::decode_units;
 use super::stream::windows_of;
-use super::{check_single_file, concat, each_source, with_files, Format, Planned};
+use super::{check_single_file, concat, each_source, fetch_ahead, with_files, Format, Planned};
 use super::{ReadOptions, Table};
 use crate::error::Result;
 use crate::fetch::{await_spans, each_file, unit_spans, FetchedSpans, Fetcher};
@@ -23,7 +23,7 @@ pub(crate) async fn read<F: Format>(sources: &[String], options: &ReadOptions) -
     with_files(sources, options, |dataset| async move {
         check_single_file(&dataset.files, options, F::UNITS)?;
         let fetcher = options.fetcher();
-        let ahead_bytes = LOCAL_AHEAD.min(fetcher.config().memory_budget).max(1024);
+        let ahead_bytes = fetch_ahead(fetcher.config(), true);
         let local_ahead = Arc::new(Semaphore::new((ahead_bytes >> 10) as usize));
         // Several files are read at once; the fetcher's limits bound the
         // requests of all of them together.
@@ -52,15 +52,6 @@ pub(crate) async fn read<F: Format>(sources: &[String], options: &ReadOptions) -
     })
     .await
 }
-
-/// Bytes of a read's local files fetched ahead of their decoding, all files
-/// together (or `memory_budget`, when smaller). Local disk (or the page cache) delivers several times faster
-/// than the cores decode, so fetching a whole file at once only made the
-/// read hold more new memory: a 128 MB file held 143 MB of fetch buffers
-/// at once. Within this bound the buffers of decoded row groups are reused
-/// for later ones. (Remote reads keep the whole file in flight: there the
-/// link, not the cores, sets the pace.)
-const LOCAL_AHEAD: u64 = 64 << 20;
 
 /// [`start_units`] for a local file, window by window of consecutive units,
 /// each window's fetch started once its bytes fit in `ahead` (`ahead_bytes`
@@ -144,7 +135,7 @@ pub(crate) async fn metadata<F: Format>(
 pub(super) type UnitFuture = BoxFuture<'static, Result<Vec<RecordBatch>>>;
 
 /// Starts fetching every span of a prepared file and returns one future per
-/// unit (small consecutive units share one, see [`SMALL_UNITS`]) that
+/// unit (small consecutive units share one, see [`SMALL_UNITS_ROWS`]) that
 /// decodes it as soon as its spans are in, while later spans are still on
 /// the wire. Dropping every future stops the fetch.
 pub(super) fn start_units<F: Format>(fetcher: &Fetcher, file: &Arc<F::File>) -> Vec<UnitFuture> {

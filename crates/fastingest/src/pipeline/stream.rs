@@ -1,9 +1,10 @@
 //! Reads as a stream of batches: every file prepared first (the schema is
 //! known and checked), then the units decoded as their bytes arrive, with
 //! the fetch of later units (of this file and the next) started ahead
-//! within the read's `memory_budget`. A slow consumer holds the read back:
-//! about `memory_budget` of fetched bytes and a few decoded batches are in
-//! memory, not the file or the dataset.
+//! within the read's `memory_budget` (for local files at most 64 MiB: see
+//! [`super::fetch_ahead`]). A slow consumer holds the read back: about that
+//! many fetched bytes and a few decoded batches are in memory, not the file
+//! or the dataset.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -49,12 +50,12 @@ const MAX_WINDOW: u64 = 64 << 20;
 /// Reads `sources` as a stream of batches.
 ///
 /// Each file's units are cut into windows of consecutive units (a quarter
-/// of `memory_budget`, at most [`MAX_WINDOW`]); a window's fetch starts
-/// when the bytes of the windows fetched but not yet handed over, its own
-/// included, fit in `memory_budget` (a window larger than that runs alone).
-/// So a slow consumer holds at most about `memory_budget` of fetched bytes,
-/// a few decoding units and [`BATCHES_AHEAD`] batches, whatever the files'
-/// sizes.
+/// of the read's budget, [`super::fetch_ahead`], at most [`MAX_WINDOW`]); a
+/// window's fetch starts when the bytes of the windows fetched but not yet
+/// handed over, its own included, fit in the budget (a window larger than
+/// that runs alone). So a slow consumer holds at most about the budget of
+/// fetched bytes, a few decoding units and [`BATCHES_AHEAD`] batches,
+/// whatever the files' sizes.
 pub(crate) async fn stream<F: Format>(
     sources: &[String],
     options: &ReadOptions,
@@ -65,10 +66,12 @@ pub(crate) async fn stream<F: Format>(
     let (tx, rx) = mpsc::channel(BATCHES_AHEAD);
     let cache = options.cache.clone();
     let config = fetcher.config();
-    let window_bytes = (config.memory_budget / 4).clamp(config.slice_size.max(1), MAX_WINDOW);
+    let local = prepared.iter().all(|f| f.source().is_local());
+    let ahead = super::fetch_ahead(config, local);
+    let window_bytes = (ahead / 4).clamp(config.slice_size.max(1), MAX_WINDOW);
     let windows = windows_of::<F>(&prepared, window_bytes);
     // The budget in KiB keeps the permit count within u32.
-    let budget_kib = (config.memory_budget / 1024).clamp(1, u32::MAX as u64 >> 4) as u32;
+    let budget_kib = (ahead / 1024).clamp(1, u32::MAX as u64 >> 4) as u32;
     let budget = Arc::new(Semaphore::new(budget_kib as usize));
     // Units decoding or decoded ahead of the consumer: as many as decode at
     // once (by default two per core).
