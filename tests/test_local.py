@@ -558,6 +558,72 @@ def test_iter_batches_errors_and_early_close(tmp_path):
     assert list(stream) == []
 
 
+def _big_row_groups(path: Path, rows: int, row_group_size: int, **write) -> pa.Table:
+    """A file whose row groups hold many more rows than a stream's first batch."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    ints = rng.integers(-(2**40), 2**40, rows)
+    table = pa.table(
+        {
+            "i64": ints,
+            "i8": pa.array(rng.integers(-100, 100, rows).astype(np.int8), mask=ints % 5 == 0),
+            "f64": rng.random(rows),
+            "s": pa.array(rng.integers(0, 500, rows)).cast(pa.string()),
+            "l": pa.array([[int(v) % 7] * (int(v) % 3) for v in ints], pa.list_(pa.int32())),
+        }
+    )
+    pq.write_table(table, path, row_group_size=row_group_size, **write)
+    return table
+
+
+def test_iter_batches_hands_over_the_first_rows_before_their_row_group(tmp_path):
+    """The stream's first 64 Ki rows come as a batch of their own, decoded
+    before the rest of their row group; the stream as a whole still equals
+    the read, with filters and columns too."""
+    a, b = tmp_path / "a.parquet", tmp_path / "b.parquet"
+    table = _big_row_groups(a, 300_000, 200_000)
+    _big_row_groups(b, 150_000, 150_000)
+    both = [str(a), str(b)]
+    batches = list(fastingest.iter_batches(both))
+    assert batches[0].num_rows == 65_536
+    assert batches[0].equals(table.slice(0, 65_536).to_batches()[0])
+    # Only the stream's first row group is cut.
+    assert [x.num_rows for x in batches[1:]] == [200_000 - 65_536, 100_000, 150_000]
+    assert pa.Table.from_batches(batches).equals(fastingest.read_parquet(both))
+    for options in (
+        {"filters": [("i8", ">", 50)]},
+        {"filters": [("f64", "<", 0.3)], "columns": ["s", "l"]},
+        {"filters": [("s", "in", ["1", "2", "3"])], "columns": ["i8"]},
+    ):
+        got = fastingest.iter_batches(both, **options)
+        assert got.read_all().equals(fastingest.read_parquet(both, **options)), options
+    # Rows chosen by the page index are decoded with their selection, in one.
+    indexed = tmp_path / "indexed.parquet"
+    sorted_table = _big_row_groups(indexed, 300_000, 300_000, write_page_index=True)
+    sorted_table = sorted_table.sort_by("i64")
+    pq.write_table(sorted_table, indexed, row_group_size=300_000, write_page_index=True)
+    low = int(sorted_table["i64"][150_000].as_py())
+    kept = list(fastingest.iter_batches(indexed, filters=[("i64", ">=", low)]))
+    assert [x.num_rows for x in kept] == [150_000]
+    assert pa.Table.from_batches(kept).equals(pq.read_table(indexed, filters=[("i64", ">=", low)]))
+
+
+def test_iter_batches_names_the_file_when_its_first_row_group_is_damaged(tmp_path):
+    """A damaged first row group fails the stream with the file's name, from
+    its head or from the rest of it, and does not hang."""
+    good = tmp_path / "good.parquet"
+    _big_row_groups(good, 300_000, 300_000, compression="none")
+    column = pq.ParquetFile(good).metadata.row_group(0).column(0)
+    start = column.dictionary_page_offset or column.data_page_offset
+    data = bytearray(good.read_bytes())
+    data[start : start + 64] = b"\xff" * 64  # the first page header
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(fastingest.CorruptFileError, match="bad.parquet"):
+        list(fastingest.iter_batches(bad))
+
+
 def test_every_core_error_variant_maps_to_its_own_exception_class():
     """Each variant of the Rust core's error becomes a specific class of
     fastingest.exceptions (never the bare base class a new, unmapped variant

@@ -256,10 +256,13 @@ async def read_parquet_async(source: Source, **options: Unpack[ParquetDecodeOpti
 @_documented
 def iter_batches(source: Source, **options: Unpack[ParquetDecodeOptions]) -> BatchStream:
     """:func:`read_parquet` as a stream of :class:`pyarrow.RecordBatch` (the
-    same batches, in the same order, as the table holds): every footer is read
+    same rows, in the same order, as the table holds): every footer is read
     first (the schema is known and checked across files), then each row
     group's batches are handed over as soon as they are decoded, while later
-    bytes are still being fetched. A slow consumer holds the read back: the
+    bytes are still being fetched. The first batch comes early: the first row
+    group is fetched on its own, and when it holds more than 128 Ki rows its
+    first 64 Ki rows are decoded first and handed over as a batch of their
+    own; the rest of the read starts then. A slow consumer holds the read back: the
     row groups fetched or decoded but not yet handed over stay within the
     config's ``memory_budget`` (plus a few batches), so a file or dataset
     larger than memory can be streamed. Closing the stream (or dropping it)

@@ -12,6 +12,7 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, TryStreamExt};
 use parquet::arrow::arrow_reader::ArrowReaderOptions;
 use parquet::arrow::async_reader::AsyncFileReader;
+use parquet::arrow::async_reader::ParquetRecordBatchStream;
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
 
@@ -118,25 +119,7 @@ pub(crate) fn decode_row_group(
     let rest = if !direct.is_empty() && direct.len() == projected_roots(file).len() {
         Vec::new()
     } else {
-        let reader = PrefetchedReader::new(
-            spans,
-            Arc::clone(&file.source),
-            fetcher.clone(),
-            Arc::clone(file.reader_metadata.metadata()),
-        );
-        let mut builder = ParquetRecordBatchStreamBuilder::new_with_metadata(
-            reader,
-            file.reader_metadata.clone(),
-        )
-        .with_projection(mask)
-        .with_row_groups(vec![rg])
-        .with_batch_size(batch_size);
-        if let Some(selection) = file.selections[unit].clone() {
-            builder = builder.with_row_selection(selection);
-        }
-        let stream = builder
-            .build()
-            .map_err(|e| Error::from_parquet(location, e))?;
+        let stream = crate_stream(file, unit, spans, fetcher, mask, batch_size)?;
         // A decoder panic on damaged data is caught where every unit is
         // decoded (`pipeline::decode`), and named there as this file's
         // corruption.
@@ -153,6 +136,69 @@ pub(crate) fn decode_row_group(
     } else {
         batches
     })
+}
+
+/// The `parquet` crate's batches of the row group at position `unit`, of
+/// the leaves in `mask`, `batch_size` rows each, decoded as they are pulled
+/// (with the unit's row selection, if any).
+fn crate_stream(
+    file: &PreparedFile,
+    unit: usize,
+    spans: FetchedSpans,
+    fetcher: &Fetcher,
+    mask: ProjectionMask,
+    batch_size: usize,
+) -> Result<ParquetRecordBatchStream<PrefetchedReader>> {
+    let reader = PrefetchedReader::new(
+        spans,
+        Arc::clone(&file.source),
+        fetcher.clone(),
+        Arc::clone(file.reader_metadata.metadata()),
+    );
+    let mut builder =
+        ParquetRecordBatchStreamBuilder::new_with_metadata(reader, file.reader_metadata.clone())
+            .with_projection(mask)
+            .with_row_groups(vec![file.plan.units[unit].index])
+            .with_batch_size(batch_size);
+    if let Some(selection) = file.selections[unit].clone() {
+        builder = builder.with_row_selection(selection);
+    }
+    builder
+        .build()
+        .map_err(|e| Error::from_parquet(file.source.location(), e))
+}
+
+/// The first `rows` rows of the row group at position `unit` of `file`'s
+/// plan (which has no row selection and more rows than that): the first
+/// batch of the `parquet` crate's page-by-page decode, so only the pages
+/// that hold them are decompressed and decoded (a stream's first batch
+/// comes before its row group is decoded whole).
+pub(crate) fn decode_row_group_head(
+    file: &PreparedFile,
+    unit: usize,
+    spans: FetchedSpans,
+    fetcher: &Fetcher,
+    rows: usize,
+) -> Result<RecordBatch> {
+    let location = file.source.location();
+    check_unit_pages(file, unit, &spans)?;
+    let mask = file.projection.mask.clone();
+    let mut stream = crate_stream(file, unit, spans, fetcher, mask, rows)?;
+    let head = futures::executor::block_on(stream.try_next())
+        .map_err(|e| Error::from_parquet(location, e))?;
+    match head {
+        Some(batch) if batch.num_rows() == rows => Ok(batch),
+        other => Err(Error::Corrupt {
+            location: location.to_string(),
+            range: None,
+            detail: format!(
+                "row group {}: its first {rows} rows decoded to {} rows",
+                file.plan.units[unit].index,
+                other.map_or(0, |b| b.num_rows())
+            ),
+            cause: None,
+        }),
+    }
 }
 
 /// Whether row group `rg` is decoded whole: when it fits one batch, and

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::file::metadata::ParquetMetaData;
 
-use super::decode::decode_row_group;
+use super::decode::{decode_row_group, decode_row_group_head};
 use super::footer::{read_footer, Footer};
 use super::prune::{page_row_ranges, prune_row_groups};
 use super::select::{decoded_types, extract, project, validate_schema, Projection};
@@ -99,6 +99,22 @@ impl Planned for PreparedFile {
         fetcher: &Fetcher,
     ) -> Result<Vec<RecordBatch>> {
         decode_row_group(self, unit, spans, fetcher)
+    }
+
+    fn decodes_head(&self, unit: usize) -> bool {
+        // Rows chosen by the page index are decoded by the crate with their
+        // selection; a head would have to follow it.
+        self.selections[unit].is_none()
+    }
+
+    fn decode_head(
+        &self,
+        unit: usize,
+        spans: FetchedSpans,
+        fetcher: &Fetcher,
+        rows: usize,
+    ) -> Result<RecordBatch> {
+        decode_row_group_head(self, unit, spans, fetcher, rows)
     }
 
     fn output(&self, batch: RecordBatch) -> Result<RecordBatch> {

@@ -2,7 +2,9 @@
 //! slot (CPU-heavy work is bounded to the cores), a decode thread (the
 //! runtime's workers keep fetching; see [`super::decode_threads`]), the time
 //! counted, a decoder's panic turned into an error naming the file and unit,
-//! then the filter's rows and the columns asked for.
+//! then the filter's rows and the columns asked for. A unit can also be
+//! decoded in two parts that run at once (see [`Rows`]): its first rows
+//! alone, handed over early, and the rest.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -15,13 +17,26 @@ use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
 use crate::filter::Filter;
 
+/// Which rows of a unit one decode job returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Rows {
+    /// All of them.
+    All,
+    /// Only the first `n` (see [`Planned::decode_head`]): a stream's first
+    /// batch, handed over before its unit is decoded whole.
+    Head(usize),
+    /// All but the first `n` (the job beside a [`Rows::Head`] one).
+    AfterHead(usize),
+}
+
 /// Decodes units `units` of `file` (positions in its plan, each with its
-/// fetched spans), in order, as one job on a decode thread: several small
-/// units go together so that each does not pay the hop to a thread and back.
-/// `what` names a unit in messages (`row group`, `stripe`).
+/// fetched spans and the rows wanted), in order, as one job on a decode
+/// thread: several small units go together so that each does not pay the
+/// hop to a thread and back. `what` names a unit in messages (`row group`,
+/// `stripe`).
 pub(crate) async fn decode_units<P: Planned>(
     file: Arc<P>,
-    units: Vec<(usize, FetchedSpans)>,
+    units: Vec<(usize, FetchedSpans, Rows)>,
     what: &'static str,
     fetcher: Fetcher,
 ) -> Result<Vec<RecordBatch>> {
@@ -34,10 +49,10 @@ pub(crate) async fn decode_units<P: Planned>(
     let job_file = Arc::clone(&file);
     let decoded = super::decode_threads::run(threads, runtime, move || {
         let mut batches = Vec::new();
-        for (unit, spans) in units {
+        for (unit, spans, rows) in units {
             // Each unit's panic is caught on its own, to name that unit.
             let one = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                decode_one(&*job_file, unit, spans, &blocking_fetcher)
+                decode_one(&*job_file, unit, spans, rows, &blocking_fetcher)
             }));
             match one {
                 Ok(Ok(decoded)) => batches.extend(decoded),
@@ -64,15 +79,22 @@ pub(crate) async fn decode_units<P: Planned>(
     }
 }
 
-/// One unit decoded, filtered and cut to the columns asked for.
+/// One unit (the rows asked for) decoded, filtered and cut to the columns
+/// asked for. The filter runs after a head is cut off, so the head and the
+/// rest together keep the rows the whole unit would.
 fn decode_one<P: Planned>(
     file: &P,
     unit: usize,
     spans: FetchedSpans,
+    rows: Rows,
     fetcher: &Fetcher,
 ) -> Result<Vec<RecordBatch>> {
-    let decoded = file.decode(unit, spans, fetcher)?;
     let location = file.source().location();
+    let decoded = match rows {
+        Rows::All => file.decode(unit, spans, fetcher)?,
+        Rows::Head(n) => vec![file.decode_head(unit, spans, fetcher, n)?],
+        Rows::AfterHead(n) => without_first_rows(file.decode(unit, spans, fetcher)?, n),
+    };
     decoded
         .into_iter()
         .map(|batch| {
@@ -83,6 +105,19 @@ fn decode_one<P: Planned>(
             file.output(batch)
         })
         .collect()
+}
+
+/// `batches` less their first `n` rows (slices: no copy).
+fn without_first_rows(batches: Vec<RecordBatch>, mut n: usize) -> Vec<RecordBatch> {
+    let mut kept = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let cut = n.min(batch.num_rows());
+        n -= cut;
+        if cut < batch.num_rows() {
+            kept.push(batch.slice(cut, batch.num_rows() - cut));
+        }
+    }
+    kept
 }
 
 /// The error for a decoder's panic, naming the file and the unit.
@@ -103,4 +138,46 @@ fn keep_matching(filter: &Filter, batch: RecordBatch, location: &str) -> Result<
         .map_err(|e| Error::from_arrow(location, e))?;
     arrow_select::filter::filter_record_batch(&batch, &mask)
         .map_err(|e| Error::from_arrow(location, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int32Array, RecordBatch};
+
+    use super::without_first_rows;
+
+    fn batch(values: std::ops::Range<i32>) -> RecordBatch {
+        let column = Arc::new(Int32Array::from_iter_values(values));
+        RecordBatch::try_from_iter([("x", column as _)]).unwrap()
+    }
+
+    fn values(batches: &[RecordBatch]) -> Vec<i32> {
+        let arrays = batches.iter().map(|b| b.column(0).as_ref());
+        arrays
+            .flat_map(|a| {
+                a.as_any()
+                    .downcast_ref::<Int32Array>()
+                    .unwrap()
+                    .values()
+                    .to_vec()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_first_rows_are_cut_across_batches() {
+        let batches = vec![batch(0..3), batch(3..5), batch(5..9)];
+        assert_eq!(
+            values(&without_first_rows(batches.clone(), 0)),
+            (0..9).collect::<Vec<_>>()
+        );
+        let cut = without_first_rows(batches.clone(), 4);
+        assert_eq!(cut.len(), 2);
+        assert_eq!(values(&cut), (4..9).collect::<Vec<_>>());
+        // A batch cut whole is left out, not kept empty.
+        assert_eq!(without_first_rows(batches.clone(), 5).len(), 1);
+        assert!(without_first_rows(batches, 20).is_empty());
+    }
 }

@@ -119,6 +119,30 @@ pub(crate) trait Planned: Send + Sync + 'static {
         spans: FetchedSpans,
         fetcher: &Fetcher,
     ) -> Result<Vec<RecordBatch>>;
+    /// Whether [`Planned::decode_head`] can decode the first rows of unit
+    /// `unit` alone (the rows [`Planned::decode`] would give first, before
+    /// any filter).
+    fn decodes_head(&self, _unit: usize) -> bool {
+        false
+    }
+    /// The first `rows` rows of unit `unit` (which [`Planned::decodes_head`]
+    /// allows and which holds more rows than that), decoding no more of it
+    /// than they need; runs on the blocking pool, before the rest of the
+    /// unit is decoded.
+    fn decode_head(
+        &self,
+        unit: usize,
+        _spans: FetchedSpans,
+        _fetcher: &Fetcher,
+        _rows: usize,
+    ) -> Result<RecordBatch> {
+        Err(Error::Corrupt {
+            location: self.source().location().to_string(),
+            range: None,
+            detail: format!("unit {unit}: this format decodes no head"),
+            cause: None,
+        })
+    }
     /// A decoded (and filtered) batch cut to the columns asked for.
     fn output(&self, batch: RecordBatch) -> Result<RecordBatch>;
     /// The rows unit `unit` holds before any filter.

@@ -6,16 +6,16 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
-use futures::future::BoxFuture;
+use futures::future::{BoxFuture, Shared};
 use futures::{stream, FutureExt, StreamExt, TryStreamExt};
 use tokio::sync::Semaphore;
 
-use super::decode::decode_units;
+use super::decode::{decode_units, Rows};
 use super::stream::windows_of;
 use super::{check_single_file, concat, each_source, fetch_ahead, with_files, Format, Planned};
 use super::{ReadOptions, Table};
 use crate::error::Result;
-use crate::fetch::{await_spans, each_file, unit_spans, FetchedSpans, Fetcher};
+use crate::fetch::{await_spans, each_file, unit_spans, FetchedSpans, Fetcher, SpanFuture};
 use crate::plan::FilePlan;
 
 /// Reads `sources` (paths, URLs, globs) into one table.
@@ -78,7 +78,8 @@ fn start_local_units<F: Format>(
                 let kib = bytes.div_ceil(1024).clamp(1, ahead_bytes >> 10) as u32;
                 // The semaphore is never closed; were it, the window goes unbounded.
                 let permit = ahead.acquire_many_owned(kib).await.ok().map(Arc::new);
-                start_window::<F>(&fetcher, &file, positions)
+                start_window::<F>(&fetcher, &file, positions, WindowOptions::default())
+                    .units
                     .into_iter()
                     .map(|unit| {
                         let permit = permit.clone();
@@ -139,8 +140,38 @@ pub(super) type UnitFuture = BoxFuture<'static, Result<Vec<RecordBatch>>>;
 /// decodes it as soon as its spans are in, while later spans are still on
 /// the wire. Dropping every future stops the fetch.
 pub(super) fn start_units<F: Format>(fetcher: &Fetcher, file: &Arc<F::File>) -> Vec<UnitFuture> {
-    start_window::<F>(fetcher, file, 0..file.plan().units.len())
+    start_window::<F>(
+        fetcher,
+        file,
+        0..file.plan().units.len(),
+        WindowOptions::default(),
+    )
+    .units
 }
+
+/// How a window of units is fetched and decoded, where not as the read's
+/// config says.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct WindowOptions {
+    /// The first unit's first rows are decoded by a future of their own,
+    /// first, then the rest of it (see [`Rows::Head`]): a stream hands them
+    /// over without waiting for the whole unit.
+    pub head: Option<usize>,
+    /// Requests of at most this many bytes instead of `slice_size`.
+    pub slice_size: Option<u64>,
+}
+
+/// A window's fetch, started: one future per decode job, and the spans'
+/// own futures (to learn when its bytes are in).
+pub(super) struct StartedWindow {
+    pub units: Vec<UnitFuture>,
+    pub spans: Vec<SpanFuture>,
+    /// With a head: done when the head is decoded (or failed, or dropped).
+    pub head_done: Option<HeadDone>,
+}
+
+/// Done when a window's head batch is decoded.
+pub(super) type HeadDone = Shared<BoxFuture<'static, ()>>;
 
 /// [`start_units`] for the units at `positions` of the file's plan alone (a
 /// plan of their own, so that no other unit's bytes are fetched).
@@ -148,10 +179,11 @@ pub(super) fn start_window<F: Format>(
     fetcher: &Fetcher,
     file: &Arc<F::File>,
     positions: Range<usize>,
-) -> Vec<UnitFuture> {
+    options: WindowOptions,
+) -> StartedWindow {
     let whole = file.plan();
     let window;
-    let plan = if positions == (0..whole.units.len()) {
+    let plan = if positions == (0..whole.units.len()) && options.slice_size.is_none() {
         whole
     } else {
         let config = fetcher.config();
@@ -160,7 +192,7 @@ pub(super) fn start_window<F: Format>(
             whole.file_size,
             whole.units[positions.clone()].to_vec(),
             config.hole_limit,
-            config.slice_size,
+            options.slice_size.unwrap_or(config.slice_size),
         );
         &window
     };
@@ -170,32 +202,68 @@ pub(super) fn start_window<F: Format>(
         .clone()
         .map(|p| (file.unit_rows(p), file.unit_decoded_bytes(p)))
         .collect();
-    // Each group holds the spans its units need; a span's bytes are freed as
+    // Each job holds the spans its units need; a span's bytes are freed as
     // soon as the last unit using it is decoded.
-    small_groups(&sizes)
+    let mut jobs: Vec<Vec<(usize, Rows)>> = small_groups(&sizes)
         .into_iter()
-        .map(|group| {
-            let needed: Vec<_> = group
-                .map(|i| {
+        .map(|group| group.map(|i| (i, Rows::All)).collect())
+        .collect();
+    // The head decodes first: the rest of its unit waits for it, so that
+    // the two do not share the cores while the consumer waits.
+    let mut head_signal = None;
+    let mut head_done = None;
+    if let (Some(n), Some(first)) = (options.head, jobs.first_mut()) {
+        if let [(0, rows)] = first.as_mut_slice() {
+            *rows = Rows::AfterHead(n);
+            jobs.insert(0, vec![(0, Rows::Head(n))]);
+            let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+            head_signal = Some(tx);
+            head_done = Some(rx.map(|_| ()).boxed().shared());
+        }
+    }
+    let units = jobs
+        .into_iter()
+        .map(|job| {
+            let needed: Vec<_> = job
+                .into_iter()
+                .map(|(i, rows)| {
                     (
                         positions.start + i,
                         unit_spans(plan, &spans, &plan.units[i]),
+                        rows,
                     )
                 })
                 .collect();
             let (file, fetcher) = (Arc::clone(file), fetcher.clone());
             let guards = Arc::clone(&abort_guards);
+            let is_head = matches!(needed.first(), Some((_, _, Rows::Head(_))));
+            let signal = if is_head { head_signal.take() } else { None };
+            let after_head = match needed.first() {
+                Some((_, _, Rows::AfterHead(_))) => head_done.clone(),
+                _ => None,
+            };
             async move {
                 let _fetching = guards;
                 let mut fetched = Vec::with_capacity(needed.len());
-                for (position, spans) in needed {
-                    fetched.push((position, FetchedSpans::new(await_spans(spans).await?)));
+                for (position, spans, rows) in needed {
+                    let spans = FetchedSpans::new(await_spans(spans).await?);
+                    fetched.push((position, spans, rows));
                 }
-                decode_units(file, fetched, F::UNIT, fetcher).await
+                if let Some(head) = after_head {
+                    head.await;
+                }
+                let decoded = decode_units(file, fetched, F::UNIT, fetcher).await;
+                drop(signal); // the head is decoded
+                decoded
             }
             .boxed()
         })
-        .collect()
+        .collect();
+    StartedWindow {
+        units,
+        spans,
+        head_done,
+    }
 }
 
 /// Consecutive units are decoded together while the group holds at most

@@ -13,7 +13,7 @@ use arrow_schema::SchemaRef;
 use futures::{stream, FutureExt, StreamExt};
 use tokio::sync::{mpsc, Semaphore};
 
-use super::read::{start_window, UnitFuture};
+use super::read::{start_window, UnitFuture, WindowOptions};
 use super::{prepare_all, BatchStream, Format, Planned, ReadOptions};
 use crate::dataset::DatasetSchema;
 use crate::error::{Error, Result};
@@ -280,7 +280,13 @@ impl<F: Format> Inner<F> {
 /// Fetches the spans of one unit of a prepared file (a plan of its own, so
 /// that no other unit's bytes are fetched) and decodes it.
 fn start_unit<F: Format>(fetcher: &Fetcher, file: &Arc<F::File>, position: usize) -> UnitFuture {
-    let one = start_window::<F>(fetcher, file, position..position + 1);
+    let one = start_window::<F>(
+        fetcher,
+        file,
+        position..position + 1,
+        WindowOptions::default(),
+    )
+    .units;
     // A window of one unit makes one future.
     match one.into_iter().next() {
         Some(unit) => unit,
