@@ -595,6 +595,7 @@ def test_iter_batches_hands_over_the_first_rows_before_their_row_group(tmp_path)
         {"filters": [("i8", ">", 50)]},
         {"filters": [("f64", "<", 0.3)], "columns": ["s", "l"]},
         {"filters": [("s", "in", ["1", "2", "3"])], "columns": ["i8"]},
+        {"read_dictionary": ["s"]},
     ):
         got = fastingest.iter_batches(both, **options)
         assert got.read_all().equals(fastingest.read_parquet(both, **options)), options

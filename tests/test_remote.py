@@ -551,3 +551,27 @@ def test_small_listed_files_take_one_request_each(s3):
     stats = fastingest.ReadStats()
     streamed = fastingest.iter_batches(url, storage_options=s3.options(), stats=stats).read_all()
     assert streamed.equals(got) and stats.requests == 1 + 6
+
+
+def test_s3_stream_fetches_its_first_row_group_first_in_finer_requests(s3):
+    """A stream's first row group goes alone, in requests of about 1 MiB
+    (more connections bring it sooner), and its first 64 Ki rows come as a
+    batch of their own; the rows are those of the whole read."""
+    import numpy as np
+
+    rows = 1_600_000  # 2 row groups of 12.8 MB: the whole read's requests are 3.2 MB
+    rng = np.random.default_rng(3)
+    table = pa.table({"a": rng.integers(0, 2**62, rows), "b": rng.random(rows)})
+    data = parquet_bytes(table, row_group_size=rows // 2, compression="none")
+    url = s3.put("stream/first.parquet", data)
+    first_group = pq.ParquetFile(pa.BufferReader(data)).metadata.row_group(0)
+    assert first_group.total_byte_size > 12 << 20
+    opts = s3.options()
+    whole = fastingest.ReadStats()
+    want = fastingest.read_parquet(url, storage_options=opts, stats=whole)
+    streamed = fastingest.ReadStats()
+    batches = list(fastingest.iter_batches(url, storage_options=opts, stats=streamed))
+    assert batches[0].num_rows == 65_536
+    assert pa.Table.from_batches(batches).equals(want)
+    assert streamed.bytes_needed == whole.bytes_needed
+    assert streamed.requests >= whole.requests + 3, (streamed, whole)

@@ -37,6 +37,9 @@ pub struct FilePlan {
     pub units: Vec<PlanUnit>,
     /// Spans to fetch, in file order.
     pub spans: Vec<Span>,
+    /// The most bytes one request fetches (the slice size the plan was made
+    /// with): a plan of some of its units is cut the same way.
+    pub slice_size: u64,
 }
 
 impl FilePlan {
@@ -64,6 +67,7 @@ impl FilePlan {
             file_size,
             units,
             spans,
+            slice_size,
         }
     }
 

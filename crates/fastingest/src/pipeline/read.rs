@@ -157,7 +157,7 @@ pub(super) struct WindowOptions {
     /// first, then the rest of it (see [`Rows::Head`]): a stream hands them
     /// over without waiting for the whole unit.
     pub head: Option<usize>,
-    /// Requests of at most this many bytes instead of `slice_size`.
+    /// Requests of at most this many bytes instead of the file plan's.
     pub slice_size: Option<u64>,
 }
 
@@ -192,7 +192,7 @@ pub(super) fn start_window<F: Format>(
             whole.file_size,
             whole.units[positions.clone()].to_vec(),
             config.hole_limit,
-            options.slice_size.unwrap_or(config.slice_size),
+            options.slice_size.unwrap_or(whole.slice_size),
         );
         &window
     };

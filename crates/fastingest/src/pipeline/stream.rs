@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, Semaphore};
 use super::read::{start_window, StartedWindow, WindowOptions};
 use super::{prepare_all, Format, Planned, ReadOptions};
 use crate::error::Result;
+use crate::plan::MIN_SLICE;
 
 /// A read's batches as they are decoded, in file and row order.
 pub struct BatchStream {
@@ -77,7 +78,6 @@ pub(crate) async fn stream<F: Format>(
     // Units decoding or decoded ahead of the consumer: as many as decode at
     // once (by default two per core).
     let decode_ahead = config.effective_decode_parallelism().max(2);
-    let slice_size = config.slice_size;
 
     // Starts each window's fetch, in order, as the budget allows.
     let (started_tx, started_rx) = mpsc::channel(WINDOWS_AHEAD);
@@ -94,7 +94,7 @@ pub(crate) async fn stream<F: Format>(
                 let options = match w {
                     0 => WindowOptions {
                         head: head_rows(&**file, positions.start),
-                        slice_size: Some(first_slices(bytes, slice_size)),
+                        slice_size: Some(first_slices(bytes, file.plan().slice_size)),
                     },
                     _ => WindowOptions::default(),
                 };
@@ -226,14 +226,13 @@ fn first_unit_alone<F: Format>(
 
 /// The first window's requests: its bytes over [`FIRST_WINDOW_REQUESTS`]
 /// requests (it is fetched alone, so more connections bring it sooner),
-/// each at least [`FIRST_WINDOW_SLICE_MIN`] and at most the config's
-/// `slice_size`.
+/// each at least [`MIN_SLICE`] and at most the file plan's
+/// slice size.
 fn first_slices(bytes: u64, slice_size: u64) -> u64 {
-    (bytes / FIRST_WINDOW_REQUESTS).clamp(FIRST_WINDOW_SLICE_MIN.min(slice_size), slice_size.max(1))
+    (bytes / FIRST_WINDOW_REQUESTS).clamp(MIN_SLICE.min(slice_size), slice_size.max(1))
 }
 
 const FIRST_WINDOW_REQUESTS: u64 = 16;
-const FIRST_WINDOW_SLICE_MIN: u64 = 1 << 20;
 
 /// Each file's units cut into runs of consecutive units of up to
 /// `window_bytes` to fetch (a larger unit is a run alone): `(file, unit
