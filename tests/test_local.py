@@ -610,6 +610,27 @@ def test_iter_batches_hands_over_the_first_rows_before_their_row_group(tmp_path)
     assert pa.Table.from_batches(kept).equals(pq.read_table(indexed, filters=[("i64", ">=", low)]))
 
 
+def test_a_head_batch_of_every_type_equals_pyarrow(tmp_path):
+    """The head is decoded by the `parquet` crate and the rest of its row
+    group by fastingest's own decoders: every type comes out the same, under
+    one schema, with either codec and page version."""
+    table = all_types_table(300_000, seed=1)
+    path = tmp_path / "all.parquet"
+    for codec, page_version in (("snappy", "2.0"), ("none", "1.0")):
+        pq.write_table(
+            table,
+            path,
+            row_group_size=300_000,
+            compression=codec,
+            data_page_version=page_version,
+        )
+        batches = list(fastingest.iter_batches(path))
+        assert [b.num_rows for b in batches] == [65_536, 300_000 - 65_536]
+        want = pq.read_table(path)
+        assert all(b.schema.equals(want.schema) for b in batches), codec
+        assert pa.Table.from_batches(batches).equals(want), codec
+
+
 def test_iter_batches_names_the_file_when_its_first_row_group_is_damaged(tmp_path):
     """A damaged first row group fails the stream with the file's name, from
     its head or from the rest of it, and does not hang."""
