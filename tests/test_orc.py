@@ -259,6 +259,29 @@ def test_iter_orc_batches_streams_what_read_orc_returns(tmp_path):
         fastingest.iter_orc_batches(source, row_groups=[0])  # type: ignore[call-arg]
 
 
+def test_iter_orc_batches_hands_over_a_big_stripes_first_rows_first(tmp_path):
+    """A stream's first stripe, when large, hands over its first 64 Ki rows
+    before the rest of it is decoded; the rows are those of `read_orc`."""
+    rows = 300_000
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(rows, dtype=np.int64)),
+            "g": pa.array(np.arange(rows) % 11, pa.int32()),
+            "s": pa.array([f"v{i % 977}" for i in range(rows)]),
+        }
+    )
+    path = tmp_path / "big.orc"
+    orc.write_table(table, path, stripe_size=256 << 20)
+    assert orc.ORCFile(path).nstripes == 1
+    batches = list(fastingest.iter_orc_batches(path))
+    assert batches[0].num_rows == 65_536
+    assert batches[0].column(0).to_pylist()[-1] == 65_535
+    assert_tables_equal(pa.Table.from_batches(batches), orc.read_table(path))
+    filters = [("g", "<", 3)]
+    got = fastingest.iter_orc_batches(path, columns=["s"], filters=filters).read_all()
+    assert_tables_equal(got, fastingest.read_orc(path, columns=["s"], filters=filters))
+
+
 def test_raw_stripes_are_the_files_bytes(tmp_path):
     path = _stripe_file(tmp_path)
     raw = path.read_bytes()

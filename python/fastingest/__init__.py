@@ -387,8 +387,10 @@ def iter_orc_batches(source: Source, **options: Unpack[OrcOptions]) -> BatchStre
     """:func:`read_orc` as a stream of :class:`pyarrow.RecordBatch`, as
     :func:`iter_batches` is for Parquet: every tail first (the schema is
     checked across files), then each stripe's batches as soon as they are
-    decoded, while later stripes are still being fetched. Closing the stream
-    (or dropping it) stops the read."""
+    decoded, while later stripes are still being fetched; the first batch
+    comes early, as in :func:`iter_batches` (the first stripe fetched on its
+    own, and its first 64 Ki rows decoded first). Closing the stream (or
+    dropping it) stops the read."""
     args = _args("iter_orc_batches", dict(options), ORC_KEYS)
     with _cache_warnings(args):
         return _iter_orc_batches(source, args)

@@ -93,20 +93,26 @@ impl Planned for PreparedOrc {
 
     fn decode(&self, unit: usize, spans: FetchedSpans, _: &Fetcher) -> Result<Vec<RecordBatch>> {
         let location = self.source.location();
-        let info = &self.tail.metadata.stripe_metadatas()[self.plan.units[unit].index];
-        let mut reader = SpanReader {
-            size: self.tail.file_size,
-            spans,
-            prefetched: Arc::clone(&self.prefetched),
-            skipped: info.offset()..info.offset() + info.index_length(),
-        };
-        let stripe = Stripe::new(&mut reader, &self.tail.metadata, &self.projected, info)
-            .map_err(|e| from_orc(location, e))?;
-        let decoder = NaiveStripeDecoder::new(stripe, Arc::clone(&self.decoded_schema), BATCH_ROWS)
-            .map_err(|e| from_orc(location, e))?;
-        decoder
+        self.stripe_decoder(unit, spans, BATCH_ROWS)?
             .map(|b| b.map_err(|e| from_orc(location, e)))
             .collect()
+    }
+
+    fn decodes_head(&self, _unit: usize) -> bool {
+        true
+    }
+
+    fn decode_head(
+        &self,
+        unit: usize,
+        spans: FetchedSpans,
+        _: &Fetcher,
+        rows: usize,
+    ) -> Result<Option<RecordBatch>> {
+        // The decoder is lazy: its first batch decodes only its rows.
+        let location = self.source.location();
+        let first = self.stripe_decoder(unit, spans, rows)?.next();
+        first.transpose().map_err(|e| from_orc(location, e))
     }
 
     fn output(&self, batch: RecordBatch) -> Result<RecordBatch> {
@@ -125,6 +131,30 @@ impl Planned for PreparedOrc {
 
 /// Rows per record batch handed out.
 const BATCH_ROWS: usize = 64 * 1024;
+
+impl PreparedOrc {
+    /// The stripe at position `unit` of the plan, read from `spans`, as a
+    /// decoder of `batch_rows`-row batches (decoded as they are pulled).
+    fn stripe_decoder(
+        &self,
+        unit: usize,
+        spans: FetchedSpans,
+        batch_rows: usize,
+    ) -> Result<NaiveStripeDecoder> {
+        let location = self.source.location();
+        let info = &self.tail.metadata.stripe_metadatas()[self.plan.units[unit].index];
+        let mut reader = SpanReader {
+            size: self.tail.file_size,
+            spans,
+            prefetched: Arc::clone(&self.prefetched),
+            skipped: info.offset()..info.offset() + info.index_length(),
+        };
+        let stripe = Stripe::new(&mut reader, &self.tail.metadata, &self.projected, info)
+            .map_err(|e| from_orc(location, e))?;
+        NaiveStripeDecoder::new(stripe, Arc::clone(&self.decoded_schema), batch_rows)
+            .map_err(|e| from_orc(location, e))
+    }
+}
 
 /// One ORC file, planned and ready to fetch.
 #[derive(Debug, Clone)]

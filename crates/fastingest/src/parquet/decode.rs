@@ -168,37 +168,23 @@ fn crate_stream(
         .map_err(|e| Error::from_parquet(file.source.location(), e))
 }
 
-/// The first `rows` rows of the row group at position `unit` of `file`'s
-/// plan (which has no row selection and more rows than that): the first
-/// batch of the `parquet` crate's page-by-page decode, so only the pages
-/// that hold them are decompressed and decoded (a stream's first batch
-/// comes before its row group is decoded whole).
+/// The first batch of `rows` rows of the row group at position `unit` of
+/// `file`'s plan (which has no row selection): the first batch of the
+/// `parquet` crate's page-by-page decode, so only the pages that hold them
+/// are decompressed and decoded (a stream's first batch comes before its
+/// row group is decoded whole).
 pub(crate) fn decode_row_group_head(
     file: &PreparedFile,
     unit: usize,
     spans: FetchedSpans,
     fetcher: &Fetcher,
     rows: usize,
-) -> Result<RecordBatch> {
+) -> Result<Option<RecordBatch>> {
     let location = file.source.location();
     check_unit_pages(file, unit, &spans)?;
     let mask = file.projection.mask.clone();
     let mut stream = crate_stream(file, unit, spans, fetcher, mask, rows)?;
-    let head = futures::executor::block_on(stream.try_next())
-        .map_err(|e| Error::from_parquet(location, e))?;
-    match head {
-        Some(batch) if batch.num_rows() == rows => Ok(batch),
-        other => Err(Error::Corrupt {
-            location: location.to_string(),
-            range: None,
-            detail: format!(
-                "row group {}: its first {rows} rows decoded to {} rows",
-                file.plan.units[unit].index,
-                other.map_or(0, |b| b.num_rows())
-            ),
-            cause: None,
-        }),
-    }
+    futures::executor::block_on(stream.try_next()).map_err(|e| Error::from_parquet(location, e))
 }
 
 /// Whether row group `rg` is decoded whole: when it fits one batch, and

@@ -113,7 +113,7 @@ impl Planned for PreparedFile {
         spans: FetchedSpans,
         fetcher: &Fetcher,
         rows: usize,
-    ) -> Result<RecordBatch> {
+    ) -> Result<Option<RecordBatch>> {
         decode_row_group_head(self, unit, spans, fetcher, rows)
     }
 

@@ -52,7 +52,7 @@ pub(crate) async fn decode_units<P: Planned>(
         for (unit, spans, rows) in units {
             // Each unit's panic is caught on its own, to name that unit.
             let one = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                decode_one(&*job_file, unit, spans, rows, &blocking_fetcher)
+                decode_one(&*job_file, unit, spans, rows, what, &blocking_fetcher)
             }));
             match one {
                 Ok(Ok(decoded)) => batches.extend(decoded),
@@ -87,12 +87,20 @@ fn decode_one<P: Planned>(
     unit: usize,
     spans: FetchedSpans,
     rows: Rows,
+    what: &str,
     fetcher: &Fetcher,
 ) -> Result<Vec<RecordBatch>> {
     let location = file.source().location();
     let decoded = match rows {
         Rows::All => file.decode(unit, spans, fetcher)?,
-        Rows::Head(n) => vec![file.decode_head(unit, spans, fetcher, n)?],
+        Rows::Head(n) => match file.decode_head(unit, spans, fetcher, n)? {
+            Some(head) if head.num_rows() == n => vec![head],
+            other => {
+                let got = other.map_or(0, |b| b.num_rows());
+                let why = format!("its first {n} rows decoded to {got} rows");
+                return Err(decode_failed(file, unit, what, why));
+            }
+        },
         Rows::AfterHead(n) => without_first_rows(file.decode(unit, spans, fetcher)?, n),
     };
     decoded

@@ -125,23 +125,19 @@ pub(crate) trait Planned: Send + Sync + 'static {
     fn decodes_head(&self, _unit: usize) -> bool {
         false
     }
-    /// The first `rows` rows of unit `unit` (which [`Planned::decodes_head`]
-    /// allows and which holds more rows than that), decoding no more of it
-    /// than they need; runs on the blocking pool, before the rest of the
-    /// unit is decoded.
+    /// The first batch of `rows` rows of unit `unit` (which
+    /// [`Planned::decodes_head`] allows and which holds more rows than
+    /// that), decoding no more of it than they need; runs on the blocking
+    /// pool, before the rest of the unit is decoded. (`None`, or a batch of
+    /// other rows, fails the read as a damaged unit.)
     fn decode_head(
         &self,
-        unit: usize,
+        _unit: usize,
         _spans: FetchedSpans,
         _fetcher: &Fetcher,
         _rows: usize,
-    ) -> Result<RecordBatch> {
-        Err(Error::Corrupt {
-            location: self.source().location().to_string(),
-            range: None,
-            detail: format!("unit {unit}: this format decodes no head"),
-            cause: None,
-        })
+    ) -> Result<Option<RecordBatch>> {
+        Ok(None)
     }
     /// A decoded (and filtered) batch cut to the columns asked for.
     fn output(&self, batch: RecordBatch) -> Result<RecordBatch>;
