@@ -4,7 +4,9 @@
 //! within the read's `memory_budget` (for local files at most 64 MiB: see
 //! [`super::fetch_ahead`]). A slow consumer holds the read back: about that
 //! many fetched bytes and a few decoded batches are in memory, not the file
-//! or the dataset.
+//! or the dataset. The first batch comes early: the first unit is fetched
+//! alone, a large one's first rows are decoded and handed over first
+//! ([`HEAD_ROWS`]), and the rest of the read starts then.
 
 use std::ops::Range;
 use std::sync::Arc;
