@@ -16,6 +16,16 @@ pub struct PlanUnit {
     pub ranges: Vec<Range<u64>>,
 }
 
+impl PlanUnit {
+    /// The bytes of the unit's ranges (overlaps counted each time).
+    pub fn bytes(&self) -> u64 {
+        self.ranges
+            .iter()
+            .map(|r| r.end.saturating_sub(r.start))
+            .sum()
+    }
+}
+
 /// A contiguous range fetched into one buffer, as one or more slices.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Span {
@@ -74,11 +84,7 @@ impl FilePlan {
     /// Bytes of the ranges of `units` (overlaps counted each time): the
     /// size of a read before its plan is made.
     pub fn bytes_of(units: &[PlanUnit]) -> u64 {
-        units
-            .iter()
-            .flat_map(|u| &u.ranges)
-            .map(|r| r.end.saturating_sub(r.start))
-            .sum()
+        units.iter().map(PlanUnit::bytes).sum()
     }
 
     /// Bytes the units need (overlaps counted once).

@@ -68,11 +68,7 @@ impl Planned for PreparedOrc {
     fn unit_decoded_bytes(&self, unit: usize) -> u64 {
         // ORC stripes are compressed as a whole; the bytes read are the
         // closest measure at hand.
-        self.plan.units[unit]
-            .ranges
-            .iter()
-            .map(|r| r.end - r.start)
-            .sum()
+        self.plan.units[unit].bytes()
     }
 
     fn plan(&self) -> &FilePlan {

@@ -131,7 +131,7 @@ impl Planned for PreparedFile {
         // size gives the column chunks read.
         let planned = &self.plan.units[unit];
         let row_group = self.footer.metadata.row_group(planned.index);
-        let read: u64 = planned.ranges.iter().map(|r| r.end - r.start).sum();
+        let read = planned.bytes();
         let compressed = row_group.compressed_size().max(1) as u64;
         let uncompressed = row_group.total_byte_size().max(0) as u64;
         (uncompressed as f64 * (read as f64 / compressed as f64).min(1.0)) as u64

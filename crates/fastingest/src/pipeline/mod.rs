@@ -10,6 +10,7 @@
 //! and cache, decoding on the blocking pool while later bytes arrive,
 //! filtering rows, joining files, streaming) is written once, here.
 
+mod ahead;
 mod decode;
 pub(crate) mod decode_threads;
 mod raw;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use futures::future::{BoxFuture, Shared};
 use futures::{stream, FutureExt, StreamExt, TryStreamExt};
-use tokio::sync::Semaphore;
 
+use super::ahead::AheadBudget;
 use super::decode::{decode_units, Rows};
 use super::stream::windows_of;
 use super::{check_single_file, concat, each_source, fetch_ahead, with_files, Format, Planned};
@@ -24,14 +24,14 @@ pub(crate) async fn read<F: Format>(sources: &[String], options: &ReadOptions) -
         check_single_file(&dataset.files, options, F::UNITS)?;
         let fetcher = options.fetcher();
         let ahead_bytes = fetch_ahead(fetcher.config(), true);
-        let local_ahead = Arc::new(Semaphore::new((ahead_bytes >> 10) as usize));
+        let local_ahead = AheadBudget::new(ahead_bytes);
         // Several files are read at once; the fetcher's limits bound the
         // requests of all of them together.
         let results = each_file(
             &fetcher,
             dataset.scoped(options),
             &|fetcher: Fetcher, (s, scope)| {
-                let local_ahead = Arc::clone(&local_ahead);
+                let local_ahead = local_ahead.clone();
                 async move {
                     let file = Arc::new(F::prepare(&fetcher, s, &scope).await?);
                     let units = match file.source().is_local() {
@@ -54,13 +54,12 @@ pub(crate) async fn read<F: Format>(sources: &[String], options: &ReadOptions) -
 }
 
 /// [`start_units`] for a local file, window by window of consecutive units,
-/// each window's fetch started once its bytes fit in `ahead` (`ahead_bytes`
-/// counted in KiB; a window larger than all of it waits for all of it) and
-/// given back when its last unit is decoded.
+/// each window's fetch started once its bytes fit in `ahead` (of
+/// `ahead_bytes`) and given back when its last unit is decoded.
 fn start_local_units<F: Format>(
     fetcher: &Fetcher,
     file: &Arc<F::File>,
-    ahead: Arc<Semaphore>,
+    ahead: AheadBudget,
     ahead_bytes: u64,
 ) -> impl futures::Stream<Item = UnitFuture> + Send + 'static {
     // A file that fits goes as one window: splitting it only cuts its plan
@@ -73,11 +72,10 @@ fn start_local_units<F: Format>(
     let (fetcher, file) = (fetcher.clone(), Arc::clone(file));
     stream::iter(windows)
         .then(move |(_, positions, bytes)| {
-            let (fetcher, file, ahead) = (fetcher.clone(), Arc::clone(&file), Arc::clone(&ahead));
+            let (fetcher, file, ahead) = (fetcher.clone(), Arc::clone(&file), ahead.clone());
             async move {
-                let kib = bytes.div_ceil(1024).clamp(1, ahead_bytes >> 10) as u32;
-                // The semaphore is never closed; were it, the window goes unbounded.
-                let permit = ahead.acquire_many_owned(kib).await.ok().map(Arc::new);
+                // The budget is never closed; were it, the window goes unbounded.
+                let permit = ahead.take(bytes).await.ok().map(Arc::new);
                 start_window::<F>(&fetcher, &file, positions, WindowOptions::default())
                     .units
                     .into_iter()

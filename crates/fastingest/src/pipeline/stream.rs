@@ -14,8 +14,9 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use futures::{stream, FutureExt, StreamExt};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 
+use super::ahead::AheadBudget;
 use super::read::{start_window, StartedWindow, WindowOptions};
 use super::{prepare_all, Format, Planned, ReadOptions};
 use crate::error::Result;
@@ -74,9 +75,7 @@ pub(crate) async fn stream<F: Format>(
     let window_bytes = (ahead / 4).clamp(config.slice_size.max(1), MAX_WINDOW);
     let mut windows = windows_of::<F>(&prepared, window_bytes);
     first_unit_alone::<F>(&prepared, &mut windows);
-    // The budget in KiB keeps the permit count within u32.
-    let budget_kib = (ahead / 1024).clamp(1, u32::MAX as u64 >> 4) as u32;
-    let budget = Arc::new(Semaphore::new(budget_kib as usize));
+    let budget = AheadBudget::new(ahead);
     // Units decoding or decoded ahead of the consumer: as many as decode at
     // once (by default two per core).
     let decode_ahead = config.effective_decode_parallelism().max(2);
@@ -88,8 +87,7 @@ pub(crate) async fn stream<F: Format>(
         tokio::spawn(async move {
             let mut first_batch = None;
             for (w, (f, positions, bytes)) in windows.into_iter().enumerate() {
-                let cost = bytes.div_ceil(1024).clamp(1, budget_kib as u64) as u32;
-                let Ok(permit) = Arc::clone(&budget).acquire_many_owned(cost).await else {
+                let Ok(permit) = budget.take(bytes).await else {
                     return;
                 };
                 let file = &prepared[f];
@@ -210,11 +208,7 @@ fn first_unit_alone<F: Format>(
     if positions.len() < 2 {
         return;
     }
-    let first: u64 = files[f].plan().units[positions.start]
-        .ranges
-        .iter()
-        .map(|r| r.end - r.start)
-        .sum();
+    let first = files[f].plan().units[positions.start].bytes();
     windows[0] = (f, positions.start..positions.start + 1, first);
     windows.insert(
         1,
@@ -249,7 +243,7 @@ pub(super) fn windows_of<F: Format>(
         let mut start = 0;
         let mut bytes = 0u64;
         for (position, unit) in units.iter().enumerate() {
-            let size: u64 = unit.ranges.iter().map(|r| r.end - r.start).sum();
+            let size = unit.bytes();
             if position > start && bytes + size > window_bytes {
                 windows.push((f, start..position, bytes));
                 start = position;

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use futures::{stream, FutureExt, StreamExt};
-use tokio::sync::{mpsc, Semaphore};
+use tokio::sync::mpsc;
 
+use super::ahead::AheadBudget;
 use super::read::{start_window, UnitFuture, WindowOptions};
 use super::{prepare_all, BatchStream, Format, Planned, ReadOptions};
 use crate::dataset::DatasetSchema;
@@ -153,7 +154,7 @@ impl<F: Format> UnitReader<F> {
                     file: f,
                     index: unit.index,
                     num_rows: file.unit_rows(position),
-                    fetch_bytes: unit.ranges.iter().map(|r| r.end - r.start).sum(),
+                    fetch_bytes: unit.bytes(),
                     decoded_bytes: file.unit_decoded_bytes(position),
                 });
             }
@@ -210,23 +211,16 @@ impl<F: Format> UnitReader<F> {
                 "unit {bad} does not exist (the dataset has {n})"
             )));
         }
-        // The budget in KiB keeps the permit count within u32.
-        let budget_kib = (ahead_bytes / 1024).clamp(1, u32::MAX as u64 >> 4) as u32;
-        let budget = Arc::new(Semaphore::new(budget_kib as usize));
+        let budget = AheadBudget::new(ahead_bytes);
         let (tx, rx) = mpsc::channel(1);
         let inner = Arc::clone(&self.inner);
         tokio::spawn(async move {
             let units = stream::iter(order)
                 .map(|u| {
                     let inner = Arc::clone(&inner);
-                    let budget = Arc::clone(&budget);
+                    let budget = budget.clone();
                     async move {
-                        let cost = inner.infos[u].fetch_bytes.div_ceil(1024);
-                        let cost = cost.clamp(1, budget_kib as u64) as u32;
-                        let permit = budget
-                            .acquire_many_owned(cost)
-                            .await
-                            .map_err(|_| Error::InvalidArgument("the read was closed".into()))?;
+                        let permit = budget.take(inner.infos[u].fetch_bytes).await?;
                         let batch = inner.read_unit(u).await?;
                         Ok::<_, Error>((batch, permit))
                     }
