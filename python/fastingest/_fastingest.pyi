@@ -87,6 +87,14 @@ class Config:
       except those modified after it; ``"trust"`` plans them all from it (a
       dataset copied in another order than it was written); ``"ignore"``
       reads every file's own footer.
+    - ``map_local_files`` (``True``): local files are read through a memory
+      mapping: the page cache's pages are the fetched bytes, with no copy and
+      no fresh buffers (no gain when the file must come from disk). A file
+      cut short while it is read fails the read with an error naming it (the
+      process survives: a ``SIGBUS`` handler takes care of it, and hands any
+      other fault to the handler before it). Decoded data never points into
+      the mapping. ``False`` reads with ``pread``. Linux 5.14 or later;
+      elsewhere always ``pread``.
     """
 
     footer_prefetch: int
@@ -102,6 +110,7 @@ class Config:
     connect_timeout: float
     decode_parallelism: int
     summary_files: str
+    map_local_files: bool
     def __new__(cls, **kwargs: float | str) -> Self: ...
     def to_dict(self) -> dict[str, int | float | str]: ...
 

@@ -51,6 +51,7 @@ impl PyConfig {
         d.set_item("connect_timeout", secs(c.connect_timeout))?;
         d.set_item("decode_parallelism", c.decode_parallelism)?;
         d.set_item("summary_files", c.summary_files.as_str())?;
+        d.set_item("map_local_files", c.map_local_files)?;
         Ok(d)
     }
 

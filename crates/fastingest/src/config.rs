@@ -46,6 +46,10 @@ pub struct Config {
     pub decode_parallelism: usize,
     /// Whether a dataset's `_metadata` summary plans its files.
     pub summary_files: SummaryFiles,
+    /// Whether local files are read through a memory mapping (no copy out of
+    /// the page cache; a file cut short meanwhile fails the read) rather than
+    /// with `pread`.
+    pub map_local_files: bool,
 }
 
 /// What a read does with a `_metadata` summary file at the top of a
@@ -91,6 +95,7 @@ impl Config {
             connect_timeout: Duration::from_secs(5),
             decode_parallelism: 0,
             summary_files: SummaryFiles::Check,
+            map_local_files: true,
         }
     }
 
@@ -125,6 +130,7 @@ impl Config {
         "connect_timeout",
         "decode_parallelism",
         "summary_files",
+        "map_local_files",
     ];
 
     /// Sets one knob from text: sizes take `K`/`M`/`G` suffixes (binary), and
@@ -167,6 +173,13 @@ impl Config {
                     "trust" => SummaryFiles::Trust,
                     "ignore" => SummaryFiles::Ignore,
                     _ => return Err(bad("\"check\", \"trust\" or \"ignore\"")),
+                }
+            }
+            "map_local_files" => {
+                self.map_local_files = match value.trim().to_ascii_lowercase().as_str() {
+                    "1" | "true" | "yes" | "on" => true,
+                    "0" | "false" | "no" | "off" => false,
+                    _ => return Err(bad("true or false (1 or 0)")),
                 }
             }
             _ => {

@@ -247,8 +247,24 @@ where
         .await
 }
 
-/// Fetches all slices of `span` concurrently into one buffer.
+/// Fetches all slices of `span` concurrently into one buffer (or, for a
+/// mapped local file, into the page cache, the span's bytes then being a
+/// view of the mapping).
 async fn fetch_span(fetcher: Fetcher, source: Source, span: Span) -> Result<Bytes> {
+    if fetcher.config().map_local_files {
+        if let Some(map) = source.map() {
+            let started = Instant::now();
+            let populated = join_all(
+                span.slices
+                    .iter()
+                    .map(|slice| fetcher.0.bytes.populate(&source, &map, slice.clone())),
+            )
+            .await;
+            fetcher.stats().add_fetch_time(started.elapsed());
+            populated.into_iter().collect::<Result<Vec<()>>>()?;
+            return Ok(map.bytes(span.range));
+        }
+    }
     let len = (span.range.end - span.range.start) as usize;
     // calloc'd: the kernel hands out zero pages lazily, so this costs no memset.
     let mut rest = BytesMut::zeroed(len);

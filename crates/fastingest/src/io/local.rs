@@ -1,17 +1,20 @@
-//! Local files: one open file handle per read, positional reads (`pread`) on
-//! the blocking pool, issued in parallel by the fetcher.
+//! Local files: one open file handle per read, read through a mapping
+//! (see [`super::mapped`]) or by positional reads (`pread`) on the blocking
+//! pool, issued in parallel by the fetcher.
 
 use std::fs::File;
 use std::ops::Range;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use bytes::BytesMut;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 
-use super::{Failure, RangeSource, Tail};
+use super::{Failure, MappedFile, RangeSource, Tail};
 use crate::error::Error;
 
 /// A local file opened once and read at offsets.
@@ -21,6 +24,12 @@ pub struct LocalSource {
     file: Arc<File>,
     size: u64,
     modified_millis: Option<i64>,
+    /// The file's mapping while bytes read through it live (mapped again
+    /// when needed after that, so a long read does not keep every file
+    /// mapped).
+    mapping: Mutex<Weak<MappedFile>>,
+    /// Set when the file was cut short under one of its mappings.
+    cut_short: Arc<AtomicBool>,
 }
 
 impl LocalSource {
@@ -43,12 +52,41 @@ impl LocalSource {
             file: Arc::new(file),
             size: meta.len(),
             modified_millis,
+            mapping: Mutex::new(Weak::new()),
+            cut_short: Arc::default(),
         })
     }
 
     /// The file's size in bytes.
     pub fn size(&self) -> u64 {
         self.size
+    }
+}
+
+/// A failed read of `range` of a local file; a file that ends before the
+/// range does says so.
+pub(crate) fn range_error(location: &str, range: &Range<u64>, e: std::io::Error) -> Error {
+    let short = e.kind() == std::io::ErrorKind::UnexpectedEof;
+    match io_error(location, e) {
+        Error::Io {
+            location,
+            attempts,
+            detail,
+            timed_out,
+            cause,
+            ..
+        } => Error::Io {
+            location,
+            range: Some(range.clone()),
+            attempts,
+            detail: match short {
+                true => format!("file is shorter than {} bytes", range.end),
+                false => detail,
+            },
+            timed_out,
+            cause,
+        },
+        other => other,
     }
 }
 
@@ -106,33 +144,32 @@ impl RangeSource for LocalSource {
             .await
             .map_err(|e| Failure::transient(format!("read task failed: {e}")))?;
             *dst = buf;
-            res.map_err(|e| {
-                let short = e.kind() == std::io::ErrorKind::UnexpectedEof;
-                Failure::Permanent(match io_error(&self.location, e) {
-                    Error::Io {
-                        location,
-                        attempts,
-                        detail,
-                        timed_out,
-                        cause,
-                        ..
-                    } => Error::Io {
-                        location,
-                        range: Some(range.clone()),
-                        attempts,
-                        detail: if short {
-                            format!("file is shorter than {} bytes", range.end)
-                        } else {
-                            detail
-                        },
-                        timed_out,
-                        cause,
-                    },
-                    other => other,
-                })
-            })
+            res.map_err(|e| Failure::Permanent(range_error(&self.location, &range, e)))
         }
         .boxed()
+    }
+
+    fn map(&self) -> Option<Arc<MappedFile>> {
+        let mut mapping = self.mapping.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(live) = mapping.upgrade() {
+            return Some(live);
+        }
+        let fresh = Arc::new(MappedFile::map(
+            self.file.as_raw_fd(),
+            self.size,
+            Arc::clone(&self.cut_short),
+        )?);
+        *mapping = Arc::downgrade(&fresh);
+        Some(fresh)
+    }
+
+    fn mapped(&self) -> Option<Arc<MappedFile>> {
+        let mapping = self.mapping.lock().unwrap_or_else(|p| p.into_inner());
+        mapping.upgrade()
+    }
+
+    fn cut_short(&self) -> bool {
+        self.cut_short.load(Ordering::Acquire)
     }
 
     fn is_local(&self) -> bool {

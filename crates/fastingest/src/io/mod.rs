@@ -7,19 +7,24 @@
 
 mod http;
 mod local;
+mod mapped;
 mod object;
 mod retry;
 mod version;
 
 use std::fmt::Debug;
 use std::ops::Range;
+use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 
 pub use self::http::HttpSource;
+pub(crate) use self::local::range_error;
 pub use self::local::LocalSource;
+pub(crate) use self::mapped::cut_short_error;
+pub use self::mapped::MappedFile;
 pub(crate) use self::object::classify as classify_store_error;
 pub(crate) use self::object::version_of;
 pub use self::object::ObjectStoreSource;
@@ -64,6 +69,24 @@ pub trait RangeSource: Send + Sync + Debug {
         range: Range<u64>,
         dst: &'a mut BytesMut,
     ) -> BoxFuture<'a, Result<(), Failure>>;
+
+    /// The file mapped into memory, to read without copies (local files,
+    /// where the system allows: see [`MappedFile`]); `None` reads with
+    /// [`RangeSource::read_into`].
+    fn map(&self) -> Option<Arc<MappedFile>> {
+        None
+    }
+
+    /// The file's mapping while bytes read through it live.
+    fn mapped(&self) -> Option<Arc<MappedFile>> {
+        None
+    }
+
+    /// Whether the file was cut short under a mapping during this read, so
+    /// that bytes read through it are not the file's.
+    fn cut_short(&self) -> bool {
+        false
+    }
 
     /// Whether reads go to local disk (no network, no retries needed, no cache).
     fn is_local(&self) -> bool {

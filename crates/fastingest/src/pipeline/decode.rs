@@ -52,14 +52,16 @@ pub(crate) async fn decode_units<P: Planned>(
         for (unit, spans, rows) in units {
             // Each unit's panic is caught on its own, to name that unit.
             let one = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                decode_one(&*job_file, unit, spans, rows, what, &blocking_fetcher)
+                let decoded = decode_rows(&*job_file, unit, spans, rows, what, &blocking_fetcher);
+                finish(&*job_file, decoded)
             }));
             match one {
                 Ok(Ok(decoded)) => batches.extend(decoded),
                 Ok(Err(e)) => return Err(e),
                 Err(panic) => {
                     let why = crate::error::panic_text(&*panic);
-                    return Err(decode_failed(&*job_file, unit, what, why));
+                    return Err(cut_short(&*job_file)
+                        .unwrap_or_else(|| decode_failed(&*job_file, unit, what, why)));
                 }
             }
         }
@@ -79,10 +81,37 @@ pub(crate) async fn decode_units<P: Planned>(
     }
 }
 
-/// One unit (the rows asked for) decoded, filtered and cut to the columns
-/// asked for. The filter runs after a head is cut off, so the head and the
-/// rest together keep the rows the whole unit would.
-fn decode_one<P: Planned>(
+/// One unit's decoded rows checked (the file whole), filtered and cut to
+/// the columns asked for. The filter runs after a head is cut off, so the
+/// head and the rest together keep the rows the whole unit would.
+fn finish<P: Planned>(file: &P, decoded: Result<Vec<RecordBatch>>) -> Result<Vec<RecordBatch>> {
+    let source = file.source();
+    if let Some(e) = cut_short(file) {
+        return Err(e);
+    }
+    let decoded = decoded?;
+    let location = source.location();
+    let mapped = source.mapped();
+    decoded
+        .into_iter()
+        .map(|batch| {
+            let batch = match &mapped {
+                Some(map) => map
+                    .detach_batch(batch)
+                    .map_err(|e| Error::from_arrow(location, e))?,
+                None => batch,
+            };
+            let batch = match file.filter() {
+                Some(f) => keep_matching(f, batch, location)?,
+                None => batch,
+            };
+            file.output(batch)
+        })
+        .collect()
+}
+
+/// The rows of unit `unit` asked for, as the format decodes them.
+fn decode_rows<P: Planned>(
     file: &P,
     unit: usize,
     spans: FetchedSpans,
@@ -90,8 +119,7 @@ fn decode_one<P: Planned>(
     what: &str,
     fetcher: &Fetcher,
 ) -> Result<Vec<RecordBatch>> {
-    let location = file.source().location();
-    let decoded = match rows {
+    Ok(match rows {
         Rows::All => file.decode(unit, spans, fetcher)?,
         Rows::Head(n) => match file.decode_head(unit, spans, fetcher, n)? {
             Some(head) if head.num_rows() == n => vec![head],
@@ -102,17 +130,7 @@ fn decode_one<P: Planned>(
             }
         },
         Rows::AfterHead(n) => without_first_rows(file.decode(unit, spans, fetcher)?, n),
-    };
-    decoded
-        .into_iter()
-        .map(|batch| {
-            let batch = match file.filter() {
-                Some(f) => keep_matching(f, batch, location)?,
-                None => batch,
-            };
-            file.output(batch)
-        })
-        .collect()
+    })
 }
 
 /// `batches` less their first `n` rows (slices: no copy).
@@ -126,6 +144,16 @@ fn without_first_rows(batches: Vec<RecordBatch>, mut n: usize) -> Vec<RecordBatc
         }
     }
     kept
+}
+
+/// The error for a file cut short under its mapping while it was read:
+/// its lost pages read as zeros, so whatever came of them (batches, a
+/// decoding error, a decoder's panic) is not the file's.
+fn cut_short<P: Planned>(file: &P) -> Option<Error> {
+    let source = file.source();
+    source
+        .cut_short()
+        .then(|| crate::io::cut_short_error(source.location(), None))
 }
 
 /// The error for a decoder's panic, naming the file and the unit.

@@ -70,6 +70,22 @@ pub(crate) fn fetch_pieces(
             }
         }
         while let Some((f, s, start, fetched)) = pending.next().await {
+            // Raw chunks go to the user as they are: never a view of a
+            // mapped file (copied out, and checked whole after the copy).
+            let source = &files[f].source;
+            let fetched = fetched.and_then(|bytes| {
+                let bytes = match source.mapped() {
+                    Some(map) => map.detach_bytes(bytes),
+                    None => bytes,
+                };
+                match source.cut_short() {
+                    false => Ok(bytes),
+                    true => Err(crate::io::cut_short_error(
+                        source.location(),
+                        Some(start..start + bytes.len() as u64),
+                    )),
+                }
+            });
             let message = fetched.map(|bytes| {
                 in_span
                     .remove(&(f, s))

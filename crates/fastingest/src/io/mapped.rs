@@ -1,0 +1,501 @@
+//! Local files read through a memory mapping: the page cache's own pages are
+//! the fetched bytes, so a read neither faults in fresh buffers nor copies
+//! out of the page cache (on a warm page cache that was a fifth of a read).
+//!
+//! The hazard of a mapping is a file cut short while it is mapped: touching
+//! a page past the new end raises `SIGBUS`, which kills the process. So a
+//! handler (installed with the first mapping, and put back in place with
+//! each later one should something have replaced it) maps a page of zeros
+//! over a lost page of one of *our* mappings, marks that file damaged and
+//! lets the decoder go on; the read then fails naming the file
+//! ([`MappedFile::damaged`], checked by the pipeline after each unit). A
+//! fault anywhere else goes to the handler that was there before ours (or
+//! kills the process), as if ours had never been installed.
+//!
+//! Mapped bytes never reach the user: decoded batches that still point into
+//! a mapping are copied out ([`MappedFile::detach_batch`]), and raw chunks
+//! are copied ([`MappedFile::detach_bytes`]).
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arrow_array::{make_array, Array, ArrayRef, RecordBatch};
+use arrow_buffer::{Buffer, NullBuffer};
+use arrow_schema::ArrowError;
+use bytes::Bytes;
+
+/// Mappings registered with the `SIGBUS` handler at once; a file opened when
+/// all are taken is read with `pread` instead.
+const SLOTS: usize = 256;
+
+/// `MADV_POPULATE_READ` (Linux 5.14): fault a range in without touching it.
+const MADV_POPULATE_READ: libc::c_int = 22;
+
+/// One registered mapping, as the signal handler sees it (atomics only: the
+/// handler may not lock).
+struct Slot {
+    start: AtomicUsize,
+    end: AtomicUsize,
+    /// Address of the mapping's `AtomicBool` damage flag (kept alive by the
+    /// mapping while the slot is registered).
+    flag: AtomicUsize,
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const FREE: Slot = Slot {
+    start: AtomicUsize::new(0),
+    end: AtomicUsize::new(0),
+    flag: AtomicUsize::new(0),
+};
+static REGISTRY: [Slot; SLOTS] = [FREE; SLOTS];
+
+/// The page size, once mapping is known to work here (0 until then).
+static PAGE: AtomicUsize = AtomicUsize::new(0);
+
+/// What handled `SIGBUS` before ours, for faults that are not ours (a
+/// leaked copy: replaced, rarely, when ours is installed again).
+static PREVIOUS: AtomicPtr<libc::sigaction> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Whether files can be mapped here: Linux with `MADV_POPULATE_READ` (5.14).
+/// Elsewhere files are read with `pread`.
+#[cfg(not(target_os = "linux"))]
+fn supported() -> bool {
+    false
+}
+
+#[cfg(target_os = "linux")]
+fn supported() -> bool {
+    static SUPPORTED: OnceLock<bool> = OnceLock::new();
+    *SUPPORTED.get_or_init(|| {
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let ok = page > 0 && populate_supported(page as usize);
+        if ok {
+            PAGE.store(page as usize, Ordering::Release);
+        }
+        ok
+    })
+}
+
+fn page_size() -> usize {
+    PAGE.load(Ordering::Acquire).max(4096)
+}
+
+/// Makes sure ours is the process's `SIGBUS` handler, as each file is
+/// mapped: something installed after ours (Python's `faulthandler.enable()`,
+/// say) would otherwise get our faults, and kill the process. What it
+/// replaces becomes the handler that faults not ours go to.
+#[cfg(target_os = "linux")]
+fn handler_in_place() -> bool {
+    static INSTALLING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = INSTALLING.lock().unwrap_or_else(|p| p.into_inner());
+    unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut current) != 0 {
+            return false;
+        }
+        if current.sa_sigaction == on_sigbus as *const () as usize {
+            return true;
+        }
+        let mut ours: libc::sigaction = std::mem::zeroed();
+        ours.sa_sigaction = on_sigbus as *const () as usize;
+        ours.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_RESTART;
+        libc::sigemptyset(&mut ours.sa_mask);
+        // Published before ours goes in, so the handler always finds it.
+        let previous = Box::into_raw(Box::new(current));
+        PREVIOUS.store(previous, Ordering::Release);
+        libc::sigaction(libc::SIGBUS, &ours, std::ptr::null_mut()) == 0
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn handler_in_place() -> bool {
+    false
+}
+
+/// Whether `MADV_POPULATE_READ` works here (kernels before 5.14 say `EINVAL`).
+#[cfg(target_os = "linux")]
+fn populate_supported(page: usize) -> bool {
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            page,
+            libc::PROT_READ,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return false;
+        }
+        let ok = libc::madvise(p, page, MADV_POPULATE_READ) == 0;
+        libc::munmap(p, page);
+        ok
+    }
+}
+
+/// The handler: async-signal-safe (atomic loads, `mmap`, `sigaction`).
+#[cfg(target_os = "linux")]
+extern "C" fn on_sigbus(sig: libc::c_int, info: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // A fault (not a `kill`): its address is where the access went.
+    let fault = unsafe { (*info).si_code } > 0;
+    let addr = unsafe { (*info).si_addr() } as usize;
+    for slot in REGISTRY.iter().filter(|_| fault) {
+        let start = slot.start.load(Ordering::Acquire);
+        if start == 0 || addr < start || addr >= slot.end.load(Ordering::Acquire) {
+            continue;
+        }
+        // A page of ours the file no longer has: zeros in its place.
+        let page = addr & !(page_size() - 1);
+        let zeros = unsafe {
+            libc::mmap(
+                page as *mut libc::c_void,
+                page_size(),
+                libc::PROT_READ,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_FIXED,
+                -1,
+                0,
+            )
+        };
+        if zeros != libc::MAP_FAILED {
+            let flag = slot.flag.load(Ordering::Acquire);
+            if flag != 0 {
+                unsafe { &*(flag as *const AtomicBool) }.store(true, Ordering::Release);
+            }
+            return;
+        }
+    }
+    // Not ours. A fault goes to the handler before ours, as if we were never
+    // there: it happens again when this returns, and that handler gets it. A
+    // `SIGBUS` sent by `kill` or `raise` takes the default action (sending it
+    // on could bounce between ours and a handler that calls the one it
+    // replaced, such as `faulthandler` installed after ours).
+    unsafe {
+        let previous = PREVIOUS.load(Ordering::Acquire);
+        let mut default: libc::sigaction = std::mem::zeroed();
+        default.sa_sigaction = libc::SIG_DFL;
+        let restore = match previous.is_null() || !fault {
+            true => &default,
+            false => &*previous,
+        };
+        libc::sigaction(libc::SIGBUS, restore, std::ptr::null_mut());
+        if !fault {
+            libc::raise(sig);
+        }
+    }
+}
+
+/// The error of a read whose file was cut short under its mapping.
+pub(crate) fn cut_short_error(location: &str, range: Option<Range<u64>>) -> crate::error::Error {
+    crate::error::Error::Io {
+        location: location.to_string(),
+        range,
+        attempts: 1,
+        detail: "the file was cut short while it was being read".into(),
+        timed_out: false,
+        cause: None,
+    }
+}
+
+/// A local file mapped whole, read-only, and registered with the handler.
+#[derive(Debug)]
+pub struct MappedFile {
+    addr: usize,
+    len: usize,
+    slot: usize,
+    /// Set by the handler when a page of this mapping was lost; shared with
+    /// the source, which outlives its mappings.
+    damaged: Arc<AtomicBool>,
+}
+
+impl MappedFile {
+    /// Maps `len` bytes of `fd`; `None` when mapping is not possible here
+    /// (the read then uses `pread`).
+    pub(crate) fn map(fd: libc::c_int, len: u64, damaged: Arc<AtomicBool>) -> Option<MappedFile> {
+        if !supported() || !handler_in_place() {
+            return None;
+        }
+        let len = usize::try_from(len).ok().filter(|&l| l > 0)?;
+        let addr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if addr == libc::MAP_FAILED {
+            return None;
+        }
+        let addr = addr as usize;
+        let Some(slot) = REGISTRY.iter().position(|s| {
+            s.start
+                .compare_exchange(0, addr, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        }) else {
+            unsafe { libc::munmap(addr as *mut libc::c_void, len) };
+            return None;
+        };
+        let s = &REGISTRY[slot];
+        s.flag
+            .store(Arc::as_ptr(&damaged) as usize, Ordering::Release);
+        s.end.store(addr + len, Ordering::Release);
+        Some(MappedFile {
+            addr,
+            len,
+            slot,
+            damaged,
+        })
+    }
+
+    /// Reads `range` from disk into the page cache and maps its pages, on
+    /// the calling thread (a blocking call, like `pread`). A range past the
+    /// file's end fails with `UnexpectedEof`.
+    pub(crate) fn populate(&self, range: &Range<u64>) -> std::io::Result<()> {
+        let page = page_size() as u64;
+        let end = range.end.min(self.len as u64);
+        if range.end > self.len as u64 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        let start = range.start / page * page;
+        if end <= start {
+            return Ok(());
+        }
+        loop {
+            let at = (self.addr + start as usize) as *mut libc::c_void;
+            if unsafe { libc::madvise(at, (end - start) as usize, MADV_POPULATE_READ) } == 0 {
+                return Ok(());
+            }
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) | Some(libc::EAGAIN) => continue,
+                // The kernel met the file's end: it was cut short.
+                Some(libc::EFAULT) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+                _ => return Err(e),
+            }
+        }
+    }
+
+    /// The mapped bytes of `range` (populated before), kept mapped while
+    /// any slice of them lives.
+    pub(crate) fn bytes(self: &Arc<Self>, range: Range<u64>) -> Bytes {
+        Bytes::from_owner(MappedRange {
+            file: Arc::clone(self),
+            range,
+        })
+    }
+
+    /// Whether a page of this file was lost (the file cut short) while it was
+    /// mapped: whatever was decoded from it is not the file's data.
+    pub fn damaged(&self) -> bool {
+        self.damaged.load(Ordering::Acquire)
+    }
+
+    fn holds(&self, ptr: *const u8) -> bool {
+        let p = ptr as usize;
+        p >= self.addr && p < self.addr + self.len
+    }
+
+    /// `bytes` in memory of their own when they are a view of this mapping.
+    pub fn detach_bytes(&self, bytes: Bytes) -> Bytes {
+        match self.holds(bytes.as_ptr()) {
+            true => Bytes::copy_from_slice(&bytes),
+            false => bytes,
+        }
+    }
+
+    /// `batch` with every buffer that points into this mapping copied out
+    /// (a decoder may hand out page bytes as they are: views of uncompressed
+    /// pages), so that the user's data never depends on the file staying
+    /// whole.
+    pub fn detach_batch(&self, batch: RecordBatch) -> Result<RecordBatch, ArrowError> {
+        if !batch
+            .columns()
+            .iter()
+            .any(|c| self.points_into(&c.to_data()))
+        {
+            return Ok(batch);
+        }
+        let columns: Vec<ArrayRef> = batch
+            .columns()
+            .iter()
+            .map(|c| make_array(self.copied(c.to_data())))
+            .collect();
+        RecordBatch::try_new(batch.schema(), columns)
+    }
+
+    fn points_into(&self, data: &arrow_data::ArrayData) -> bool {
+        data.buffers().iter().any(|b| self.holds(b.as_ptr()))
+            || data
+                .nulls()
+                .is_some_and(|n| self.holds(n.buffer().as_ptr()))
+            || data.child_data().iter().any(|c| self.points_into(c))
+    }
+
+    fn copied(&self, data: arrow_data::ArrayData) -> arrow_data::ArrayData {
+        if !self.points_into(&data) {
+            return data;
+        }
+        let own = |b: &Buffer| match self.holds(b.as_ptr()) {
+            true => Buffer::from_slice_ref(b.as_slice()),
+            false => b.clone(),
+        };
+        let nulls = data.nulls().map(|n| {
+            let bits = n.inner();
+            NullBuffer::new(arrow_buffer::BooleanBuffer::new(
+                own(bits.inner()),
+                bits.offset(),
+                bits.len(),
+            ))
+        });
+        let builder = data
+            .clone()
+            .into_builder()
+            .buffers(data.buffers().iter().map(own).collect())
+            .child_data(
+                data.child_data()
+                    .iter()
+                    .map(|c| self.copied(c.clone()))
+                    .collect(),
+            )
+            .nulls(nulls);
+        // Same layout, same values: only where the bytes live changed.
+        unsafe { builder.build_unchecked() }
+    }
+}
+
+impl Drop for MappedFile {
+    fn drop(&mut self) {
+        let s = &REGISTRY[self.slot];
+        s.end.store(0, Ordering::Release);
+        s.flag.store(0, Ordering::Release);
+        unsafe { libc::munmap(self.addr as *mut libc::c_void, self.len) };
+        s.start.store(0, Ordering::Release);
+    }
+}
+
+/// The owner of a mapped span's `Bytes`: keeps the mapping, and drops the
+/// span's pages from the process's page tables when the last slice goes,
+/// so a long read's resident memory stays what it was with `pread`.
+struct MappedRange {
+    file: Arc<MappedFile>,
+    range: Range<u64>,
+}
+
+impl AsRef<[u8]> for MappedRange {
+    fn as_ref(&self) -> &[u8] {
+        let len = (self.range.end - self.range.start) as usize;
+        // In bounds: `populate` checked the range against the mapping.
+        unsafe {
+            std::slice::from_raw_parts(
+                (self.file.addr + self.range.start as usize) as *const u8,
+                len,
+            )
+        }
+    }
+}
+
+impl Drop for MappedRange {
+    fn drop(&mut self) {
+        let page = page_size() as u64;
+        // Only pages wholly inside the range: a neighbour's page stays.
+        let start = self.range.start.div_ceil(page) * page;
+        let end = self.range.end / page * page;
+        if end > start {
+            let at = (self.file.addr + start as usize) as *mut libc::c_void;
+            unsafe { libc::madvise(at, (end - start) as usize, libc::MADV_DONTNEED) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+
+    use super::*;
+
+    fn temp_file(len: usize) -> (std::path::PathBuf, std::fs::File) {
+        let dir = std::env::temp_dir().join(format!("fastingest-mapped-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("f{len}"));
+        let mut f = std::fs::File::create(&path).unwrap();
+        f.write_all(&(0..len).map(|i| (i % 251) as u8 + 1).collect::<Vec<_>>())
+            .unwrap();
+        (path.clone(), std::fs::File::open(&path).unwrap())
+    }
+
+    #[test]
+    fn a_file_cut_short_under_its_mapping_reads_zeros_and_is_marked_damaged() {
+        let len = 64 * 1024;
+        let (path, file) = temp_file(len);
+        let damaged = Arc::new(AtomicBool::new(false));
+        let Some(map) = MappedFile::map(file.as_raw_fd(), len as u64, Arc::clone(&damaged)) else {
+            eprintln!("no mapping here (kernel before 5.14)");
+            return;
+        };
+        let map = Arc::new(map);
+        map.populate(&(0..len as u64)).unwrap();
+        let bytes = map.bytes(0..len as u64);
+        assert_eq!(bytes[len - 1], ((len - 1) % 251) as u8 + 1);
+        assert!(!map.damaged());
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(100)
+            .unwrap();
+        // Past the new end: SIGBUS without the handler.
+        let last = unsafe { std::ptr::read_volatile(bytes.as_ptr().add(len - 1)) };
+        assert_eq!(last, 0);
+        assert!(map.damaged() && damaged.load(Ordering::Acquire));
+        assert_eq!(bytes[10], 11, "pages before the cut keep the file's bytes");
+        assert_eq!(
+            map.populate(&(0..len as u64)).unwrap_err().kind(),
+            std::io::ErrorKind::UnexpectedEof
+        );
+        drop(bytes);
+        drop(map);
+        assert!(damaged.load(Ordering::Acquire), "the source keeps the mark");
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn buffers_pointing_into_a_mapping_are_copied_out_and_others_kept() {
+        let len = 8192;
+        let (path, file) = temp_file(len);
+        let Some(map) = MappedFile::map(file.as_raw_fd(), len as u64, Default::default()) else {
+            return;
+        };
+        let map = Arc::new(map);
+        map.populate(&(0..len as u64)).unwrap();
+        let mapped = map.bytes(0..64);
+        let values = Buffer::from(mapped.clone());
+        let in_map = arrow_array::Int32Array::new(values.into(), None);
+        let own = arrow_array::Int32Array::from(vec![7; 16]);
+        let schema = Arc::new(arrow_schema::Schema::new(vec![
+            arrow_schema::Field::new("m", arrow_schema::DataType::Int32, false),
+            arrow_schema::Field::new("o", arrow_schema::DataType::Int32, false),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![Arc::new(in_map.clone()), Arc::new(own.clone())],
+        )
+        .unwrap();
+        let detached = map.detach_batch(batch.clone()).unwrap();
+        assert_eq!(detached, batch, "same values");
+        let col = |b: &RecordBatch, i: usize| b.column(i).to_data().buffers()[0].as_ptr();
+        assert!(!map.holds(col(&detached, 0)));
+        assert_eq!(
+            col(&detached, 1),
+            col(&batch, 1),
+            "own buffers are not copied"
+        );
+        assert!(!map.holds(map.detach_bytes(mapped.clone()).as_ptr()));
+        let other = Bytes::from_static(b"abc");
+        assert_eq!(map.detach_bytes(other.clone()).as_ptr(), other.as_ptr());
+        std::fs::remove_file(path).unwrap();
+    }
+}
