@@ -146,7 +146,7 @@ def targets(run: Any, rows: list[dict]) -> list[dict]:
         "vs_ceiling",
         0.8,
     )
-    for p in ("local", "minio"):
+    for p in ("local", "local-warm", "minio"):
         check(f"{p}: fastingest >= 1.0x best peer", p, "fastingest", parquet, "vs_best_peer", 1.0)
     check(
         "cloud: many small files >= 3x best peer", "cloud", "fastingest", small, "vs_best_peer", 3.0

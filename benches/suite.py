@@ -44,7 +44,10 @@ from devtools.cloud import PROFILES as LINKS  # noqa: E402
 from devtools.servers import Servers  # noqa: E402
 
 # The profiles: local disk, then the links devtools.cloud emulates.
-PROFILES: dict[str, dict | None] = {"local": None, **LINKS}
+PROFILES: dict[str, dict | None] = {"local": None, "local-warm": None, **LINKS}
+# Local disk, cold (each file evicted from the page cache first) and warm
+# (each file read whole into the page cache first).
+LOCAL_PROFILES = ("local", "local-warm")
 PARQUET_READERS = [
     "fastingest",
     "fastingest-warm",
@@ -248,6 +251,15 @@ def drop_page_cache(paths: list[Path]) -> bool:
     return True
 
 
+def warm_page_cache(paths: list[Path]) -> None:
+    """Reads the files whole, so that the read after it finds them in the
+    page cache (what a second read of the same files meets)."""
+    for p in paths:
+        with open(p, "rb", buffering=0) as f:
+            while f.read(16 << 20):
+                pass
+
+
 def read_once(
     reader: str,
     source: Source,
@@ -260,7 +272,7 @@ def read_once(
     timeout: float = 1800,
 ) -> dict:
     """Runs one read in a fresh process; adds MinIO's request and byte counts."""
-    remote = profile != "local"
+    remote = profile not in LOCAL_PROFILES
     spec = {
         "reader": reader,
         "url": f"s3://{BUCKET}/{source.key}" if remote else str(source.local),
@@ -271,8 +283,11 @@ def read_once(
         "cache": cache,
         "first_batch": first_batch,
     }
-    if not remote:
-        drop_page_cache(parquet_files(source.local) if source.folder else [source.local])
+    files = parquet_files(source.local) if source.folder else [source.local]
+    if profile == "local":
+        drop_page_cache(files)
+    elif profile == "local-warm":
+        warm_page_cache(files)
     before = store.counters() if remote and store else None
     try:
         out = subprocess.run(
@@ -311,7 +326,7 @@ def ceiling(source: Source, store: Store, profile: str) -> float:
 
 
 def applicable(reader: str, profile: str) -> bool:
-    if profile == "local":
+    if profile in LOCAL_PROFILES:
         return reader not in REMOTE_ONLY and reader != "fastingest-warm"
     return True
 
@@ -341,7 +356,7 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=256, help="in-memory size per dataset (MiB)")
     ap.add_argument("--small-files", type=int, default=2000)
     ap.add_argument("--small-kb", type=int, default=128)
-    ap.add_argument("--profiles", default="local,minio,cloud,far")
+    ap.add_argument("--profiles", default="local,local-warm,minio,cloud,far")
     ap.add_argument("--datasets", default="", help="comma-separated name filters")
     ap.add_argument("--far-datasets", default="mixed-unbounded-rl1-snappy,small,wide")
     ap.add_argument("--readers", default="", help="comma-separated reader names (default: all)")
@@ -407,7 +422,7 @@ def main() -> None:
     servers = Servers()
     store = None
     try:
-        if any(p != "local" for p in args.profiles):
+        if any(p not in LOCAL_PROFILES for p in args.profiles):
             store = Store(servers)
             for s in tqdm(run.sources, desc="uploading", unit="dataset"):
                 store.upload_source(s)
@@ -416,7 +431,8 @@ def main() -> None:
         servers.stop()
     run.notes.append(
         "local: each file is evicted from the page cache (posix_fadvise DONTNEED) before "
-        "each read, so local reads are cold."
+        "each read, so local reads are cold; local-warm: each file is read whole before "
+        "each read, so they are in the page cache."
         if hasattr(os, "posix_fadvise")
         else "local: the page cache could not be dropped here; local reads may be warm."
     )
@@ -465,7 +481,7 @@ def measure(run: Run, store: Store | None) -> None:
     shaped = None
     try:
         for profile, source, reader in reads:
-            if store and profile != "local" and profile != shaped:
+            if store and profile not in LOCAL_PROFILES and profile != shaped:
                 store.shape(profile)
                 shaped = profile
                 run.ceilings[profile] = [
@@ -502,7 +518,7 @@ def measure(run: Run, store: Store | None) -> None:
             bar.update()
         main_source = run.sources[0]
         for profile in args.profiles:  # time to first batch, streaming readers
-            if store and profile != "local":
+            if store and profile not in LOCAL_PROFILES:
                 store.shape(profile)
             for _ in range(args.runs):
                 for reader in streamers:
@@ -511,7 +527,7 @@ def measure(run: Run, store: Store | None) -> None:
                     run.first_batch.append({"profile": profile, "reader": reader, **r})
                     bar.update()
         for profile in sweep_profiles:
-            if store and profile != "local":
+            if store and profile not in LOCAL_PROFILES:
                 store.shape(profile)
             for _ in range(args.sweep_runs):
                 for sl in slices:

@@ -19,6 +19,16 @@ import fastingest
 from .conftest import assert_tables_equal
 from .datagen import all_types_table
 
+
+def evict(path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)  # dirty pages stay in the page cache
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 MAPPED = fastingest.Config(map_local_files=True)
 PREAD = fastingest.Config(map_local_files=False)
 
@@ -32,14 +42,37 @@ def test_the_knob_defaults_on_and_takes_the_environment(monkeypatch):
         fastingest.Config(map_local_files="sometimes")
 
 
+def mapped_bytes(path, config, **options) -> tuple[pa.Table, int, int]:
+    """The table, the bytes read through a mapping and the column bytes needed."""
+    stats = fastingest.ReadStats()
+    table = fastingest.read_parquet(path, config=config, stats=stats, **options)
+    return table, stats.bytes_mapped, stats.bytes_needed
+
+
 @pytest.mark.parametrize("codec", ["none", "snappy"])
 def test_mapped_and_read_files_give_pyarrow_tables(tmp_path, codec):
-    table = all_types_table()
+    table = pa.concat_tables([all_types_table()] * 40)
     path = tmp_path / "t.parquet"
-    pq.write_table(table, path, compression=codec, row_group_size=128)
+    pq.write_table(table, path, compression=codec, row_group_size=2_000)
     expected = pq.read_table(path)
+    got, mapped, needed = mapped_bytes(path, MAPPED)
+    assert_tables_equal(got, expected)
+    assert mapped >= needed, (mapped, needed)
+    got, mapped, _ = mapped_bytes(path, PREAD)
+    assert_tables_equal(got, expected)
+    assert mapped == 0
+    # Out of the page cache: bytes that must come from disk are read with
+    # `pread` even when mapping is on (at least the first span; the disk's
+    # readahead may bring later ones into the page cache meanwhile).
+    evict(path)
+    got, mapped, needed = mapped_bytes(path, MAPPED)
+    assert_tables_equal(got, expected)
+    assert mapped < needed, (mapped, needed)
+    # Small spans (one column's chunk in each of 20 row groups) are read, not mapped.
+    got, mapped, _ = mapped_bytes(path, MAPPED, columns=[table.column_names[0]])
+    assert_tables_equal(got, expected.select([0]))
+    assert mapped == 0
     for config in (MAPPED, PREAD):
-        assert_tables_equal(fastingest.read_parquet(path, config=config), expected)
         streamed = pa.Table.from_batches(
             list(fastingest.iter_batches(path, config=config)), expected.schema
         )

@@ -87,9 +87,10 @@ class Config:
       except those modified after it; ``"trust"`` plans them all from it (a
       dataset copied in another order than it was written); ``"ignore"``
       reads every file's own footer.
-    - ``map_local_files`` (``True``): local files are read through a memory
-      mapping: the page cache's pages are the fetched bytes, with no copy and
-      no fresh buffers (no gain when the file must come from disk). A file
+    - ``map_local_files`` (``True``): local files whose bytes are in the page
+      cache are read through a memory mapping: the page cache's pages are the
+      fetched bytes, with no copy and no fresh buffers (bytes that must come
+      from disk are read with ``pread``). A file
       cut short while it is read fails the read with an error naming it (the
       process survives: a ``SIGBUS`` handler takes care of it, and hands any
       other fault to the handler before it). Decoded data never points into
@@ -134,6 +135,9 @@ class ReadStats:
     cache_corrupt: int
     """Damaged cache entries found (removed and fetched again)."""
     bytes_from_cache: int
+    bytes_mapped: int
+    """Of ``bytes_fetched``, those read through a mapping of a local file
+    (from the page cache, without a copy: ``Config.map_local_files``)."""
     def __init__(self) -> None: ...
     def to_dict(self) -> dict[str, int | float]: ...
 

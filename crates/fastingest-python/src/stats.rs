@@ -35,6 +35,7 @@ impl PyReadStats {
         d.set_item("cache_misses", s.cache_misses)?;
         d.set_item("cache_corrupt", s.cache_corrupt)?;
         d.set_item("bytes_from_cache", s.bytes_from_cache)?;
+        d.set_item("bytes_mapped", s.bytes_mapped)?;
         Ok(d)
     }
 

@@ -247,12 +247,18 @@ where
         .await
 }
 
-/// Fetches all slices of `span` concurrently into one buffer (or, for a
-/// mapped local file, into the page cache, the span's bytes then being a
-/// view of the mapping).
+/// A span shorter than this is read, not mapped: copying it costs less than
+/// mapping the file, checking its pages and dropping them again (a cold
+/// read of 10 of 500 columns, 80 spans of ~40 KB: 7.2 ms read, 7.7 mapped).
+const MIN_MAPPED_SPAN: u64 = 256 * 1024;
+
+/// Fetches all slices of `span` concurrently into one buffer; or, for a
+/// local file whose span is in the page cache, maps its pages, the span's
+/// bytes then being a view of the mapping (a span that must come from disk
+/// reads as well with `pread`, see [`crate::io::MappedFile::resident`]).
 async fn fetch_span(fetcher: Fetcher, source: Source, span: Span) -> Result<Bytes> {
-    if fetcher.config().map_local_files {
-        if let Some(map) = source.map() {
+    if fetcher.config().map_local_files && span.range.end - span.range.start >= MIN_MAPPED_SPAN {
+        if let Some(map) = source.map().filter(|m| m.resident(&span.range)) {
             let started = Instant::now();
             let populated = join_all(
                 span.slices

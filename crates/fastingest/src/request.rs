@@ -221,6 +221,7 @@ impl ByteSource for StoreRequests {
                 match retry.attempt(attempt).await {
                     Ok(()) => {
                         self.stats.add_fetched(range.end - range.start);
+                        self.stats.add_mapped(range.end - range.start);
                         return Ok(());
                     }
                     Err(failure) => retry.failed(failure).await?,

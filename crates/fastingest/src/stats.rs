@@ -24,6 +24,7 @@ struct Counters {
     cache_misses: AtomicU64,
     cache_corrupt: AtomicU64,
     bytes_from_cache: AtomicU64,
+    bytes_mapped: AtomicU64,
 }
 
 /// A point-in-time copy of [`ReadStats`].
@@ -55,6 +56,9 @@ pub struct StatsSnapshot {
     pub cache_corrupt: u64,
     /// Bytes served from the cache.
     pub bytes_from_cache: u64,
+    /// Of `bytes_fetched`, those read through a mapping of a local file
+    /// (from the page cache, without a copy; `Config::map_local_files`).
+    pub bytes_mapped: u64,
 }
 
 impl ReadStats {
@@ -93,6 +97,9 @@ impl ReadStats {
         self.0.cache_hits.fetch_add(1, Relaxed);
         self.0.bytes_from_cache.fetch_add(bytes, Relaxed);
     }
+    pub(crate) fn add_mapped(&self, n: u64) {
+        self.0.bytes_mapped.fetch_add(n, Relaxed);
+    }
     pub(crate) fn add_cache_miss(&self) {
         self.0.cache_misses.fetch_add(1, Relaxed);
     }
@@ -117,6 +124,7 @@ impl ReadStats {
             cache_misses: c.cache_misses.load(Relaxed),
             cache_corrupt: c.cache_corrupt.load(Relaxed),
             bytes_from_cache: c.bytes_from_cache.load(Relaxed),
+            bytes_mapped: c.bytes_mapped.load(Relaxed),
         }
     }
 }
