@@ -232,9 +232,11 @@ async fn plan_file(
         &scope.options.config,
         scope.files_in_read(),
     )?;
-    let (tail_start, tail) = prepared.footer.known_bytes();
     let file = ChunkFile {
-        tail: (tail_start, tail.clone()),
+        tail: prepared
+            .known
+            .get()
+            .unwrap_or((prepared.footer.file_size, Bytes::new())),
         source: prepared.source,
         metadata,
         row_groups,

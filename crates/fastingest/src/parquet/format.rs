@@ -88,8 +88,12 @@ impl Planned for PreparedFile {
         self.filter.as_ref()
     }
 
-    fn known_bytes(&self) -> Option<(u64, &Bytes)> {
-        Some(self.footer.known_bytes())
+    fn known_bytes(&self) -> Option<(u64, Bytes)> {
+        self.known.get()
+    }
+
+    fn release_known_bytes(&self) {
+        self.known.release()
     }
 
     fn decode(
@@ -143,7 +147,7 @@ impl Planned for PreparedFile {
 pub struct PreparedFile {
     /// Where the bytes come from.
     pub source: Source,
-    /// The decoded footer.
+    /// The decoded footer (its `tail` moved to `known`).
     pub footer: Footer,
     /// The footer as the Arrow reader sees it (Arrow schema resolved).
     pub reader_metadata: ArrowReaderMetadata,
@@ -157,6 +161,31 @@ pub struct PreparedFile {
     pub columns: Option<Vec<String>>,
     /// The rows to keep, as this file can tell (`None`: all).
     pub filter: Option<Filter>,
+    /// The bytes the footer request brought (taken out of `footer`), until
+    /// the read lets go of them.
+    pub known: KnownBytes,
+}
+
+/// The end of a file that its footer request brought (all of it, for a
+/// small file), from where in the file it starts: later fetches of the file
+/// are served from it, until [`KnownBytes::release`]. Clones share it.
+#[derive(Debug, Clone, Default)]
+pub struct KnownBytes(Arc<std::sync::Mutex<Option<(u64, Bytes)>>>);
+
+impl KnownBytes {
+    fn new(at: u64, bytes: Bytes) -> Self {
+        KnownBytes(Arc::new(std::sync::Mutex::new(Some((at, bytes)))))
+    }
+
+    /// The bytes, unless released.
+    pub fn get(&self) -> Option<(u64, Bytes)> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Lets go of the bytes (fetches after this make requests).
+    pub fn release(&self) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
 }
 
 /// The footer as the Arrow reader sees it, decoding into
@@ -263,7 +292,11 @@ pub(crate) async fn prepare(
     fetcher.stats().add_file();
     // The page index is only worth its bytes when a filter can use it.
     let needs_data = !scope.needs_no_columns();
-    let footer = footer_for(fetcher, &source, scope, scope.filters(), needs_data).await?;
+    let mut footer = footer_for(fetcher, &source, scope, scope.filters(), needs_data).await?;
+    // Held once, by `known`, so that releasing it frees it.
+    let (at, tail) = footer.known_bytes();
+    let known = KnownBytes::new(at, tail.clone());
+    footer.tail = Bytes::new();
     let read_dictionary = &scope.options.read_dictionary;
     let reader_metadata = arrow_metadata(&location, &footer, read_dictionary)?;
     validate_schema(&location, &footer.metadata)?;
@@ -317,6 +350,7 @@ pub(crate) async fn prepare(
         selections,
         columns,
         filter,
+        known,
     })
 }
 

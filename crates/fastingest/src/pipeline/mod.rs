@@ -109,9 +109,13 @@ pub(crate) trait Planned: Send + Sync + 'static {
     fn filter(&self) -> Option<&Filter>;
     /// Bytes already in memory (the end of the file the metadata request
     /// brought): spans inside them are served without a request.
-    fn known_bytes(&self) -> Option<(u64, &Bytes)> {
+    fn known_bytes(&self) -> Option<(u64, Bytes)> {
         None
     }
+    /// Lets go of [`Planned::known_bytes`] once no fetch of this file will
+    /// start again (a read of 2,000 small files held each whole file, which
+    /// its footer request had brought, until the read's end).
+    fn release_known_bytes(&self) {}
     /// Decodes unit `unit` (a position in the plan's units) from its fetched
     /// spans, with the columns the filter needs; runs on the blocking pool.
     fn decode(

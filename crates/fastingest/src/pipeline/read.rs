@@ -43,6 +43,9 @@ pub(crate) async fn read<F: Format>(sources: &[String], options: &ReadOptions) -
                         .buffered(file.plan().units.len().max(1))
                         .try_collect()
                         .await?;
+                    // Every unit is in: the file's footer request bytes are
+                    // not needed while the other files are read.
+                    file.release_known_bytes();
                     Ok((file, per_unit.into_iter().flatten().collect()))
                 }
             },
@@ -194,7 +197,9 @@ pub(super) fn start_window<F: Format>(
         );
         &window
     };
-    let (spans, abort_guards) = fetcher.start_with(file.source(), plan, file.known_bytes());
+    let known = file.known_bytes();
+    let known = known.as_ref().map(|(at, bytes)| (*at, bytes));
+    let (spans, abort_guards) = fetcher.start_with(file.source(), plan, known);
     let abort_guards = Arc::new(abort_guards);
     let sizes: Vec<(u64, u64)> = positions
         .clone()

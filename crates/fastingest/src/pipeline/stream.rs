@@ -98,7 +98,13 @@ pub(crate) async fn stream<F: Format>(
                     },
                     _ => WindowOptions::default(),
                 };
+                let last_of_file = positions.end == file.plan().units.len();
                 let started = start_window::<F>(&fetcher, file, positions, options);
+                if last_of_file {
+                    // Its spans took what they need of the footer request's
+                    // bytes; no fetch of this file starts again.
+                    file.release_known_bytes();
+                }
                 if w == 0 {
                     first_batch = Some(first_batch_ready(&started));
                 }
