@@ -66,27 +66,19 @@ impl LocalSource {
 /// A failed read of `range` of a local file; a file that ends before the
 /// range does says so.
 pub(crate) fn range_error(location: &str, range: &Range<u64>, e: std::io::Error) -> Error {
-    let short = e.kind() == std::io::ErrorKind::UnexpectedEof;
-    match io_error(location, e) {
-        Error::Io {
-            location,
-            attempts,
-            detail,
-            timed_out,
-            cause,
-            ..
-        } => Error::Io {
-            location,
-            range: Some(range.clone()),
-            attempts,
-            detail: match short {
-                true => format!("file is shorter than {} bytes", range.end),
-                false => detail,
-            },
-            timed_out,
-            cause,
-        },
-        other => other,
+    use std::io::ErrorKind as K;
+    let detail = match e.kind() {
+        K::NotFound | K::PermissionDenied => return io_error(location, e),
+        K::UnexpectedEof => format!("file is shorter than {} bytes", range.end),
+        _ => e.to_string(),
+    };
+    Error::Io {
+        location: location.to_string(),
+        range: Some(range.clone()),
+        attempts: 1,
+        detail,
+        timed_out: false,
+        cause: Some(Arc::new(e)),
     }
 }
 

@@ -254,12 +254,11 @@ impl MappedFile {
     /// the calling thread (a blocking call, like `pread`). A range past the
     /// file's end fails with `UnexpectedEof`.
     pub(crate) fn populate(&self, range: &Range<u64>) -> std::io::Result<()> {
-        let page = page_size() as u64;
-        let end = range.end.min(self.len as u64);
         if range.end > self.len as u64 {
             return Err(std::io::ErrorKind::UnexpectedEof.into());
         }
-        let start = range.start / page * page;
+        let page = page_size() as u64;
+        let (start, end) = (range.start / page * page, range.end);
         if end <= start {
             return Ok(());
         }
