@@ -94,8 +94,8 @@ class Config:
       cut short while it is read fails the read with an error naming it (the
       process survives: a ``SIGBUS`` handler takes care of it, and hands any
       other fault to the handler before it). Decoded data never points into
-      the mapping. ``False`` reads with ``pread``. Linux 5.14 or later;
-      elsewhere always ``pread``.
+      the mapping. ``False`` reads with ``pread``. Linux only; elsewhere
+      always ``pread``.
     """
 
     footer_prefetch: int

@@ -10,7 +10,6 @@
 
 use std::fmt::Debug;
 use std::ops::Range;
-use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::BytesMut;
@@ -20,7 +19,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::io::{with_retries, Failure, MappedFile, ObjectVersion, Retry, Tail};
+use crate::io::{with_retries, ObjectVersion, Retry, Tail};
 use crate::source::Source;
 use crate::stats::ReadStats;
 
@@ -57,15 +56,6 @@ pub trait ByteSource: Send + Sync + Debug {
 
     /// The object's current version, asked of the store.
     fn head<'a>(&'a self, file: &'a Source) -> BoxFuture<'a, Result<ObjectVersion>>;
-
-    /// Brings `range` of `file`'s mapping `map` into memory (the mapped
-    /// twin of [`ByteSource::range_into`]), under the read's limits.
-    fn populate<'a>(
-        &'a self,
-        file: &'a Source,
-        map: &'a Arc<MappedFile>,
-        range: Range<u64>,
-    ) -> BoxFuture<'a, Result<()>>;
 }
 
 /// The store itself: requests under one read's limits.
@@ -185,48 +175,6 @@ impl ByteSource for StoreRequests {
             })
             .await
             .map_err(|e| e.reading("checking the object's version"))
-        }
-        .boxed()
-    }
-
-    fn populate<'a>(
-        &'a self,
-        file: &'a Source,
-        map: &'a Arc<MappedFile>,
-        range: Range<u64>,
-    ) -> BoxFuture<'a, Result<()>> {
-        async move {
-            // The same limits as a `pread` of the range.
-            let _local = self.local_reads.acquire().await.map_err(closed)?;
-            let _permits = self.permits(range.end - range.start).await?;
-            let mut retry = Retry::new(
-                &self.config,
-                &self.stats,
-                file.location(),
-                Some(range.clone()),
-            );
-            loop {
-                let (map, r) = (Arc::clone(map), range.clone());
-                let attempt = async {
-                    match tokio::task::spawn_blocking(move || map.populate(&r)).await {
-                        Ok(Ok(())) => Ok(()),
-                        Ok(Err(e)) => Err(Failure::Permanent(crate::io::range_error(
-                            file.location(),
-                            &range,
-                            e,
-                        ))),
-                        Err(e) => Err(Failure::transient(format!("read task failed: {e}"))),
-                    }
-                };
-                match retry.attempt(attempt).await {
-                    Ok(()) => {
-                        self.stats.add_fetched(range.end - range.start);
-                        self.stats.add_mapped(range.end - range.start);
-                        return Ok(());
-                    }
-                    Err(failure) => retry.failed(failure).await?,
-                }
-            }
         }
         .boxed()
     }

@@ -20,7 +20,7 @@ use super::record::{now_ms, read_listing, write_listing, Record};
 use super::{lock, Cache, Validate};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::io::{MappedFile, ObjectVersion, Tail};
+use crate::io::{ObjectVersion, Tail};
 use crate::request::ByteSource;
 use crate::source::{Listing, Listings, Source};
 use crate::stats::ReadStats;
@@ -81,16 +81,6 @@ impl ByteSource for CachedBytes {
 
     fn head<'a>(&'a self, file: &'a Source) -> BoxFuture<'a, Result<ObjectVersion>> {
         self.inner.head(file)
-    }
-
-    fn populate<'a>(
-        &'a self,
-        file: &'a Source,
-        map: &'a Arc<MappedFile>,
-        range: Range<u64>,
-    ) -> BoxFuture<'a, Result<()>> {
-        // Mapped files are local, never cached.
-        self.inner.populate(file, map, range)
     }
 }
 

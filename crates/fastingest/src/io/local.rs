@@ -65,7 +65,7 @@ impl LocalSource {
 
 /// A failed read of `range` of a local file; a file that ends before the
 /// range does says so.
-pub(crate) fn range_error(location: &str, range: &Range<u64>, e: std::io::Error) -> Error {
+fn range_error(location: &str, range: &Range<u64>, e: std::io::Error) -> Error {
     use std::io::ErrorKind as K;
     let detail = match e.kind() {
         K::NotFound | K::PermissionDenied => return io_error(location, e),

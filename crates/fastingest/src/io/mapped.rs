@@ -33,9 +33,6 @@ const SLOTS: usize = 256;
 /// cache for the range to be mapped (see [`MappedFile::resident`]).
 const MOST_PAGES_MISSING: usize = 32;
 
-/// `MADV_POPULATE_READ` (Linux 5.14): fault a range in without touching it.
-const MADV_POPULATE_READ: libc::c_int = 22;
-
 /// One registered mapping, as the signal handler sees it (atomics only: the
 /// handler may not lock).
 struct Slot {
@@ -61,8 +58,8 @@ static PAGE: AtomicUsize = AtomicUsize::new(0);
 /// leaked copy: replaced, rarely, when ours is installed again).
 static PREVIOUS: AtomicPtr<libc::sigaction> = AtomicPtr::new(std::ptr::null_mut());
 
-/// Whether files can be mapped here: Linux with `MADV_POPULATE_READ` (5.14).
-/// Elsewhere files are read with `pread`.
+/// Whether files can be mapped here: Linux (where the `SIGBUS` handler is
+/// written and tested). Elsewhere files are read with `pread`.
 #[cfg(not(target_os = "linux"))]
 fn supported() -> bool {
     false
@@ -73,7 +70,7 @@ fn supported() -> bool {
     static SUPPORTED: OnceLock<bool> = OnceLock::new();
     *SUPPORTED.get_or_init(|| {
         let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        let ok = page > 0 && populate_supported(page as usize);
+        let ok = page > 0;
         if ok {
             PAGE.store(page as usize, Ordering::Release);
         }
@@ -115,27 +112,6 @@ fn handler_in_place() -> bool {
 #[cfg(not(target_os = "linux"))]
 fn handler_in_place() -> bool {
     false
-}
-
-/// Whether `MADV_POPULATE_READ` works here (kernels before 5.14 say `EINVAL`).
-#[cfg(target_os = "linux")]
-fn populate_supported(page: usize) -> bool {
-    unsafe {
-        let p = libc::mmap(
-            std::ptr::null_mut(),
-            page,
-            libc::PROT_READ,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if p == libc::MAP_FAILED {
-            return false;
-        }
-        let ok = libc::madvise(p, page, MADV_POPULATE_READ) == 0;
-        libc::munmap(p, page);
-        ok
-    }
 }
 
 /// The handler: async-signal-safe (atomic loads, `mmap`, `sigaction`).
@@ -254,33 +230,6 @@ impl MappedFile {
         })
     }
 
-    /// Reads `range` from disk into the page cache and maps its pages, on
-    /// the calling thread (a blocking call, like `pread`). A range past the
-    /// file's end fails with `UnexpectedEof`.
-    pub(crate) fn populate(&self, range: &Range<u64>) -> std::io::Result<()> {
-        if range.end > self.len as u64 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
-        }
-        let page = page_size() as u64;
-        let (start, end) = (range.start / page * page, range.end);
-        if end <= start {
-            return Ok(());
-        }
-        loop {
-            let at = (self.addr + start as usize) as *mut libc::c_void;
-            if unsafe { libc::madvise(at, (end - start) as usize, MADV_POPULATE_READ) } == 0 {
-                return Ok(());
-            }
-            let e = std::io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EINTR) | Some(libc::EAGAIN) => continue,
-                // The kernel met the file's end: it was cut short.
-                Some(libc::EFAULT) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-                _ => return Err(e),
-            }
-        }
-    }
-
     /// Whether all but a few pages of `range` are in the page cache
     /// (`mincore`), so that mapping it costs little I/O. A range that must
     /// come from disk is better read with `pread`: faulting it in through
@@ -290,10 +239,15 @@ impl MappedFile {
     /// the page cache of a long-running machine (or a VM whose balloon
     /// takes pages back) is rarely whole, and requiring every page made a
     /// read of a file that had lost 1 % of its pages copy all of it.
+    /// A range past the mapping's end is not: `pread` then reports the file
+    /// shorter than its footer says.
     pub(crate) fn resident(&self, range: &Range<u64>) -> bool {
+        if range.end > self.len as u64 {
+            return false;
+        }
         let page = page_size() as u64;
         let start = range.start / page * page;
-        let end = range.end.min(self.len as u64);
+        let end = range.end;
         if end <= start {
             return true;
         }
@@ -305,9 +259,12 @@ impl MappedFile {
         ok && missing <= pages / MOST_PAGES_MISSING
     }
 
-    /// The mapped bytes of `range` (populated before), kept mapped while
-    /// any slice of them lives.
+    /// The mapped bytes of `range`, kept mapped while any slice of them
+    /// lives. Their pages are faulted in as they are read.
     pub(crate) fn bytes(self: &Arc<Self>, range: Range<u64>) -> Bytes {
+        // Callers ask [`MappedFile::resident`] first, which refuses such a
+        // range; this keeps the view in bounds whatever a caller does.
+        assert!(range.start <= range.end && range.end <= self.len as u64);
         Bytes::from_owner(MappedRange {
             file: Arc::clone(self),
             range,
@@ -414,7 +371,7 @@ struct MappedRange {
 impl AsRef<[u8]> for MappedRange {
     fn as_ref(&self) -> &[u8] {
         let len = (self.range.end - self.range.start) as usize;
-        // In bounds: `populate` checked the range against the mapping.
+        // In bounds: `MappedFile::bytes` checked the range.
         unsafe {
             std::slice::from_raw_parts(
                 (self.file.addr + self.range.start as usize) as *const u8,
@@ -460,14 +417,16 @@ mod tests {
         let (path, file) = temp_file(len);
         let damaged = Arc::new(AtomicBool::new(false));
         let Some(map) = MappedFile::map(file.as_raw_fd(), len as u64, Arc::clone(&damaged)) else {
-            eprintln!("no mapping here (kernel before 5.14)");
+            eprintln!("no mapping here");
             return;
         };
         let map = Arc::new(map);
-        map.populate(&(0..len as u64)).unwrap();
         let bytes = map.bytes(0..len as u64);
         assert_eq!(bytes[len - 1], ((len - 1) % 251) as u8 + 1);
         assert!(!map.damaged());
+        // A range past the mapping is read, not mapped (`pread` then says
+        // the file is shorter than its footer claims).
+        assert!(!map.resident(&(0..len as u64 + 1)));
         std::fs::OpenOptions::new()
             .write(true)
             .open(&path)
@@ -479,10 +438,6 @@ mod tests {
         assert_eq!(last, 0);
         assert!(map.damaged() && damaged.load(Ordering::Acquire));
         assert_eq!(bytes[10], 11, "pages before the cut keep the file's bytes");
-        assert_eq!(
-            map.populate(&(0..len as u64)).unwrap_err().kind(),
-            std::io::ErrorKind::UnexpectedEof
-        );
         drop(bytes);
         drop(map);
         assert!(damaged.load(Ordering::Acquire), "the source keeps the mark");
@@ -540,7 +495,6 @@ mod tests {
             return;
         };
         let map = Arc::new(map);
-        map.populate(&(0..len as u64)).unwrap();
         let mapped = map.bytes(0..64);
         let values = Buffer::from(mapped.clone());
         let in_map = arrow_array::Int32Array::new(values.into(), None);

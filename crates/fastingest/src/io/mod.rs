@@ -21,7 +21,6 @@ use futures::future::BoxFuture;
 use futures::{Stream, StreamExt};
 
 pub use self::http::HttpSource;
-pub(crate) use self::local::range_error;
 pub use self::local::LocalSource;
 pub(crate) use self::mapped::cut_short_error;
 pub use self::mapped::MappedFile;
