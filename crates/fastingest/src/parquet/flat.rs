@@ -270,12 +270,13 @@ pub(super) fn i32_of(b: [u8; 4]) -> i32 {
     i32::from_le_bytes(b)
 }
 
-/// A big-endian two's complement integer of `N` (at most 16) bytes.
+/// A big-endian two's complement integer of `N` (at most 16) bytes: placed
+/// in the high bytes, then shifted down, which extends the sign without a
+/// branch on it.
 fn i128_of_be<const N: usize>(b: [u8; N]) -> i128 {
-    let fill = if b[0] & 0x80 != 0 { 0xFF } else { 0 };
-    let mut full = [fill; 16];
-    full[16 - N..].copy_from_slice(&b);
-    i128::from_be_bytes(full)
+    let mut full = [0u8; 16];
+    full[..N].copy_from_slice(&b);
+    i128::from_be_bytes(full) >> (128 - 8 * N)
 }
 
 /// A column chunk's bytes as the page reader reads them: at file offsets.
@@ -1089,5 +1090,28 @@ mod tests {
             .map(|(_, v)| *v)
             .collect();
         assert_eq!(valid, dense);
+    }
+
+    #[test]
+    fn big_endian_decimals_of_every_width_keep_their_sign() {
+        fn check<const N: usize>() {
+            let min = i128::MIN >> (128 - 8 * N);
+            let max = !min;
+            for v in [0, 1, -1, 2, -2, 0x5A, -0x5A, min, max, min + 1, max - 1] {
+                let bytes: [u8; N] = v.to_be_bytes()[16 - N..].try_into().unwrap();
+                assert_eq!(i128_of_be(bytes), v, "{N} bytes, {v}");
+            }
+        }
+        check::<1>();
+        check::<2>();
+        check::<3>();
+        check::<4>();
+        check::<5>();
+        check::<7>();
+        check::<8>();
+        check::<9>();
+        check::<12>();
+        check::<15>();
+        check::<16>();
     }
 }
