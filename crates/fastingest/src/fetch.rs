@@ -265,15 +265,16 @@ const MIN_MAPPED_SPAN: u64 = 256 * 1024;
 async fn fetch_span(fetcher: Fetcher, source: Source, span: Span) -> Result<Bytes> {
     let mapped =
         fetcher.config().map_local_files && span.range.end - span.range.start >= MIN_MAPPED_SPAN;
-    if let Some(map) = mapped
+    if let Some(bytes) = mapped
         .then(|| source.map())
         .flatten()
         .filter(|m| m.resident(&span.range))
+        .and_then(|m| m.bytes(span.range.clone()))
     {
-        let len = span.range.end - span.range.start;
+        let len = bytes.len() as u64;
         fetcher.stats().add_fetched(len);
         fetcher.stats().add_mapped(len);
-        return Ok(map.bytes(span.range));
+        return Ok(bytes);
     }
     let len = (span.range.end - span.range.start) as usize;
     // calloc'd: the kernel hands out zero pages lazily, so this costs no memset.

@@ -281,14 +281,14 @@ impl MappedFile {
     }
 
     /// The mapped bytes of `range`, kept mapped while any slice of them
-    /// lives. Their pages are faulted in as they are read.
-    pub(crate) fn bytes(self: &Arc<Self>, range: Range<u64>) -> Bytes {
-        // Callers ask [`MappedFile::resident`] first, which refuses such a
-        // range; this keeps the view in bounds whatever a caller does.
-        assert!(range.start <= range.end && range.end <= self.len as u64);
-        Bytes::from_owner(MappedRange {
-            file: Arc::clone(self),
-            range,
+    /// lives (their pages are faulted in as they are read); `None` for a
+    /// range that is not within the mapping.
+    pub(crate) fn bytes(self: &Arc<Self>, range: Range<u64>) -> Option<Bytes> {
+        (range.start <= range.end && range.end <= self.len as u64).then(|| {
+            Bytes::from_owner(MappedRange {
+                file: Arc::clone(self),
+                range,
+            })
         })
     }
 
@@ -442,7 +442,7 @@ mod tests {
             return;
         };
         let map = Arc::new(map);
-        let bytes = map.bytes(0..len as u64);
+        let bytes = map.bytes(0..len as u64).unwrap();
         assert_eq!(bytes[len - 1], ((len - 1) % 251) as u8 + 1);
         assert!(!map.damaged());
         // A range past the mapping is read, not mapped (`pread` then says
@@ -516,7 +516,8 @@ mod tests {
             return;
         };
         let map = Arc::new(map);
-        let mapped = map.bytes(0..64);
+        let mapped = map.bytes(0..64).unwrap();
+        assert!(map.bytes(0..len as u64 + 1).is_none());
         let values = Buffer::from(mapped.clone());
         let in_map = arrow_array::Int32Array::new(values.into(), None);
         let own = arrow_array::Int32Array::from(vec![7; 16]);

@@ -632,9 +632,10 @@ fn gather_in<const B: usize>(
                 };
                 let mut out = make_room(bytes, total)?;
                 // Each end written into the room `ends` has (`count` were
-                // reserved, and the chunks hold `count` values in all):
-                // `push` checked its capacity and stored its length per
-                // value, and the loop kept reloading both from memory.
+                // reserved, so this reserves nothing unless the chunks hold
+                // more): `push` checked its capacity and stored its length
+                // per value, and the loop kept reloading both from memory.
+                ends.reserve(chunk.len());
                 let filled = ends.len();
                 let room = &mut ends.spare_capacity_mut()[..chunk.len()];
                 for (slot, &i) in room.iter_mut().zip(chunk) {
