@@ -168,8 +168,9 @@ def test_a_file_cut_short_during_a_read_fails_that_read_naming_it(tmp_path, late
     assert done.returncode == 0, done.stderr[-2000:]
     assert "raised RemoteIOError" in done.stdout, done.stdout + done.stderr[-2000:]
     assert "shrinking.parquet" in done.stdout, done.stdout
-    # Cut inside the first row group, whose bytes were mapped before the
-    # cut: its lost pages fault (SIGBUS), read as zeros, and fail the read.
+    # Cut inside the first row group: pages mapped before the cut fault
+    # (SIGBUS), read as zeros, and fail the read; bytes read after it fail
+    # it in the same words (the file held them when it was opened).
     assert "cut short while it was being read" in done.stdout, done.stdout
     assert "Fatal Python error" not in done.stderr
 

@@ -136,7 +136,16 @@ impl RangeSource for LocalSource {
             .await
             .map_err(|e| Failure::transient(format!("read task failed: {e}")))?;
             *dst = buf;
-            res.map_err(|e| Failure::Permanent(range_error(&self.location, &range, e)))
+            res.map_err(|e| {
+                // The file held the range when it was opened: it was cut
+                // short since, which the same read through a mapping
+                // reports in the same words.
+                let cut = e.kind() == std::io::ErrorKind::UnexpectedEof && range.end <= self.size;
+                Failure::Permanent(match cut {
+                    true => super::cut_short_error(&self.location, Some(range.clone())),
+                    false => range_error(&self.location, &range, e),
+                })
+            })
         }
         .boxed()
     }
@@ -174,5 +183,40 @@ impl RangeSource for LocalSource {
 
     fn modified_millis(&self) -> Option<i64> {
         self.modified_millis
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_file_cut_short_after_opening_says_so_and_a_short_one_says_how_short() {
+        let dir = std::env::temp_dir().join(format!("fastingest-local-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("cut.bin");
+        std::fs::write(&path, vec![7u8; 10_000]).unwrap();
+        let source = LocalSource::open(path.clone(), "cut.bin".into()).unwrap();
+        let detail = |failure: Failure| match failure {
+            Failure::Permanent(e) => e.to_string(),
+            other => panic!("not a permanent failure: {other:?}"),
+        };
+        // Past the end it had when opened: the file is short.
+        let mut buf = BytesMut::zeroed(100);
+        let past = source.read_into(9_950..10_050, &mut buf).await.unwrap_err();
+        assert!(detail(past).contains("shorter than 10050 bytes"));
+        // Within that end, but cut since: cut short while being read.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(5_000)
+            .unwrap();
+        let mut buf = BytesMut::zeroed(1_000);
+        let cut = source.read_into(6_000..7_000, &mut buf).await.unwrap_err();
+        let cut = detail(cut);
+        assert!(cut.contains("cut short while it was being read"), "{cut}");
+        assert!(cut.contains("cut.bin"), "{cut}");
+        std::fs::remove_file(path).unwrap();
     }
 }
