@@ -42,6 +42,7 @@ pub mod plan;
 pub(crate) mod request;
 pub mod rows;
 pub mod runtime;
+pub(crate) mod simd;
 pub mod source;
 pub mod stats;
 
