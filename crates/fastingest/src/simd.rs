@@ -1,6 +1,5 @@
 //! Hot decode loops compiled twice: for any x86-64 CPU (the wheel's
-//! baseline, SSE2) and for the AVX2 generation (x86-64-v3: AVX2, BMI1/2,
-//! LZCNT, POPCNT, FMA), picked at run time.
+//! baseline, SSE2) and for CPUs with AVX2, picked at run time.
 //!
 //! Why: the wheel must load on every x86-64 CPU, so the compiler may only
 //! assume SSE2, and the loops that bound a decoded read (bit-unpacking
@@ -19,61 +18,39 @@
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) const MIN_VALUES: usize = 64;
 
-/// Runs `kernel` on `values` values, compiled with AVX2 and its
-/// generation's instructions when this CPU has them and there are enough
-/// values to repay the call.
+/// Runs `kernel` on `values` values, compiled with AVX2 when this CPU has
+/// it and there are enough values to repay the call.
 ///
-/// Only what is inlined is compiled with them: the closure itself must be
+/// Only what is inlined is compiled with it: the closure itself must be
 /// marked `#[inline(always)]` (a large one was left out of line, compiled
 /// for SSE2, behind a jump), and so must the functions its loop calls.
 #[inline(always)]
 pub(crate) fn wide<R>(values: usize, kernel: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     if values >= MIN_VALUES && has_avx2() {
-        // SAFETY: the CPU has every feature `avx2_generation` enables.
-        return unsafe { avx2_generation(kernel) };
+        // SAFETY: the CPU has AVX2.
+        return unsafe { avx2(kernel) };
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = values;
     kernel()
 }
 
-/// Whether this CPU has every feature [`avx2_generation`] is compiled with:
-/// detected once, then one load.
+/// Whether this CPU has AVX2 (the standard library detects it once and
+/// caches the answer, so this is a load).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 pub(crate) fn has_avx2() -> bool {
-    use std::sync::atomic::{AtomicU8, Ordering};
-    // 0: not yet detected; 1: no; 2: yes.
-    static HAS: AtomicU8 = AtomicU8::new(0);
-    match HAS.load(Ordering::Relaxed) {
-        0 => {
-            let has = detect_avx2();
-            HAS.store(if has { 2 } else { 1 }, Ordering::Relaxed);
-            has
-        }
-        known => known == 2,
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[cold]
-fn detect_avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("bmi1")
-        && std::arch::is_x86_feature_detected!("bmi2")
-        && std::arch::is_x86_feature_detected!("lzcnt")
-        && std::arch::is_x86_feature_detected!("popcnt")
-        && std::arch::is_x86_feature_detected!("fma")
 }
 
-/// `kernel()`, with it inlined and compiled for the AVX2 generation.
+/// `kernel()`, with it inlined and compiled for AVX2.
 ///
 /// # Safety
-/// The CPU must have every feature enabled here ([`has_avx2`]).
+/// The CPU must have AVX2 ([`has_avx2`]).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,bmi1,bmi2,lzcnt,popcnt,fma")]
-unsafe fn avx2_generation<R>(kernel: impl FnOnce() -> R) -> R {
+#[target_feature(enable = "avx2")]
+unsafe fn avx2<R>(kernel: impl FnOnce() -> R) -> R {
     kernel()
 }
 

@@ -821,17 +821,7 @@ pub(super) fn gather<T: Copy>(
         |run| {
             match run {
                 Indices::Repeated(index, n) => {
-                    // Written straight into the spare capacity: `extend` with
-                    // `repeat_n` paid more around its loop than in it for the
-                    // runs of 32 of the suite's `rl32` files.
-                    let value = dictionary[index as usize];
-                    out.reserve(n);
-                    let filled = out.len();
-                    for slot in &mut out.spare_capacity_mut()[..n] {
-                        slot.write(value);
-                    }
-                    // SAFETY: the first `n` spare slots were written.
-                    unsafe { out.set_len(filled + n) };
+                    out.resize(out.len() + n, dictionary[index as usize]);
                 }
                 Indices::Chunk(chunk) => {
                     out.reserve(chunk.len());
