@@ -20,12 +20,12 @@ use arrow_array::{ArrayRef, BinaryArray, DictionaryArray, PrimitiveArray, String
 use arrow_buffer::ArrowNativeType;
 use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
 use parquet::basic::Encoding;
-use parquet::column::page::PageReader;
 
 use super::flat::{
     dictionary_indices, dictionary_of, low_bits, next_page, page_values, read_levels, Bits,
     Decoded, Failure, Indices, NextPage,
 };
+use super::pages::ChunkPages;
 
 /// The most bytes a column chunk's values may take: Arrow's `Utf8` and
 /// `Binary` address their values with `i32` offsets. A chunk that needs
@@ -39,7 +39,7 @@ const FIRST_GUESS_MAX: usize = 64 << 20;
 /// A flat string (`utf8`) or binary column of `rows` rows, plain or
 /// dictionary-encoded.
 pub(super) fn decode(
-    mut pages: impl PageReader,
+    mut pages: ChunkPages,
     nullable: bool,
     rows: usize,
     utf8: bool,
@@ -56,7 +56,7 @@ pub(super) fn decode(
     while let Some(page) = next_page(&mut pages, nullable)? {
         let page = match page {
             NextPage::Dictionary(buf, count) => {
-                let read = Dictionary::from_plain(&buf, count, utf8)?;
+                let read = Dictionary::from_plain(buf, count, utf8)?;
                 // Rows of entries of the dictionary's mean length: the
                 // first guess at the values' size (bettered page by page;
                 // capped, as only some of the entries may be used).
@@ -158,7 +158,7 @@ fn finish(
 /// limit) is left to the `parquet` crate, which dictionary-encodes those
 /// values as it reads them.
 pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
-    mut pages: impl PageReader,
+    mut pages: ChunkPages,
     nullable: bool,
     rows: usize,
     utf8: bool,
@@ -178,7 +178,7 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
                         "a second dictionary page in the column chunk".into(),
                     ));
                 }
-                let read = Dictionary::from_plain(&buf, count, utf8)?;
+                let read = Dictionary::from_plain(buf, count, utf8)?;
                 // Keys of the embedded schema's type (pandas writes `int8`
                 // for fewer than 128 categories) that cannot index every
                 // entry: the `parquet` crate says what it says of them.

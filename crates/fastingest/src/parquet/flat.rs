@@ -26,16 +26,14 @@ use arrow_array::types::{
 use arrow_array::{ArrayRef, ArrowPrimitiveType, BooleanArray, PrimitiveArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::{DataType, TimeUnit as ArrowTimeUnit};
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use parquet::basic::{ConvertedType, Encoding, LogicalType, TimeUnit, Type as PhysicalType};
-use parquet::column::page::{Page, PageReader};
 use parquet::file::metadata::ColumnChunkMetaData;
-use parquet::file::reader::{ChunkReader, Length};
-use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::ColumnDescriptor;
 
 use super::byte_arrays;
 use super::hybrid::{unpack_chunks, Run, Runs};
+use super::pages::{ChunkPages, Page};
 
 /// Why a column was not decoded here (either way the `parquet` crate then
 /// decodes it, and names what is wrong with a damaged one).
@@ -180,8 +178,7 @@ pub(crate) fn decode_column(
     if !decodes(column, target) {
         return Err(Failure::Unsupported);
     }
-    let chunk = Arc::new(ChunkAt::new(meta.byte_range().0, bytes));
-    let pages = SerializedPageReader::new(chunk, meta, rows, None)?;
+    let pages = ChunkPages::new(bytes, meta.compression()).ok_or(Failure::Unsupported)?;
     let nullable = column.max_def_level() == 1;
     // A primitive column of Arrow type `$t` from `$n`-byte physical values.
     macro_rules! values {
@@ -279,57 +276,9 @@ fn i128_of_be<const N: usize>(b: [u8; N]) -> i128 {
     i128::from_be_bytes(full) >> (128 - 8 * N)
 }
 
-/// A column chunk's bytes as the page reader reads them: at file offsets.
-pub(super) struct ChunkAt {
-    start: u64,
-    bytes: Bytes,
-}
-
-impl ChunkAt {
-    /// The chunk `bytes`, which start at file offset `start`.
-    pub(super) fn new(start: u64, bytes: Bytes) -> Self {
-        ChunkAt { start, bytes }
-    }
-
-    fn slice(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        let offset = start
-            .checked_sub(self.start)
-            .map(|o| o as usize)
-            .filter(|o| {
-                o.checked_add(length)
-                    .is_some_and(|end| end <= self.bytes.len())
-            });
-        match offset {
-            Some(o) => Ok(self.bytes.slice(o..o + length)),
-            None => Err(parquet::errors::ParquetError::EOF(format!(
-                "{length} bytes at {start} are outside the column chunk"
-            ))),
-        }
-    }
-}
-
-impl Length for ChunkAt {
-    fn len(&self) -> u64 {
-        self.start + self.bytes.len() as u64
-    }
-}
-
-impl ChunkReader for ChunkAt {
-    type T = bytes::buf::Reader<Bytes>;
-
-    fn get_read(&self, start: u64) -> parquet::errors::Result<Self::T> {
-        let rest = self.len().saturating_sub(start) as usize;
-        Ok(self.slice(start, rest)?.reader())
-    }
-
-    fn get_bytes(&self, start: u64, length: usize) -> parquet::errors::Result<Bytes> {
-        self.slice(start, length)
-    }
-}
-
 /// One data page split into its parts.
-pub(super) struct DataPage {
-    pub(super) buf: Bytes,
+pub(super) struct DataPage<'a> {
+    pub(super) buf: &'a [u8],
     /// Rows in the page (levels, for a flat column).
     pub(super) rows: usize,
     pub(super) encoding: Encoding,
@@ -343,45 +292,43 @@ pub(super) struct DataPage {
 
 /// The next page of `pages`: a data page split into levels and values, or
 /// a dictionary page's values and count. `None` at the end of the chunk.
-pub(super) enum NextPage {
-    Data(DataPage),
-    Dictionary(Bytes, usize),
+pub(super) enum NextPage<'a> {
+    Data(DataPage<'a>),
+    Dictionary(&'a [u8], usize),
 }
 
 /// [`next_page_with`] for a column that is not repeated.
-pub(super) fn next_page(pages: &mut impl PageReader, nullable: bool) -> Decoded<Option<NextPage>> {
+pub(super) fn next_page(pages: &mut ChunkPages, nullable: bool) -> Decoded<Option<NextPage<'_>>> {
     next_page_with(pages, false, nullable)
 }
 
 /// The next page of a column that has repetition levels (`repeated`) and
 /// definition levels (`defined`) or not.
 pub(super) fn next_page_with(
-    pages: &mut impl PageReader,
+    pages: &mut ChunkPages,
     repeated: bool,
     defined: bool,
-) -> Decoded<Option<NextPage>> {
-    let Some(page) = pages.get_next_page()? else {
+) -> Decoded<Option<NextPage<'_>>> {
+    let Some(page) = pages.next_page().map_err(Failure::Corrupt)? else {
         return Ok(None);
     };
     Ok(Some(match page {
-        Page::DictionaryPage {
+        Page::Dictionary {
             buf,
             num_values,
             encoding,
-            ..
         } => {
             if !matches!(encoding, Encoding::PLAIN | Encoding::PLAIN_DICTIONARY) {
                 return Err(Failure::Unsupported);
             }
-            NextPage::Dictionary(buf, num_values as usize)
+            NextPage::Dictionary(buf, num_values)
         }
-        Page::DataPage {
+        Page::Data {
             buf,
             num_values,
             encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            ..
+            def_encoding,
+            rep_encoding,
         } => {
             // Each kind of levels the column has: a 4-byte length, then
             // the runs; repetition levels first.
@@ -390,15 +337,15 @@ pub(super) fn next_page_with(
                 false => Ok(None),
                 true if encoding != Encoding::RLE => Err(Failure::Unsupported),
                 true => {
-                    let range = prefixed(&buf, at)?;
+                    let range = prefixed(buf, at)?;
                     at = range.end;
                     Ok(Some(range))
                 }
             };
-            let rep_levels = section(repeated, rep_level_encoding)?;
-            let levels = section(defined, def_level_encoding)?;
+            let rep_levels = section(repeated, rep_encoding)?;
+            let levels = section(defined, def_encoding)?;
             NextPage::Data(DataPage {
-                rows: num_values as usize,
+                rows: num_values,
                 encoding,
                 rep_levels,
                 levels,
@@ -406,15 +353,13 @@ pub(super) fn next_page_with(
                 buf,
             })
         }
-        Page::DataPageV2 {
+        Page::DataV2 {
             buf,
             num_values,
             encoding,
-            def_levels_byte_len,
-            rep_levels_byte_len,
-            ..
+            def_bytes: def,
+            rep_bytes: rep,
         } => {
-            let (rep, def) = (rep_levels_byte_len as usize, def_levels_byte_len as usize);
             if (!repeated && rep != 0) || (!defined && def != 0) {
                 return Err(Failure::Corrupt(
                     "a page has repetition or definition levels its column cannot have".into(),
@@ -429,7 +374,7 @@ pub(super) fn next_page_with(
             }
             NextPage::Data(DataPage {
                 buf,
-                rows: num_values as usize,
+                rows: num_values,
                 encoding,
                 rep_levels: repeated.then_some(0..rep),
                 levels: defined.then_some(rep..rep + def),
@@ -682,7 +627,7 @@ pub(super) fn scatter<T: Copy + Default>(
 /// `N`-byte little-endian physical values by `convert`, dictionary-encoded
 /// or plain.
 fn primitive<T: ArrowPrimitiveType, const N: usize>(
-    mut pages: impl PageReader,
+    mut pages: ChunkPages,
     nullable: bool,
     rows: usize,
     target: &DataType,
@@ -704,7 +649,7 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
                 // Sized by `plain` once the bytes are known to hold them
                 // (the count is the page header's word).
                 let mut values = Vec::new();
-                plain(&buf, count, &convert, &mut values)?;
+                plain(buf, count, &convert, &mut values)?;
                 dictionary = Some(values);
                 continue;
             }
@@ -935,7 +880,7 @@ fn all_below(chunk: &[u32], width: u8, entries: usize) -> bool {
 }
 
 /// A flat boolean column: plain (bit-packed) or RLE-encoded values.
-fn decode_booleans(mut pages: impl PageReader, nullable: bool, rows: usize) -> Decoded<ArrayRef> {
+fn decode_booleans(mut pages: ChunkPages, nullable: bool, rows: usize) -> Decoded<ArrayRef> {
     let mut out = Bits::with_capacity(rows);
     let mut validity = nullable.then(|| Bits::with_capacity(rows));
     while let Some(page) = next_page(&mut pages, nullable)? {

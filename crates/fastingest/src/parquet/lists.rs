@@ -28,17 +28,16 @@ use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, FieldRef, TimeUnit as ArrowTimeUnit};
 use bytes::Bytes;
 use parquet::basic::{ConvertedType, Encoding, LogicalType, Repetition};
-use parquet::column::page::PageReader;
 use parquet::file::metadata::ColumnChunkMetaData;
-use parquet::file::serialized_reader::SerializedPageReader;
 use parquet::schema::types::{ColumnDescriptor, Type};
 
 use super::byte_arrays;
 use super::flat::{
     self, dictionary_of, each_run, gather, i32_of, next_page_with, numeric_values, plain, scatter,
-    Bits, ChunkAt, Decoded, Failure, NextPage,
+    Bits, Decoded, Failure, NextPage,
 };
 use super::hybrid::{unpack_chunks, Run};
+use super::pages::ChunkPages;
 
 /// One list level of a column, outermost first.
 struct ListLevel {
@@ -163,8 +162,7 @@ pub(crate) fn decode_column(
     shape: &Shape,
     rows: usize,
 ) -> Decoded<ArrayRef> {
-    let chunk = Arc::new(ChunkAt::new(meta.byte_range().0, bytes));
-    let pages = SerializedPageReader::new(chunk, meta, rows, None)?;
+    let pages = ChunkPages::new(bytes, meta.compression()).ok_or(Failure::Unsupported)?;
     // Every buffer is sized once from the chunk's count of levels (a claim
     // of the file's, so capped: past it they grow as they must); grown by
     // doubling they were twice the memory, all of it fresh pages.
@@ -249,7 +247,7 @@ struct Levels {
 const MOST_RESERVED: usize = 1 << 26;
 
 fn lists_of<T: ArrowPrimitiveType, const N: usize>(
-    mut pages: impl PageReader,
+    mut pages: ChunkPages,
     shape: &Shape,
     rows: usize,
     expected: usize,
@@ -280,7 +278,7 @@ fn lists_of<T: ArrowPrimitiveType, const N: usize>(
 
 /// A list column of strings (`utf8`) or binary.
 fn lists_of_bytes(
-    mut pages: impl PageReader,
+    mut pages: ChunkPages,
     shape: &Shape,
     rows: usize,
     expected: usize,
@@ -296,7 +294,7 @@ fn lists_of_bytes(
 /// Reads the chunk's pages into `leaf` and builds its list levels, checking
 /// that the leaf got a value for every valid slot.
 fn read_lists(
-    pages: &mut impl PageReader,
+    pages: &mut ChunkPages,
     shape: &Shape,
     rows: usize,
     expected: usize,
@@ -346,7 +344,7 @@ fn wrap(shape: &Shape, built: Assembled, leaf: ArrayRef) -> Decoded<ArrayRef> {
 /// Reads every page of the chunk: levels appended as bytes, valid values
 /// (plain or dictionary-encoded) appended to `leaf`.
 fn read_pages(
-    pages: &mut impl PageReader,
+    pages: &mut ChunkPages,
     shape: &Shape,
     expected: usize,
     leaf: &mut impl Leaf,
@@ -361,7 +359,7 @@ fn read_pages(
     while let Some(page) = next_page_with(pages, true, true)? {
         let page = match page {
             NextPage::Dictionary(buf, count) => {
-                leaf.dictionary(&buf, count)?;
+                leaf.dictionary(buf, count)?;
                 continue;
             }
             NextPage::Data(page) => page,
