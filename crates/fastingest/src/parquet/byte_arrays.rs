@@ -597,6 +597,59 @@ impl<'a> Output<'a> {
         self.end = end;
     }
 
+    /// Appends `src[at..at + len]` (which the caller has checked is there)
+    /// once for each slot of `ends`, writing each copy's end into its slot.
+    /// Each copy is one block of the smallest size that holds this value
+    /// (not the dictionary's longest): in a run of one short value, bytes
+    /// stored past each copy were most of the time taken.
+    fn repeat(&mut self, src: &[u8], at: usize, len: usize, ends: &mut [MaybeUninit<i32>]) {
+        match len {
+            0..=16 => self.repeat_in::<16>(src, at, len, ends),
+            17..=32 => self.repeat_in::<32>(src, at, len, ends),
+            33..=BLOCK => self.repeat_in::<BLOCK>(src, at, len, ends),
+            _ => {
+                for slot in ends {
+                    slot.write(self.push(src, at, len) as i32);
+                }
+            }
+        }
+    }
+
+    /// [`Output::repeat`] of a value of at most `B` bytes.
+    #[inline(always)]
+    fn repeat_in<const B: usize>(
+        &mut self,
+        src: &[u8],
+        at: usize,
+        len: usize,
+        ends: &mut [MaybeUninit<i32>],
+    ) {
+        const { assert!(B <= BLOCK) };
+        let Some(block) = src.get(at..at + B) else {
+            // No block's worth of bytes after it: copied as it is.
+            for slot in ends {
+                slot.write(self.push(src, at, len) as i32);
+            }
+            return;
+        };
+        let block: [u8; B] = block.try_into().expect("a slice of B bytes");
+        let mut end = self.end;
+        assert!(
+            len <= B && len * ends.len() <= self.limit - end,
+            "values past the room asked for"
+        );
+        let dst = self.bytes.as_mut_ptr();
+        for slot in ends {
+            // SAFETY: the copies end at most `len * ends.len()` past the
+            // old end, within `limit`; each block ends within the `BLOCK`
+            // (`B <= BLOCK`) of capacity past `limit` that `new` reserved.
+            unsafe { std::ptr::write_unaligned(dst.add(end).cast::<[u8; B]>(), block) };
+            end += len;
+            slot.write(end as i32);
+        }
+        self.end = end;
+    }
+
     fn finish(self) {
         // SAFETY: the values were written end to end from the old length,
         // so every byte below `end` is initialised, and `end <= limit` is
@@ -673,9 +726,7 @@ fn gather_in<const B: usize>(
                     ends.reserve(n);
                     let filled = ends.len();
                     let room = &mut ends.spare_capacity_mut()[..n];
-                    for slot in room.iter_mut() {
-                        slot.write(out.push_in::<B>(&dictionary.bytes, start, len) as i32);
-                    }
+                    out.repeat(&dictionary.bytes, start, len, room);
                     // SAFETY: the first `n` spare slots were written.
                     unsafe { ends.set_len(filled + n) };
                     out.finish();
@@ -831,6 +882,54 @@ mod tests {
                 assert_eq!(bytes, expected, "{what}");
                 assert_eq!(ends.len(), indices.len(), "{what}");
                 assert_eq!(*ends.last().unwrap() as usize, expected.len(), "{what}");
+            }
+        }
+    }
+
+    #[test]
+    fn runs_of_one_entry_are_that_entry_repeated_whatever_its_length() {
+        // Entries at and around each block size, and longer than a block.
+        let lengths = [0usize, 1, 15, 16, 17, 31, 32, 33, 48, 63, 64, 65, 200];
+        let owned: Vec<Vec<u8>> = lengths
+            .iter()
+            .map(|&n| (0..n).map(|i| b'A' + (i % 26) as u8).collect())
+            .collect();
+        let entries: Vec<&[u8]> = owned.iter().map(|e| e.as_slice()).collect();
+        let dictionary =
+            Dictionary::from_plain(&plain_page(&entries), entries.len(), false).unwrap();
+        // Bit width 8; an RLE run per entry, of 1 to 40 copies, after one
+        // another in one page (so each run starts mid-buffer).
+        let mut page = vec![8u8];
+        let mut expected = Vec::new();
+        let mut count = 0;
+        for (i, entry) in entries.iter().enumerate() {
+            let n = 1 + (i * 7) % 40;
+            page.extend([(n << 1) as u8, i as u8]);
+            for _ in 0..n {
+                expected.extend_from_slice(entry);
+            }
+            count += n;
+        }
+        let (mut bytes, mut ends, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
+        gather(
+            &page,
+            count,
+            &dictionary,
+            &mut scratch,
+            &mut bytes,
+            &mut ends,
+        )
+        .unwrap();
+        assert_eq!(bytes, expected);
+        assert_eq!(ends.len(), count);
+        // Every end is the one before it plus its entry's length.
+        let mut at = 0;
+        let mut k = 0;
+        for (i, entry) in entries.iter().enumerate() {
+            for _ in 0..1 + (i * 7) % 40 {
+                at += entry.len();
+                assert_eq!(ends[k] as usize, at, "entry {i}");
+                k += 1;
             }
         }
     }
