@@ -235,7 +235,7 @@ def test_faults_give_the_right_table_after_retries(s3, toxi, fault_table, kind, 
         threading.Timer(0.7, toxi.remove_toxic, ("s3", name)).start()
     stats = fastingest.ReadStats()
     # Fewer requests than slices at once, so that connections are reused
-    # (128 KiB requests count half a slot: 8 at once).
+    # (128 KiB requests count a quarter slot: 16 at once).
     cfg = fastingest.Config(
         slice_size="128K",
         max_in_flight=4,
@@ -491,7 +491,7 @@ def test_object_replaced_mid_read_is_an_error_not_a_mixed_table(s3, toxi):
     th.Timer(0.3, replace).start()
     code = (
         "import json, sys, fastingest\n"
-        # 256 KiB requests count half a slot: 4 at once.
+        # 256 KiB requests count a quarter slot: 8 at once.
         "cfg = fastingest.Config(slice_size='256K', max_in_flight=2, request_timeout=30)\n"
         "try:\n"
         "    fastingest.read_parquet(sys.argv[1], storage_options=json.loads(sys.argv[2]),\n"

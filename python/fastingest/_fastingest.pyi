@@ -70,8 +70,9 @@ class Config:
       split and fetched in parallel into one buffer. A read smaller than 8
       slices is cut into about 8 requests of at least 1 MiB instead.
     - ``max_in_flight`` (32): requests in flight at once, all files together;
-      requests of at most 1 MiB (footers, small files) count half, so up to
-      twice as many of those.
+      requests of at most 1 MiB (footers, small files) count half and those
+      of at most 256 KiB (the chunks of a few columns of a wide file) a
+      quarter, so up to twice and four times as many of those.
     - ``memory_budget`` (512 MiB): bytes of requests in flight at once. A read
       or stream of local files fetches at most 64 MiB (or this, if smaller)
       ahead of decoding.

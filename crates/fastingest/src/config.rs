@@ -27,8 +27,9 @@ pub struct Config {
     /// size. A smaller read gets smaller slices ([`crate::plan::slice_for`]).
     pub slice_size: u64,
     /// Most requests in flight at once for one read (all files together);
-    /// requests of at most 1 MiB count half (they are bound by latency, not
-    /// bandwidth), so up to twice as many of those.
+    /// requests of at most 1 MiB count half and those of at most 256 KiB a
+    /// quarter (they are bound by latency, not bandwidth), so up to twice
+    /// and four times as many of those.
     pub max_in_flight: usize,
     /// Most bytes of requests in flight at once for one read.
     pub memory_budget: u64,

@@ -232,9 +232,10 @@ where
     F: Fn(Fetcher, I) -> Fut,
     Fut: std::future::Future<Output = Result<T>>,
 {
-    // As many files as small requests may be in flight (each file's first
-    // request is a footer or a small whole file: see `SMALL_REQUEST`).
-    let width = 2 * fetcher.config().max_in_flight.max(1);
+    // As many files as footer requests may be in flight (each file's first
+    // request is a footer or a small whole file: see `slot_quarters`). A
+    // footer request is at most a small one; most are tiny.
+    let width = 4 * fetcher.config().max_in_flight.max(1);
     // Collected first: a stream over a mapping closure would keep the
     // closure's type in the future, which then fails to prove `Send`.
     let futs: Vec<Fut> = files

@@ -159,9 +159,9 @@ async fn spans_hold_the_right_bytes_and_bounds_hold() {
             assert_eq!(*b, byte_at(span.range.start + k as u64));
         }
     }
-    // Requests of at most 1 MiB take half a slot: 6 of these at once.
+    // Requests of at most 256 KiB take a quarter slot: 12 of these at once.
     assert!(
-        source.max_in_flight.load(SeqCst) <= 6,
+        source.max_in_flight.load(SeqCst) <= 12,
         "in-flight bound broken"
     );
     assert!(
@@ -188,6 +188,40 @@ async fn large_requests_keep_the_whole_in_flight_bound() {
     assert_eq!(spans.iter().map(|s| s.len()).sum::<usize>(), 30_000_000);
     let most = source.max_in_flight.load(SeqCst);
     assert!((2..=3).contains(&most), "{most} requests in flight");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn tiny_requests_go_four_to_a_slot_and_small_ones_two() {
+    // 64 KiB slices: a quarter slot each, so 2 slots hold 8 at once; 1 MiB
+    // slices: half a slot, 4 at once.
+    for (slice, widest) in [(64 << 10, 8), (1 << 20, 4)] {
+        let source = Arc::new(Instrumented::new(40_000_000, 0));
+        let units = vec![PlanUnit {
+            index: 0,
+            ranges: std::iter::once(0..40 * slice).collect(),
+        }];
+        let (_, spans, _) = run(Arc::clone(&source), config(2, slice), units).await;
+        assert_eq!(
+            spans.iter().map(|s| s.len() as u64).sum::<u64>(),
+            40 * slice
+        );
+        let most = source.max_in_flight.load(SeqCst);
+        assert!(
+            most > widest / 2 && most <= widest,
+            "{most} requests of {slice} bytes in flight, at most {widest} allowed"
+        );
+    }
+}
+
+#[test]
+fn a_request_takes_a_quarter_half_or_whole_slot_by_its_size() {
+    use crate::request::slot_quarters;
+    assert_eq!(slot_quarters(0), 1);
+    assert_eq!(slot_quarters(256 << 10), 1);
+    assert_eq!(slot_quarters((256 << 10) + 1), 2);
+    assert_eq!(slot_quarters(1 << 20), 2);
+    assert_eq!(slot_quarters((1 << 20) + 1), 4);
+    assert_eq!(slot_quarters(8 << 20), 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
