@@ -45,12 +45,6 @@ pub(crate) enum Failure {
     Corrupt(String),
 }
 
-impl From<parquet::errors::ParquetError> for Failure {
-    fn from(e: parquet::errors::ParquetError) -> Self {
-        Failure::Corrupt(e.to_string())
-    }
-}
-
 pub(crate) type Decoded<T> = std::result::Result<T, Failure>;
 
 /// The Arrow type the `parquet` crate gives `column` when nothing asks for
