@@ -625,19 +625,22 @@ impl<'a> Output<'a> {
         ends: &mut [MaybeUninit<i32>],
     ) {
         const { assert!(B <= BLOCK) };
-        let Some(block) = src.get(at..at + B) else {
-            // No block's worth of bytes after it: copied as it is.
+        let mut end = self.end;
+        let fits = len <= B
+            && len
+                .checked_mul(ends.len())
+                .is_some_and(|all| all <= self.limit - end);
+        let block = src
+            .get(at..at.saturating_add(B))
+            .and_then(|b| <[u8; B]>::try_from(b).ok());
+        let (true, Some(block)) = (fits, block) else {
+            // No block's worth of bytes after it (or a caller's room that
+            // does not hold the run): copied value by value, checked.
             for slot in ends {
                 slot.write(self.push(src, at, len) as i32);
             }
             return;
         };
-        let block: [u8; B] = block.try_into().expect("a slice of B bytes");
-        let mut end = self.end;
-        assert!(
-            len <= B && len * ends.len() <= self.limit - end,
-            "values past the room asked for"
-        );
         let dst = self.bytes.as_mut_ptr();
         for slot in ends {
             // SAFETY: the copies end at most `len * ends.len()` past the

@@ -263,10 +263,9 @@ pub(crate) enum Page<'a> {
     },
 }
 
-/// How a chunk's pages are decompressed: each codec writes into the one
-/// buffer the chunk's pages share.
+/// How a chunk's compressed pages are decompressed: each codec writes into
+/// the one buffer the chunk's pages share.
 enum Decompressor {
-    None,
     /// Into the buffer as it is (zeroed only when it grows).
     Snappy(snap::raw::Decoder),
     /// Into the emptied buffer's spare capacity, unzeroed.
@@ -283,7 +282,8 @@ enum Decompressor {
 pub(crate) struct ChunkPages {
     chunk: bytes::Bytes,
     codec: Compression,
-    decompressor: Decompressor,
+    /// `None`: the chunk is not compressed.
+    decompressor: Option<Decompressor>,
     /// The start of the next page's header in `chunk`.
     at: usize,
     /// The last page's decompressed bytes.
@@ -296,14 +296,14 @@ impl ChunkPages {
     /// the `parquet` crate (Hadoop's LZ4 framing, LZO).
     pub(crate) fn new(chunk: bytes::Bytes, codec: Compression) -> Option<Self> {
         let decompressor = match codec {
-            Compression::UNCOMPRESSED => Decompressor::None,
-            Compression::SNAPPY => Decompressor::Snappy(snap::raw::Decoder::new()),
-            Compression::ZSTD(_) => {
-                Decompressor::Zstd(Box::new(zstd::bulk::Decompressor::new().ok()?))
-            }
-            Compression::LZ4_RAW => Decompressor::Lz4Raw,
-            Compression::GZIP(_) => Decompressor::Gzip,
-            Compression::BROTLI(_) => Decompressor::Brotli,
+            Compression::UNCOMPRESSED => None,
+            Compression::SNAPPY => Some(Decompressor::Snappy(snap::raw::Decoder::new())),
+            Compression::ZSTD(_) => Some(Decompressor::Zstd(Box::new(
+                zstd::bulk::Decompressor::new().ok()?,
+            ))),
+            Compression::LZ4_RAW => Some(Decompressor::Lz4Raw),
+            Compression::GZIP(_) => Some(Decompressor::Gzip),
+            Compression::BROTLI(_) => Some(Decompressor::Brotli),
             Compression::LZ4 | Compression::LZO => return None,
         };
         Some(ChunkPages {
@@ -349,21 +349,17 @@ impl ChunkPages {
                 0
             };
             let compressed = &self.chunk[body..end];
-            let buf: &[u8] =
-                if matches!(self.decompressor, Decompressor::None) || !header.is_compressed {
-                    compressed
-                } else {
+            let buf: &[u8] = match (&mut self.decompressor, header.is_compressed) {
+                (Some(decompressor), true) => {
                     let size = header.uncompressed as usize;
-                    decompress(
-                        &mut self.decompressor,
-                        compressed,
-                        levels,
-                        size,
-                        &mut self.scratch,
-                    )
-                    .map_err(|e| fail(&e))?;
+                    decompress(decompressor, compressed, levels, size, &mut self.scratch)
+                        .map_err(|e| fail(&e))?;
                     &self.scratch[..size]
-                };
+                }
+                // An uncompressed chunk, or a v2 page that kept its values
+                // uncompressed: the chunk's own bytes.
+                _ => compressed,
+            };
             return Ok(Some(match header.kind {
                 DICTIONARY_PAGE => Page::Dictionary {
                     buf,
@@ -403,7 +399,6 @@ fn decompress(
     // Codecs that write into a slice: the buffer is made `size` long (old
     // bytes past the levels are overwritten); the others append to it.
     let got = match decompressor {
-        Decompressor::None => unreachable!("uncompressed pages are not copied"),
         Decompressor::Snappy(_) | Decompressor::Lz4Raw => {
             if scratch.len() < size {
                 scratch.resize(size, 0);
