@@ -104,6 +104,59 @@ def test_s3_fetches_only_the_projected_columns(s3, wide):
     assert stats.requests == 1 + plan["num_requests"]
 
 
+def test_a_small_file_read_whole_comes_in_the_footer_s_round_trip(s3, wide):
+    """A single path's size is unknown until the first response, so a read of
+    all of it asks for the file's start (1 MiB slices of `start_prefetch`)
+    beside the footer: a small file needs no second round trip. A read of
+    some columns, a plan, or the knob at 0 asks for no byte it may not
+    need."""
+    table = wide.slice(0, 12_000)
+    data = parquet_bytes(table, row_group_size=3_000, compression="none")
+    assert 1 << 20 < len(data) < 3 << 20
+    url = s3.put("start/whole.parquet", data)
+    opts = s3.options()
+    mib, tail = 1 << 20, 64 * 1024
+
+    stats = fastingest.ReadStats()
+    assert_tables_equal(fastingest.read_parquet(url, storage_options=opts, stats=stats), table)
+    # The tail and the start's slices (those past the file's end are refused
+    # by the store); the start's bytes serve every column chunk.
+    slices = fastingest.Config().start_prefetch // mib
+    assert slices >= 3
+    assert stats.requests == 1 + slices, stats
+    assert stats.bytes_fetched == tail + len(data) - 4, stats
+    assert stats.unplanned_requests == 0
+
+    streamed = fastingest.ReadStats()
+    batches = list(fastingest.iter_batches(url, storage_options=opts, stats=streamed))
+    assert sum(b.num_rows for b in batches) == table.num_rows
+    assert streamed.requests == 1 + slices, streamed
+
+    planned = fastingest.ReadStats()
+    plan = fastingest.plan_parquet(url, storage_options=opts, stats=planned)[0]
+    assert (planned.requests, planned.bytes_fetched) == (1, tail)
+    off = fastingest.ReadStats()
+    fastingest.read_parquet(
+        url, storage_options=opts, stats=off, config=fastingest.Config(start_prefetch=0)
+    )
+    assert off.requests == 1 + plan["num_requests"] > 1 + 1, off
+    # A start shorter than the file: its slice serves the first chunks, the
+    # rest is fetched from where it ends (no byte twice).
+    one = fastingest.ReadStats()
+    got = fastingest.read_parquet(
+        url, storage_options=opts, stats=one, config=fastingest.Config(start_prefetch=mib)
+    )
+    assert_tables_equal(got, table)
+    assert one.bytes_fetched <= tail + plan["bytes_needed"], one
+    assert one.requests > 1 + 1
+
+    some = fastingest.ReadStats()
+    fastingest.read_parquet(url, columns=["c03"], storage_options=opts, stats=some)
+    needed = fastingest.plan_parquet(url, columns=["c03"], storage_options=opts)[0]
+    assert some.requests == 1 + needed["num_requests"]
+    assert some.bytes_fetched <= tail + 1.2 * needed["bytes_needed"]
+
+
 def test_large_footer_takes_a_second_request(s3):
     table = pa.table({f"column_with_a_long_name_{i:04d}": [i] for i in range(1500)})
     data = parquet_bytes(table)
@@ -491,8 +544,10 @@ def test_object_replaced_mid_read_is_an_error_not_a_mixed_table(s3, toxi):
     th.Timer(0.3, replace).start()
     code = (
         "import json, sys, fastingest\n"
-        # 256 KiB requests count a quarter slot: 8 at once.
-        "cfg = fastingest.Config(slice_size='256K', max_in_flight=2, request_timeout=30)\n"
+        # 256 KiB requests count a quarter slot: 8 at once. No start asked
+        # for beside the footer: all of the data comes after it.
+        "cfg = fastingest.Config(slice_size='256K', max_in_flight=2, request_timeout=30,\n"
+        "                        start_prefetch=0)\n"
         "try:\n"
         "    fastingest.read_parquet(sys.argv[1], storage_options=json.loads(sys.argv[2]),\n"
         "                            config=cfg)\n"

@@ -65,6 +65,14 @@ class Config:
       file at most twice this big is read whole by that first read.
     - ``small_file`` (1 MiB): a remote file that a glob listed at most this big
       is fetched whole in its first request (one request per file, not two).
+    - ``start_prefetch`` (8 MiB): ``read_parquet`` or ``iter_batches`` of all
+      of one remote file whose size no listing gave (one path, not a glob or
+      a list) asks for up to this many bytes of the file's start beside its
+      footer, in requests of 1 MiB, before the size is known: a file this
+      small is read in one round trip instead of two, and a larger one's
+      first row groups come a round trip early. Not with ``columns``,
+      ``filters``, ``row_groups`` or a cache, nor for plans and metadata
+      (the bytes might not be wanted). 0 turns it off.
     - ``hole_limit`` (64 KiB): ranges closer than this are fetched together.
     - ``slice_size`` (8 MiB): the largest single request; longer ranges are
       split and fetched in parallel into one buffer. A read smaller than 8
@@ -101,6 +109,7 @@ class Config:
 
     footer_prefetch: int
     small_file: int
+    start_prefetch: int
     hole_limit: int
     slice_size: int
     max_in_flight: int

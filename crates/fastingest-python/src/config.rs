@@ -40,6 +40,7 @@ impl PyConfig {
         let secs = |x: Duration| x.as_secs_f64();
         d.set_item("footer_prefetch", c.footer_prefetch)?;
         d.set_item("small_file", c.small_file)?;
+        d.set_item("start_prefetch", c.start_prefetch)?;
         d.set_item("hole_limit", c.hole_limit)?;
         d.set_item("slice_size", c.slice_size)?;
         d.set_item("max_in_flight", c.max_in_flight)?;

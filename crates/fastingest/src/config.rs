@@ -21,6 +21,13 @@ pub struct Config {
     /// this big is fetched whole in that first request: footer and column
     /// chunks together, one request per file instead of two.
     pub small_file: u64,
+    /// A read (or stream) of all of one remote file whose size no listing
+    /// gave asks, beside the footer request and before the size is known,
+    /// for up to this many bytes of the file's start, in requests of 1 MiB:
+    /// a file of about this size or less is read in one round trip instead
+    /// of two, and a larger one's first row groups come a round trip early
+    /// (see `FileScope::reads_whole_file` for when). 0: never.
+    pub start_prefetch: u64,
     /// Ranges whose gap is at most this many bytes are merged into one request.
     pub hole_limit: u64,
     /// Largest single request; longer ranges are split into slices of this
@@ -85,6 +92,7 @@ impl Config {
         Config {
             footer_prefetch: 64 * KIB,
             small_file: MIB,
+            start_prefetch: 8 * MIB,
             hole_limit: 64 * KIB,
             slice_size: 8 * MIB,
             max_in_flight: 32,
@@ -120,6 +128,7 @@ impl Config {
     pub const KEYS: &'static [&'static str] = &[
         "footer_prefetch",
         "small_file",
+        "start_prefetch",
         "hole_limit",
         "slice_size",
         "max_in_flight",
@@ -158,6 +167,7 @@ impl Config {
         match name {
             "footer_prefetch" => self.footer_prefetch = size()?,
             "small_file" => self.small_file = size()?,
+            "start_prefetch" => self.start_prefetch = size()?,
             "hole_limit" => self.hole_limit = size()?,
             "slice_size" => self.slice_size = size()?,
             "max_in_flight" => self.max_in_flight = count()?,

@@ -15,7 +15,8 @@ use tokio::task::JoinHandle;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::io::Tail;
-use crate::plan::{FilePlan, PlanUnit, Span};
+use crate::known::{from_start, joined, Known, StartBytes, StartSlice};
+use crate::plan::{FilePlan, PlanUnit, Span, MIN_SLICE};
 use crate::request::{closed, ByteSource};
 use crate::source::Source;
 use crate::stats::ReadStats;
@@ -80,6 +81,37 @@ impl Fetcher {
         self.0.bytes.tail(source, len).await
     }
 
+    /// The end of the file as [`Fetcher::fetch_tail`] brings it and, in the
+    /// same round trip, up to `start_len` bytes of its start (after the
+    /// leading magic), asked for before the file's size is known, in
+    /// requests of [`MIN_SLICE`] bytes. Returns once the tail is in; the
+    /// start's requests go on in the background, and a plan made meanwhile
+    /// waits for the parts of them it needs ([`Fetcher::start_with`]). The
+    /// start is speculation: what it fails to bring is fetched as planned.
+    pub async fn fetch_tail_and_start(
+        &self,
+        source: &Source,
+        tail_len: u64,
+        start_len: u64,
+    ) -> Result<(Tail, Vec<StartSlice>)> {
+        let start: Vec<StartSlice> = crate::plan::split(START..START + start_len, MIN_SLICE)
+            .into_iter()
+            .map(|range| {
+                let (fetcher, source) = (self.clone(), Arc::clone(source));
+                let asked = range.clone();
+                let task = tokio::spawn(async move { fetcher.0.bytes.up_to(&source, asked).await });
+                let bytes: BoxFuture<'static, StartBytes> =
+                    async move { task.await.ok().flatten() }.boxed();
+                StartSlice {
+                    range,
+                    bytes: bytes.shared(),
+                }
+            })
+            .collect();
+        let tail = self.fetch_tail(source, tail_len).await?;
+        Ok((tail, start))
+    }
+
     /// One range outside any plan (a footer larger than the prefetch, a page
     /// index, a decoder asking for something unforeseen).
     pub async fn fetch_range(&self, source: &Source, range: Range<u64>) -> Result<Bytes> {
@@ -95,39 +127,66 @@ impl Fetcher {
         source: &Source,
         plan: &FilePlan,
     ) -> (Vec<SpanFuture>, Vec<AbortOnDrop<()>>) {
-        self.start_with(source, plan, None)
+        self.start_with(source, plan, &Known::default())
     }
 
-    /// [`Fetcher::start`], serving spans that lie within `known` (bytes from
-    /// `known.0` on, e.g. the footer request's) without a request.
+    /// [`Fetcher::start`], serving what `known` holds without a request
+    /// and waiting for what it has on its way; only the rest is fetched
+    /// (each span's part after the known bytes, in the background at once).
     pub fn start_with(
         &self,
         source: &Source,
         plan: &FilePlan,
-        known: Option<(u64, &Bytes)>,
+        known: &Known,
     ) -> (Vec<SpanFuture>, Vec<AbortOnDrop<()>>) {
         self.stats().add_needed(plan.bytes_needed());
         let mut futures = Vec::with_capacity(plan.spans.len());
         let mut guards = Vec::with_capacity(plan.spans.len());
+        // The start's bytes are used only if of the version the tail was.
+        let version = source.version();
         for span in &plan.spans {
-            if let Some((start, bytes)) = known {
-                let end = start + bytes.len() as u64;
-                if span.range.start >= start && span.range.end <= end {
-                    let from = (span.range.start - start) as usize;
-                    let part =
-                        bytes.slice(from..from + (span.range.end - span.range.start) as usize);
-                    let ready: BoxFuture<'static, Result<Bytes>> =
-                        futures::future::ready(Ok(part)).boxed();
-                    futures.push(ready.shared());
-                    continue;
-                }
+            let held = known.held_prefix(&span.range);
+            let len = span.range.end - span.range.start;
+            if held.len() as u64 == len {
+                let ready: BoxFuture<'static, Result<Bytes>> =
+                    futures::future::ready(Ok(held)).boxed();
+                futures.push(ready.shared());
+                continue;
             }
+            let (coming, rest_from) =
+                known.coming(span.range.start + held.len() as u64, span.range.end);
+            let rest = (rest_from < span.range.end).then(|| span_after(span, rest_from));
+            let (fetcher, file, version) = (self.clone(), Arc::clone(source), version.clone());
+            let assembled = async move {
+                let from_start = async {
+                    let mut parts = Vec::with_capacity(coming.len());
+                    for (range, slice) in coming {
+                        let got = slice.bytes.await;
+                        match from_start(&slice.range, &got, &range, version.as_ref()) {
+                            Some(bytes) => parts.push(bytes),
+                            None => parts.push(fetcher.fetch_range(&file, range).await?),
+                        }
+                    }
+                    Ok::<_, Error>(parts)
+                };
+                let rest = async {
+                    match rest {
+                        Some(rest) => fetch_span(fetcher.clone(), Arc::clone(&file), rest)
+                            .await
+                            .map(Some),
+                        None => Ok(None),
+                    }
+                };
+                let (parts, rest) = futures::join!(from_start, rest);
+                let mut pieces = vec![held];
+                pieces.extend(parts?);
+                pieces.extend(rest?);
+                Ok(joined(pieces))
+            };
             let (tx, rx) = tokio::sync::oneshot::channel();
-            let task = tokio::spawn(
-                fetch_span(self.clone(), Arc::clone(source), span.clone()).map(move |r| {
-                    let _ = tx.send(r);
-                }),
-            );
+            let task = tokio::spawn(assembled.map(move |r: Result<Bytes>| {
+                let _ = tx.send(r);
+            }));
             guards.push(AbortOnDrop(task));
             let location = source.location().to_string();
             let fut: BoxFuture<'static, Result<Bytes>> = async move {
@@ -146,6 +205,23 @@ impl Fetcher {
             futures.push(fut.shared());
         }
         (futures, guards)
+    }
+}
+
+/// Where a file's speculative start begins: after the leading magic, which
+/// no plan asks for.
+const START: u64 = 4;
+
+/// `span` from byte `from` on, its slices cut to match.
+fn span_after(span: &Span, from: u64) -> Span {
+    Span {
+        range: from..span.range.end,
+        slices: span
+            .slices
+            .iter()
+            .filter(|s| s.end > from)
+            .map(|s| s.start.max(from)..s.end)
+            .collect(),
     }
 }
 

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::fetch::Fetcher;
-use crate::io::{Failure, RangeSource, Tail};
+use crate::io::{Failure, ObjectVersion, RangeSource, Tail};
+use crate::known::Known;
 use crate::plan::{FilePlan, PlanUnit};
 use crate::source::Source;
 use crate::{Config, ReadStats};
@@ -28,6 +29,10 @@ struct Instrumented {
     largest: AtomicUsize,
     fail_every: usize,
     failed_once: Mutex<HashSet<u64>>,
+    /// Every range asked of `read_into`.
+    asked: Mutex<Vec<Range<u64>>>,
+    /// The etag speculative reads report (the tail's is "a").
+    start_etag: &'static str,
 }
 
 impl Instrumented {
@@ -40,6 +45,8 @@ impl Instrumented {
             largest: AtomicUsize::new(0),
             fail_every,
             failed_once: Mutex::new(HashSet::new()),
+            asked: Mutex::new(Vec::new()),
+            start_etag: "a",
         }
     }
 }
@@ -48,9 +55,41 @@ fn byte_at(i: u64) -> u8 {
     (i % 251) as u8
 }
 
+fn version_with(size: u64, etag: &str) -> ObjectVersion {
+    ObjectVersion {
+        size,
+        etag: Some(etag.into()),
+        last_modified: None,
+    }
+}
+
 impl RangeSource for Instrumented {
     fn location(&self) -> &str {
         "instrumented://object"
+    }
+
+    fn version(&self) -> Option<ObjectVersion> {
+        Some(version_with(self.size, "a"))
+    }
+
+    fn read_up_to(
+        &self,
+        range: Range<u64>,
+    ) -> Option<BoxFuture<'_, Result<(Bytes, ObjectVersion), Failure>>> {
+        // As a store answers: cut at the object's end, 416 past it.
+        let answer = match range.start < self.size {
+            true => {
+                let bytes: Bytes = (range.start..range.end.min(self.size))
+                    .map(byte_at)
+                    .collect::<Vec<_>>()
+                    .into();
+                Ok((bytes, version_with(self.size, self.start_etag)))
+            }
+            false => Err(Failure::Permanent(crate::Error::InvalidArgument(
+                "416 Range Not Satisfiable".into(),
+            ))),
+        };
+        Some(futures::future::ready(answer).boxed())
     }
 
     fn read_tail(&self, len: u64) -> BoxFuture<'_, Result<Tail, Failure>> {
@@ -74,6 +113,7 @@ impl RangeSource for Instrumented {
             self.largest
                 .fetch_max((range.end - range.start) as usize, SeqCst);
             self.calls.fetch_add(1, SeqCst);
+            self.asked.lock().unwrap().push(range.clone());
             tokio::time::sleep(Duration::from_millis(5)).await;
             self.in_flight.fetch_sub(1, SeqCst);
             let pick =
@@ -258,4 +298,95 @@ fn fetched_spans_serve_a_range_across_spans_that_touch_and_not_across_a_gap() {
     assert_eq!(spans.get(&(300..360)), None, "starts in the gap");
     assert_eq!(spans.get(&(380..420)), None, "past the end");
     assert_eq!(spans.get(&(50..120)), None, "before the first");
+}
+
+fn whole_file_unit(size: u64) -> Vec<PlanUnit> {
+    // Column chunks from just after the magic to just before a 4 KiB footer.
+    let end = size - 4096;
+    let step = (end - 4) / 5;
+    vec![PlanUnit {
+        index: 0,
+        ranges: (0..5)
+            .map(|i| 4 + i * step..(4 + (i + 1) * step).min(end))
+            .collect(),
+    }]
+}
+
+/// The footer's round trip with a start of `start_len` bytes, then the
+/// whole plan of the file's chunks; checks every byte.
+async fn read_with_start(
+    source: &Arc<Instrumented>,
+    start_len: u64,
+    slice: u64,
+) -> Vec<Range<u64>> {
+    let cfg = config(8, 8 << 20);
+    let fetcher = Fetcher::new(cfg.clone(), ReadStats::new());
+    let src: Source = source.clone();
+    let (tail, start) = fetcher
+        .fetch_tail_and_start(&src, 64 * 1024, start_len)
+        .await
+        .unwrap();
+    assert_eq!(tail.size, source.size);
+    let known = Known {
+        spans: vec![(tail.size - tail.bytes.len() as u64, tail.bytes)],
+        start,
+    };
+    let plan = FilePlan::new(
+        "x".into(),
+        source.size,
+        whole_file_unit(source.size),
+        cfg.hole_limit,
+        slice,
+    );
+    let (futs, _guards) = fetcher.start_with(&src, &plan, &known);
+    let spans = join_all(futs).await;
+    for (span, bytes) in plan.spans.iter().zip(spans) {
+        let bytes = bytes.unwrap();
+        assert_eq!(bytes.len() as u64, span.range.end - span.range.start);
+        let wrong = bytes
+            .iter()
+            .enumerate()
+            .find(|(k, b)| **b != byte_at(span.range.start + *k as u64));
+        assert_eq!(wrong, None, "span {:?}", span.range);
+    }
+    let asked = source.asked.lock().unwrap();
+    asked.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_small_file_s_start_and_tail_come_in_one_round_trip_and_serve_the_whole_plan() {
+    // Slices of 1 MiB from byte 4: two whole, one cut at the file's end, one
+    // past it (refused, as a store answers 416). Plan spans of 1 MiB cross
+    // the slices' boundaries.
+    let source = Arc::new(Instrumented::new(2_500_000, 0));
+    let asked = read_with_start(&source, 4 << 20, 1 << 20).await;
+    assert_eq!(asked, vec![], "nothing left to fetch");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_large_file_s_start_serves_the_first_spans_and_the_rest_is_fetched_from_its_end() {
+    let size = 20_000_000;
+    let source = Arc::new(Instrumented::new(size, 0));
+    let asked = read_with_start(&source, 4 << 20, 3 << 20).await;
+    let start_end = 4 + (4 << 20);
+    assert!(
+        asked.iter().all(|r| r.start >= start_end),
+        "{asked:?} asks again for the start"
+    );
+    let fetched: u64 = asked.iter().map(|r| r.end - r.start).sum();
+    assert_eq!(fetched, size - 4096 - start_end);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_start_of_another_version_than_the_tail_is_fetched_again() {
+    let mut source = Instrumented::new(2_500_000, 0);
+    source.start_etag = "b";
+    let source = Arc::new(source);
+    let asked = read_with_start(&source, 4 << 20, 1 << 20).await;
+    let fetched: u64 = asked.iter().map(|r| r.end - r.start).sum();
+    assert_eq!(
+        fetched,
+        2_500_000 - 4096 - 4,
+        "every chunk byte fetched as planned"
+    );
 }

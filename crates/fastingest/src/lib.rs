@@ -35,6 +35,7 @@ pub(crate) mod fetch;
 pub mod filter;
 pub mod gpu;
 pub mod io;
+pub(crate) mod known;
 pub mod orc;
 pub mod parquet;
 pub(crate) mod pipeline;

@@ -12,7 +12,7 @@ use std::fmt::Debug;
 use std::ops::Range;
 use std::time::Instant;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::sync::{Semaphore, SemaphorePermit};
@@ -75,6 +75,19 @@ pub trait ByteSource: Send + Sync + Debug {
 
     /// The object's current version, asked of the store.
     fn head<'a>(&'a self, file: &'a Source) -> BoxFuture<'a, Result<ObjectVersion>>;
+
+    /// Speculation: `range` of `file`, or less where the object ends within
+    /// it, in one attempt, with the version it was of; `None` when the
+    /// attempt failed or is not made (a cache in front of the store makes
+    /// none: a cached file needs no request at all).
+    fn up_to<'a>(
+        &'a self,
+        file: &'a Source,
+        range: Range<u64>,
+    ) -> BoxFuture<'a, Option<(Bytes, ObjectVersion)>> {
+        let _ = (file, range);
+        futures::future::ready(None).boxed()
+    }
 }
 
 /// The store itself: requests under one read's limits.
@@ -188,6 +201,25 @@ impl ByteSource for StoreRequests {
         part: BytesMut,
     ) -> BoxFuture<'a, Result<BytesMut>> {
         self.fetch_range(file, range, part).boxed()
+    }
+
+    fn up_to<'a>(
+        &'a self,
+        file: &'a Source,
+        range: Range<u64>,
+    ) -> BoxFuture<'a, Option<(Bytes, ObjectVersion)>> {
+        async move {
+            let request = file.read_up_to(range.clone())?;
+            let _permits = self.permits(range.end - range.start).await.ok()?;
+            let mut retry = Retry::new(&self.config, &self.stats, file.location(), Some(range));
+            // Not retried: what a failed attempt would have brought is
+            // fetched as planned (an object shorter than the range's start
+            // fails here with 416).
+            let (bytes, version) = retry.attempt(request).await.ok()?;
+            self.stats.add_fetched(bytes.len() as u64);
+            Some((bytes, version))
+        }
+        .boxed()
     }
 
     fn head<'a>(&'a self, file: &'a Source) -> BoxFuture<'a, Result<ObjectVersion>> {

@@ -122,6 +122,7 @@ impl Dataset {
                     several: self.several,
                     files: self.files.len(),
                     summary: summary.clone(),
+                    decoded_next: false,
                 };
                 (Arc::clone(source), scope)
             })
@@ -161,6 +162,9 @@ pub(crate) struct FileScope<'a> {
     several: bool,
     files: usize,
     summary: Option<InSummary>,
+    /// Whether the file's data is read right after its footer (a read or a
+    /// stream), not only planned or inspected.
+    decoded_next: bool,
 }
 
 impl<'a> FileScope<'a> {
@@ -179,6 +183,27 @@ impl<'a> FileScope<'a> {
     /// a file column).
     pub fn needs_no_columns(&self) -> bool {
         matches!(&self.columns, Some(c) if c.is_empty()) && !self.filters()
+    }
+
+    /// The scope of a read or stream that decodes the file's data right
+    /// after its footer.
+    pub fn decoded_next(mut self) -> Self {
+        self.decoded_next = true;
+        self
+    }
+
+    /// Whether bytes of the file fetched before its footer is known are
+    /// sure to be wanted, and soon: the read's only file, decoded right
+    /// after its footer, all its columns, rows and row groups, and no cache
+    /// that may hold them. (Of several files, or for a plan, a loader's
+    /// shard or an inspection, they may be wanted late or never.)
+    pub fn reads_whole_file(&self) -> bool {
+        self.decoded_next
+            && self.files == 1
+            && self.columns.is_none()
+            && matches!(self.rows, Rows::All)
+            && self.options.row_groups.is_none()
+            && self.options.cache.is_none()
     }
 
     /// The file's entry in its directory's `_metadata` summary, if any.

@@ -69,6 +69,20 @@ pub trait RangeSource: Send + Sync + Debug {
         dst: &'a mut BytesMut,
     ) -> BoxFuture<'a, Result<(), Failure>>;
 
+    /// For a speculative read of the start of an object whose size is not
+    /// known yet: a request for `range` that the store answers with fewer
+    /// bytes where the object ends sooner (and fails where it ends before
+    /// `range.start`), with the version the response was of. `None` where
+    /// the source makes no such request (local files: their size is known
+    /// at once).
+    fn read_up_to(
+        &self,
+        range: Range<u64>,
+    ) -> Option<BoxFuture<'_, Result<(Bytes, ObjectVersion), Failure>>> {
+        let _ = range;
+        None
+    }
+
     /// The file mapped into memory, to read without copies (local files,
     /// where the system allows: see [`MappedFile`]); `None` reads with
     /// [`RangeSource::read_into`].

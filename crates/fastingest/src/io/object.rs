@@ -228,6 +228,27 @@ impl RangeSource for ObjectStoreSource {
         .boxed()
     }
 
+    fn read_up_to(
+        &self,
+        range: Range<u64>,
+    ) -> Option<BoxFuture<'_, Result<(bytes::Bytes, ObjectVersion), Failure>>> {
+        // object_store accepts a range the object ends within (it checks the
+        // Content-Range against the range cut at the object's size).
+        Some(
+            async move {
+                let result = self
+                    .store
+                    .get_opts(&self.path, self.options(GetRange::Bounded(range)))
+                    .await
+                    .map_err(|e| self.classify(e))?;
+                let version = version_of(&result.meta);
+                let bytes = result.bytes().await.map_err(|e| self.classify(e))?;
+                Ok((bytes, version))
+            }
+            .boxed(),
+        )
+    }
+
     fn read_into<'a>(
         &'a self,
         range: Range<u64>,

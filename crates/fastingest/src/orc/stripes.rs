@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use super::format::Orc;
 use crate::error::{Error, Result};
+use crate::known::Known;
 use crate::pipeline::{self, fetch_pieces, RawFile, ReadOptions};
 use crate::plan::PlanUnit;
 
@@ -97,7 +98,7 @@ pub async fn read_orc_stripes(sources: &[String], options: &ReadOptions) -> Resu
         files.push(RawFile {
             source: Arc::clone(&file.source),
             plan,
-            known: None,
+            known: Known::default(),
         });
     }
     let mut arriving = fetch_pieces(options.fetcher(), files, &pieces, options.cache.clone());

@@ -21,6 +21,7 @@ use super::select::project;
 use crate::dataset::FileScope;
 use crate::error::{Error, Result};
 use crate::fetch::Fetcher;
+use crate::known::Known;
 use crate::pipeline::{
     checked_plan, each_source, fetch_pieces, PieceReceiver, RawFile, ReadOptions,
 };
@@ -65,9 +66,9 @@ pub struct ChunkFile {
     pub row_groups: Vec<usize>,
     /// Selected leaf columns, in file order.
     pub leaves: Vec<usize>,
-    /// The end of the file as the footer request brought it (served from
-    /// memory instead of fetched again).
-    tail: (u64, Bytes),
+    /// The bytes the footer's round trip brought, as `(offset, bytes)`
+    /// spans (served from memory instead of fetched again).
+    known: Known,
 }
 
 /// Every chunk of a read, in file, row-group and column order.
@@ -162,7 +163,7 @@ impl ChunkPlan {
             .map(|(file, plan)| RawFile {
                 source: Arc::clone(&file.source),
                 plan,
-                known: Some(file.tail.clone()),
+                known: file.known.clone(),
             })
             .collect();
         let arriving = fetch_pieces(fetcher, files, &pieces, options.cache);
@@ -233,10 +234,7 @@ async fn plan_file(
         scope.files_in_read(),
     )?;
     let file = ChunkFile {
-        tail: prepared
-            .known
-            .get()
-            .unwrap_or((prepared.footer.file_size, Bytes::new())),
+        known: prepared.known.get(),
         source: prepared.source,
         metadata,
         row_groups,

@@ -16,6 +16,7 @@ use parquet::file::metadata::{
 use crate::error::{Error, Result};
 use crate::fetch::Fetcher;
 use crate::io::Tail;
+use crate::known::{Known, StartSlice};
 use crate::source::Source;
 
 const FOOTER_TRAILER: u64 = 8;
@@ -30,12 +31,20 @@ pub struct Footer {
     /// The bytes the footer request brought: the end of the file (all of it
     /// for a small file), which later reads are served from.
     pub tail: Bytes,
+    /// The start of the file, asked for beside the footer when the read
+    /// wanted all of it (see `Config::start_prefetch`); later reads are
+    /// served from it too.
+    pub start: Vec<StartSlice>,
 }
 
 impl Footer {
-    /// Where [`Footer::tail`] starts in the file, and its bytes.
-    pub fn known_bytes(&self) -> (u64, &Bytes) {
-        (self.file_size - self.tail.len() as u64, &self.tail)
+    /// What the footer's round trip brought and is bringing: the tail, and
+    /// the file's start if asked for.
+    pub fn known_bytes(&self) -> Known {
+        Known {
+            spans: vec![(self.file_size - self.tail.len() as u64, self.tail.clone())],
+            start: self.start.clone(),
+        }
     }
 }
 
@@ -65,20 +74,30 @@ fn first_request_len(fetcher: &Fetcher, source: &Source) -> u64 {
     }
 }
 
-/// Reads and decodes the footer of `source`.
+/// Reads and decodes the footer of `source`, fetching up to `start_len`
+/// bytes of the file's start beside it (for a read that wants all of it;
+/// see `Config::start_prefetch`; 0: none).
 pub async fn read_footer(
     fetcher: &Fetcher,
     source: &Source,
     with_page_index: bool,
+    start_len: u64,
 ) -> Result<Footer> {
-    read_any_footer(fetcher, source, with_page_index, FooterOf::DataFile).await
+    read_any_footer(
+        fetcher,
+        source,
+        with_page_index,
+        FooterOf::DataFile,
+        start_len,
+    )
+    .await
 }
 
 /// Reads and decodes the footer of a `_metadata` summary file: its column
 /// chunks lie in other files, so they are not checked against its own size
 /// (see `summary.rs`), and it is not kept with the data files' footers.
 pub(super) async fn read_summary_footer(fetcher: &Fetcher, source: &Source) -> Result<Footer> {
-    read_any_footer(fetcher, source, false, FooterOf::Summary).await
+    read_any_footer(fetcher, source, false, FooterOf::Summary, 0).await
 }
 
 /// Whose footer is read.
@@ -95,10 +114,11 @@ async fn read_any_footer(
     source: &Source,
     with_page_index: bool,
     of: FooterOf,
+    start_len: u64,
 ) -> Result<Footer> {
     let location = source.location();
-    let tail = fetcher
-        .fetch_tail(source, first_request_len(fetcher, source))
+    let (tail, start) = fetcher
+        .fetch_tail_and_start(source, first_request_len(fetcher, source), start_len)
         .await?;
     let size = tail.size;
     // The tail told (or the cache pinned) the object's version: a footer
@@ -112,6 +132,7 @@ async fn read_any_footer(
             metadata,
             file_size: size,
             tail: tail.bytes,
+            start,
         });
     }
     let corrupt = |range: Option<Range<u64>>, detail: String| Error::Corrupt {
@@ -226,6 +247,7 @@ async fn read_any_footer(
         metadata,
         file_size: size,
         tail: tail_bytes,
+        start,
     })
 }
 

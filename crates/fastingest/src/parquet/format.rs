@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
 use crate::filter::Filter;
 use crate::filter::Rows;
+use crate::known::Known;
 use crate::pipeline::{checked_plan, chosen_units, Format, Planned};
 use crate::plan::{FilePlan, PlanUnit};
 use crate::source::Source;
@@ -88,7 +89,7 @@ impl Planned for PreparedFile {
         self.filter.as_ref()
     }
 
-    fn known_bytes(&self) -> Option<(u64, Bytes)> {
+    fn known_bytes(&self) -> Known {
         self.known.get()
     }
 
@@ -170,21 +171,21 @@ pub struct PreparedFile {
 /// small file), from where in the file it starts: later fetches of the file
 /// are served from it, until [`KnownBytes::release`]. Clones share it.
 #[derive(Debug, Clone, Default)]
-pub struct KnownBytes(Arc<std::sync::Mutex<Option<(u64, Bytes)>>>);
+pub struct KnownBytes(Arc<std::sync::Mutex<Known>>);
 
 impl KnownBytes {
-    fn new(at: u64, bytes: Bytes) -> Self {
-        KnownBytes(Arc::new(std::sync::Mutex::new(Some((at, bytes)))))
+    fn new(known: Known) -> Self {
+        KnownBytes(Arc::new(std::sync::Mutex::new(known)))
     }
 
     /// The bytes, unless released.
-    pub fn get(&self) -> Option<(u64, Bytes)> {
+    pub fn get(&self) -> Known {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// Lets go of the bytes (fetches after this make requests).
     pub fn release(&self) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Known::default();
     }
 }
 
@@ -279,7 +280,14 @@ async fn footer_for(
             return Ok(footer);
         }
     }
-    read_footer(fetcher, source, with_page_index).await
+    // A remote file of unknown size that the read wants all of: its start
+    // comes in the footer's round trip (a small file needs no second one).
+    let start_len =
+        match !source.is_local() && source.listed_version().is_none() && scope.reads_whole_file() {
+            true => fetcher.config().start_prefetch,
+            false => 0,
+        };
+    read_footer(fetcher, source, with_page_index, start_len).await
 }
 
 /// Reads the footer and plans the fetch of one file.
@@ -294,9 +302,9 @@ pub(crate) async fn prepare(
     let needs_data = !scope.needs_no_columns();
     let mut footer = footer_for(fetcher, &source, scope, scope.filters(), needs_data).await?;
     // Held once, by `known`, so that releasing it frees it.
-    let (at, tail) = footer.known_bytes();
-    let known = KnownBytes::new(at, tail.clone());
+    let known = KnownBytes::new(footer.known_bytes());
     footer.tail = Bytes::new();
+    footer.start = Vec::new();
     let read_dictionary = &scope.options.read_dictionary;
     let reader_metadata = arrow_metadata(&location, &footer, read_dictionary)?;
     validate_schema(&location, &footer.metadata)?;

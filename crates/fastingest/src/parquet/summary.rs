@@ -119,6 +119,7 @@ impl SummaryFile {
             metadata: Arc::new(metadata),
             file_size: size,
             tail: Bytes::new(),
+            start: Vec::new(),
         })
     }
 

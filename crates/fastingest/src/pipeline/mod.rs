@@ -23,7 +23,6 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use bytes::Bytes;
 
 use crate::cache::Cache;
 use crate::clients::StorageOptions;
@@ -32,6 +31,7 @@ use crate::dataset::{Dataset, DatasetSchema, FileScope, Partitioning};
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
 use crate::filter::Filter;
+use crate::known::Known;
 use crate::plan::FilePlan;
 use crate::request::{ByteSource, StoreRequests};
 use crate::source::{as_prefix, may_be_prefix, resolve, Context, Source};
@@ -107,10 +107,11 @@ pub(crate) trait Planned: Send + Sync + 'static {
     fn has_column(&self, name: &str) -> bool;
     /// The rows to keep (the read's filter as this file can answer it).
     fn filter(&self) -> Option<&Filter>;
-    /// Bytes already in memory (the end of the file the metadata request
-    /// brought): spans inside them are served without a request.
-    fn known_bytes(&self) -> Option<(u64, Bytes)> {
-        None
+    /// Bytes already in memory as `(offset, bytes)` spans (the end of the
+    /// file the metadata request brought, the start fetched beside it):
+    /// what plans ask of them is served without a request.
+    fn known_bytes(&self) -> Known {
+        Known::default()
     }
     /// Lets go of [`Planned::known_bytes`] once no fetch of this file will
     /// start again (a read of 2,000 small files held each whole file, which
@@ -374,12 +375,19 @@ pub(crate) async fn prepare_all<F: Format>(
     sources: &[String],
     options: &ReadOptions,
     fetcher: &Fetcher,
+    decoded_next: bool,
 ) -> Result<(Vec<Arc<F::File>>, DatasetSchema)> {
     with_files(sources, options, |dataset| async move {
         check_single_file(&dataset.files, options, F::UNITS)?;
+        let scoped = dataset.scoped(options).into_iter();
         let prepared = crate::fetch::each_file(
             fetcher,
-            dataset.scoped(options),
+            scoped
+                .map(|(s, scope)| match decoded_next {
+                    true => (s, scope.decoded_next()),
+                    false => (s, scope),
+                })
+                .collect(),
             &|f: Fetcher, (s, scope)| async move { F::prepare(&f, s, &scope).await.map(Arc::new) },
         )
         .await?;

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use crate::cache::Cache;
 use crate::error::Result;
 use crate::fetch::Fetcher;
+use crate::known::Known;
 use crate::plan::FilePlan;
 use crate::source::Source;
 
@@ -24,9 +25,9 @@ pub(crate) struct RawFile {
     pub source: Source,
     /// Its planned spans.
     pub plan: FilePlan,
-    /// Bytes already in memory (from the metadata request): where they
-    /// start in the file, and the bytes.
-    pub known: Option<(u64, Bytes)>,
+    /// Bytes already in memory (from the metadata request) as
+    /// `(offset, bytes)` spans.
+    pub known: Known,
 }
 
 /// Pieces as they arrive: `(index into the pieces asked for, bytes)`, in
@@ -61,8 +62,7 @@ pub(crate) fn fetch_pieces(
         let mut guards = Vec::new();
         let mut pending = FuturesUnordered::new();
         for (f, file) in files.iter().enumerate() {
-            let known = file.known.as_ref().map(|(at, b)| (*at, b));
-            let (spans, g) = fetcher.start_with(&file.source, &file.plan, known);
+            let (spans, g) = fetcher.start_with(&file.source, &file.plan, &file.known);
             guards.push(g);
             for (s, fut) in spans.into_iter().enumerate() {
                 let start = file.plan.spans[s].range.start;

@@ -27,9 +27,10 @@ pub(crate) async fn read<F: Format>(sources: &[String], options: &ReadOptions) -
         let local_ahead = AheadBudget::new(ahead_bytes);
         // Several files are read at once; the fetcher's limits bound the
         // requests of all of them together.
+        let scoped = dataset.scoped(options).into_iter();
         let results = each_file(
             &fetcher,
-            dataset.scoped(options),
+            scoped.map(|(s, scope)| (s, scope.decoded_next())).collect(),
             &|fetcher: Fetcher, (s, scope)| {
                 let local_ahead = local_ahead.clone();
                 async move {
@@ -198,8 +199,7 @@ pub(super) fn start_window<F: Format>(
         &window
     };
     let known = file.known_bytes();
-    let known = known.as_ref().map(|(at, bytes)| (*at, bytes));
-    let (spans, abort_guards) = fetcher.start_with(file.source(), plan, known);
+    let (spans, abort_guards) = fetcher.start_with(file.source(), plan, &known);
     let abort_guards = Arc::new(abort_guards);
     let sizes: Vec<(u64, u64)> = positions
         .clone()

@@ -65,7 +65,7 @@ pub(crate) async fn stream<F: Format>(
     options: &ReadOptions,
 ) -> Result<BatchStream> {
     let fetcher = options.fetcher();
-    let (prepared, unified) = prepare_all::<F>(sources, options, &fetcher).await?;
+    let (prepared, unified) = prepare_all::<F>(sources, options, &fetcher, true).await?;
     let schema = Arc::clone(&unified.schema);
     let (tx, rx) = mpsc::channel(BATCHES_AHEAD);
     let cache = options.cache.clone();

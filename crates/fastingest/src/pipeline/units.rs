@@ -144,7 +144,7 @@ impl<F: Format> UnitReader<F> {
     /// leave, in file order.
     pub async fn open(sources: &[String], options: &ReadOptions) -> Result<Self> {
         let fetcher = options.fetcher();
-        let (files, unified) = prepare_all::<F>(sources, options, &fetcher).await?;
+        let (files, unified) = prepare_all::<F>(sources, options, &fetcher, false).await?;
         let mut places = Vec::new();
         let mut infos = Vec::new();
         for (f, file) in files.iter().enumerate() {

@@ -1,0 +1,132 @@
+//! Bytes of a file that a read holds, or has asked for, before its plan is
+//! made: the end of the file that the footer request brought, and the start
+//! of the file asked for beside it while the file's size was not yet known
+//! (see `Config::start_prefetch`). Plans are served from them first; only
+//! what they lack is fetched.
+
+use std::fmt;
+use std::ops::Range;
+
+use bytes::{Bytes, BytesMut};
+use futures::future::{BoxFuture, Shared};
+
+use crate::io::ObjectVersion;
+
+/// What a speculative request for part of a file's start brought: its bytes
+/// (fewer than asked where the file ends sooner) and the version they are
+/// of; `None` when it failed (a file that ends before the slice starts
+/// fails with 416).
+pub type StartBytes = Option<(Bytes, ObjectVersion)>;
+
+/// One request for part of a file's start, on its way.
+#[derive(Clone)]
+pub struct StartSlice {
+    /// The bytes asked for.
+    pub range: Range<u64>,
+    /// Resolves when the request is answered.
+    pub bytes: Shared<BoxFuture<'static, StartBytes>>,
+}
+
+impl fmt::Debug for StartSlice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StartSlice")
+            .field("range", &self.range)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The bytes of one file a read has before planning it.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    /// `(offset, bytes)` spans in memory (the footer request's tail).
+    pub spans: Vec<(u64, Bytes)>,
+    /// The file's start, asked for in slices, in file order.
+    pub start: Vec<StartSlice>,
+}
+
+impl Known {
+    /// The bytes at the beginning of `range` that the spans in memory hold
+    /// (all of `range`'s, some, or none), across spans that follow each
+    /// other (copied only then).
+    pub fn held_prefix(&self, range: &Range<u64>) -> Bytes {
+        let piece_at = |pos: u64| {
+            self.spans.iter().find_map(|(at, bytes)| {
+                let end = at + bytes.len() as u64;
+                (*at <= pos && pos < end).then(|| {
+                    let to = range.end.min(end);
+                    bytes.slice((pos - at) as usize..(to - at) as usize)
+                })
+            })
+        };
+        let Some(first) = piece_at(range.start) else {
+            return Bytes::new();
+        };
+        let mut at = range.start + first.len() as u64;
+        if at == range.end {
+            return first;
+        }
+        let mut out = BytesMut::from(&first[..]);
+        while let Some(piece) = (at < range.end).then(|| piece_at(at)).flatten() {
+            at += piece.len() as u64;
+            out.extend_from_slice(&piece);
+        }
+        out.freeze()
+    }
+
+    /// The parts of `from..end` that the start's slices are bringing, each
+    /// with its slice, from `from` on while slices follow each other; and
+    /// where what they do not cover begins.
+    pub fn coming(&self, from: u64, end: u64) -> (Vec<(Range<u64>, StartSlice)>, u64) {
+        let mut parts = Vec::new();
+        let mut at = from;
+        while at < end {
+            let Some(slice) = self
+                .start
+                .iter()
+                .find(|s| s.range.start <= at && at < s.range.end)
+            else {
+                break;
+            };
+            let to = end.min(slice.range.end);
+            parts.push((at..to, slice.clone()));
+            at = to;
+        }
+        (parts, at)
+    }
+}
+
+/// `range` out of what a start slice brought, if it brought all of it and
+/// is of `version` (the tail's: the object may have been replaced between
+/// the two responses).
+pub fn from_start(
+    slice: &Range<u64>,
+    got: &StartBytes,
+    range: &Range<u64>,
+    version: Option<&ObjectVersion>,
+) -> Option<Bytes> {
+    let (bytes, v) = got.as_ref()?;
+    if !version.is_some_and(|t| t.same_as(v)) {
+        return None;
+    }
+    let from = (range.start - slice.start) as usize;
+    let to = (range.end - slice.start) as usize;
+    (to <= bytes.len()).then(|| bytes.slice(from..to))
+}
+
+/// Pieces that follow each other as one buffer: copied only when there are
+/// several.
+pub fn joined(pieces: Vec<Bytes>) -> Bytes {
+    let mut nonempty = pieces.into_iter().filter(|p| !p.is_empty());
+    let Some(first) = nonempty.next() else {
+        return Bytes::new();
+    };
+    let Some(second) = nonempty.next() else {
+        return first;
+    };
+    let mut out = BytesMut::from(&first[..]);
+    out.extend_from_slice(&second);
+    for piece in nonempty {
+        out.extend_from_slice(&piece);
+    }
+    out.freeze()
+}
