@@ -155,11 +155,14 @@ impl Fetcher {
             }
             let (coming, rest_from) =
                 known.coming(span.range.start + held.len() as u64, span.range.end);
-            let rest = (rest_from < span.range.end).then(|| span_after(span, rest_from));
             let (fetcher, file, version) = (self.clone(), Arc::clone(source), version.clone());
+            let span = span.clone();
             let assembled = async move {
+                if held.is_empty() && coming.is_empty() {
+                    return fetch_span(fetcher, file, span).await;
+                }
                 let from_start = async {
-                    let mut parts = Vec::with_capacity(coming.len());
+                    let mut parts = vec![held];
                     for (range, slice) in coming {
                         let got = slice.bytes.await;
                         match from_start(&slice.range, &got, &range, version.as_ref()) {
@@ -169,19 +172,20 @@ impl Fetcher {
                     }
                     Ok::<_, Error>(parts)
                 };
-                let rest = async {
-                    match rest {
-                        Some(rest) => fetch_span(fetcher.clone(), Arc::clone(&file), rest)
-                            .await
-                            .map(Some),
-                        None => Ok(None),
-                    }
-                };
-                let (parts, rest) = futures::join!(from_start, rest);
-                let mut pieces = vec![held];
-                pieces.extend(parts?);
-                pieces.extend(rest?);
-                Ok(joined(pieces))
+                if rest_from == span.range.end {
+                    return Ok(joined(from_start.await?));
+                }
+                // The rest lands in place after room for what the known
+                // bytes hold: only those are copied.
+                let rest = fetch_span_after(&fetcher, &file, &span, rest_from);
+                let (parts, buffer) = futures::join!(from_start, rest);
+                let mut buffer = buffer?;
+                let mut at = 0;
+                for part in parts? {
+                    buffer[at..at + part.len()].copy_from_slice(&part);
+                    at += part.len();
+                }
+                Ok(buffer.freeze())
             };
             let (tx, rx) = tokio::sync::oneshot::channel();
             let task = tokio::spawn(assembled.map(move |r: Result<Bytes>| {
@@ -212,17 +216,13 @@ impl Fetcher {
 /// no plan asks for.
 const START: u64 = 4;
 
-/// `span` from byte `from` on, its slices cut to match.
-fn span_after(span: &Span, from: u64) -> Span {
-    Span {
-        range: from..span.range.end,
-        slices: span
-            .slices
-            .iter()
-            .filter(|s| s.end > from)
-            .map(|s| s.start.max(from)..s.end)
-            .collect(),
-    }
+/// `span`'s slices from byte `from` on, cut to match.
+fn slices_after(span: &Span, from: u64) -> Vec<Range<u64>> {
+    span.slices
+        .iter()
+        .filter(|s| s.end > from)
+        .map(|s| s.start.max(from)..s.end)
+        .collect()
 }
 
 /// Fetched spans of one file, sorted by offset.
@@ -353,32 +353,42 @@ async fn fetch_span(fetcher: Fetcher, source: Source, span: Span) -> Result<Byte
         fetcher.stats().add_mapped(len);
         return Ok(bytes);
     }
+    fetch_span_after(&fetcher, &source, &span, span.range.start)
+        .await
+        .map(BytesMut::freeze)
+}
+
+/// The buffer of `span` with its bytes from `from` on fetched into place
+/// (the bytes before `from` are left zero, for the caller to fill).
+async fn fetch_span_after(
+    fetcher: &Fetcher,
+    source: &Source,
+    span: &Span,
+    from: u64,
+) -> Result<BytesMut> {
     let len = (span.range.end - span.range.start) as usize;
     // calloc'd: the kernel hands out zero pages lazily, so this costs no memset.
     let mut rest = BytesMut::zeroed(len);
+    let room = rest.split_to((from - span.range.start) as usize);
     let mut parts = Vec::with_capacity(span.slices.len());
-    for slice in &span.slices {
+    for slice in slices_after(span, from) {
         let part = rest.split_to((slice.end - slice.start) as usize);
-        parts.push((slice.clone(), part));
+        parts.push((slice, part));
     }
     let started = Instant::now();
     let filled = join_all(
         parts
             .into_iter()
-            .map(|(range, part)| fetch_slice(&fetcher, &source, range, part)),
+            .map(|(range, part)| fetch_slice(fetcher, source, range, part)),
     )
     .await;
     fetcher.stats().add_fetch_time(started.elapsed());
-    let mut whole: Option<BytesMut> = None;
+    let mut whole = room;
     for part in filled {
-        let part = part?;
-        match whole.as_mut() {
-            // Consecutive parts of one allocation rejoin without copying.
-            Some(w) => w.unsplit(part),
-            None => whole = Some(part),
-        }
+        // Consecutive parts of one allocation rejoin without copying.
+        whole.unsplit(part?);
     }
-    Ok(whole.unwrap_or_default().freeze())
+    Ok(whole)
 }
 
 async fn fetch_slice(
