@@ -195,6 +195,30 @@ impl RangeSource for HttpSource {
         .boxed()
     }
 
+    fn read_up_to(
+        &self,
+        range: Range<u64>,
+    ) -> Option<BoxFuture<'_, Result<(bytes::Bytes, ObjectVersion), Failure>>> {
+        Some(
+            async move {
+                let resp = self
+                    .get(format!("bytes={}-{}", range.start, range.end - 1))
+                    .await?;
+                // A server that ignores Range would send the whole object:
+                // not worth it for speculation (the plan asks for what it needs).
+                if resp.status() != StatusCode::PARTIAL_CONTENT {
+                    return Err(Failure::transient("the server ignored the range"));
+                }
+                let size = total_from_content_range(&resp)
+                    .ok_or_else(|| Failure::transient("206 without a Content-Range total"))?;
+                let version = version_from(resp.headers(), size);
+                let bytes = resp.bytes().await.map_err(body_error)?;
+                Ok((bytes, version))
+            }
+            .boxed(),
+        )
+    }
+
     fn read_into<'a>(
         &'a self,
         range: Range<u64>,
