@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::fetch::Fetcher;
-use crate::io::{Failure, ObjectVersion, RangeSource, Tail};
+use crate::io::{Failure, ObjectVersion, RangeSource, Tail, UpTo};
 use crate::known::Known;
 use crate::plan::{FilePlan, PlanUnit};
 use crate::source::Source;
@@ -72,10 +72,7 @@ impl RangeSource for Instrumented {
         Some(version_with(self.size, "a"))
     }
 
-    fn read_up_to(
-        &self,
-        range: Range<u64>,
-    ) -> Option<BoxFuture<'_, Result<(Bytes, ObjectVersion), Failure>>> {
+    fn read_up_to(&self, range: Range<u64>) -> Option<UpTo<'_>> {
         // As a store answers: cut at the object's end, 416 past it.
         let answer = match range.start < self.size {
             true => {

@@ -10,7 +10,7 @@ use futures::{FutureExt, StreamExt};
 use reqwest::header::{HeaderMap, CONTENT_RANGE, ETAG, IF_MATCH, LAST_MODIFIED, RANGE};
 use reqwest::StatusCode;
 
-use super::{copy_body, redact_url, Failure, ObjectVersion, RangeSource, Tail};
+use super::{copy_body, redact_url, Failure, ObjectVersion, RangeSource, Tail, UpTo};
 use crate::error::Error;
 
 /// One URL read with ranged GETs.
@@ -195,10 +195,7 @@ impl RangeSource for HttpSource {
         .boxed()
     }
 
-    fn read_up_to(
-        &self,
-        range: Range<u64>,
-    ) -> Option<BoxFuture<'_, Result<(bytes::Bytes, ObjectVersion), Failure>>> {
+    fn read_up_to(&self, range: Range<u64>) -> Option<UpTo<'_>> {
         Some(
             async move {
                 let resp = self

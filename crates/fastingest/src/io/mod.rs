@@ -34,6 +34,10 @@ pub use self::version::ObjectVersion;
 
 use crate::error::Result;
 
+/// A speculative read's answer ([`RangeSource::read_up_to`]): the bytes and
+/// the version they are of.
+pub type UpTo<'a> = BoxFuture<'a, Result<(Bytes, ObjectVersion), Failure>>;
+
 /// The end of a file, as brought by one speculative suffix request.
 #[derive(Debug, Clone)]
 pub struct Tail {
@@ -75,10 +79,7 @@ pub trait RangeSource: Send + Sync + Debug {
     /// `range.start`), with the version the response was of. `None` where
     /// the source makes no such request (local files: their size is known
     /// at once).
-    fn read_up_to(
-        &self,
-        range: Range<u64>,
-    ) -> Option<BoxFuture<'_, Result<(Bytes, ObjectVersion), Failure>>> {
+    fn read_up_to(&self, range: Range<u64>) -> Option<UpTo<'_>> {
         let _ = range;
         None
     }

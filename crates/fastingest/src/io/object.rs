@@ -9,7 +9,7 @@ use futures::{FutureExt, StreamExt};
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
-use super::{copy_body, Failure, ObjectVersion, RangeSource, Tail};
+use super::{copy_body, Failure, ObjectVersion, RangeSource, Tail, UpTo};
 use crate::error::Error;
 
 /// One object in a store. After the first read it pins the object's ETag, so
@@ -228,10 +228,7 @@ impl RangeSource for ObjectStoreSource {
         .boxed()
     }
 
-    fn read_up_to(
-        &self,
-        range: Range<u64>,
-    ) -> Option<BoxFuture<'_, Result<(bytes::Bytes, ObjectVersion), Failure>>> {
+    fn read_up_to(&self, range: Range<u64>) -> Option<UpTo<'_>> {
         // object_store accepts a range the object ends within (it checks the
         // Content-Range against the range cut at the object's size).
         Some(
