@@ -346,15 +346,16 @@ class Servers:
             "allow_http": "true",
         }
 
-    def minio_client(self):
+    def minio_client(self, *, proxied: bool = False):
         """A boto3 S3 client for the running MinIO (path-style, SigV4), for
-        set-up: buckets and uploads."""
+        set-up: buckets and uploads; `proxied`: through toxiproxy (URLs it
+        presigns are signed for the proxy's address)."""
         import boto3
         from botocore.config import Config as BotoConfig
 
         return boto3.client(
             "s3",
-            endpoint_url=self.s3_endpoint,
+            endpoint_url=self.s3_proxy_endpoint if proxied else self.s3_endpoint,
             aws_access_key_id=MINIO_USER,
             aws_secret_access_key=MINIO_PASSWORD,
             region_name="us-east-1",

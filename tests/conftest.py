@@ -195,8 +195,9 @@ class S3:
     def url(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"
 
-    def presign(self, key: str) -> str:
-        return self.client.generate_presigned_url(
+    def presign(self, key: str, *, proxied: bool = False) -> str:
+        client = self.servers.minio_client(proxied=True) if proxied else self.client
+        return client.generate_presigned_url(
             "get_object", Params={"Bucket": self.bucket, "Key": key}, ExpiresIn=600
         )
 

@@ -33,6 +33,8 @@ struct Instrumented {
     asked: Mutex<Vec<Range<u64>>>,
     /// The etag speculative reads report (the tail's is "a").
     start_etag: &'static str,
+    /// How long the tail takes (the link's round trip).
+    tail_delay: Duration,
 }
 
 impl Instrumented {
@@ -47,6 +49,7 @@ impl Instrumented {
             failed_once: Mutex::new(HashSet::new()),
             asked: Mutex::new(Vec::new()),
             start_etag: "a",
+            tail_delay: Duration::ZERO,
         }
     }
 }
@@ -92,10 +95,12 @@ impl RangeSource for Instrumented {
     fn read_tail(&self, len: u64) -> BoxFuture<'_, Result<Tail, Failure>> {
         let start = self.size - len.min(self.size);
         let bytes: Bytes = (start..self.size).map(byte_at).collect::<Vec<_>>().into();
-        futures::future::ready(Ok(Tail {
-            bytes,
-            size: self.size,
-        }))
+        let size = self.size;
+        let delay = self.tail_delay;
+        async move {
+            tokio::time::sleep(delay).await;
+            Ok(Tail { bytes, size })
+        }
         .boxed()
     }
 
@@ -297,6 +302,14 @@ fn fetched_spans_serve_a_range_across_spans_that_touch_and_not_across_a_gap() {
     assert_eq!(spans.get(&(50..120)), None, "before the first");
 }
 
+/// An object behind a link whose footer request takes longer than
+/// `START_AFTER`, so that a read asks for the file's start beside it.
+fn slow_link(size: u64) -> Instrumented {
+    let mut source = Instrumented::new(size, 0);
+    source.tail_delay = crate::fetch::START_AFTER * 4;
+    source
+}
+
 fn whole_file_unit(size: u64) -> Vec<PlanUnit> {
     // Column chunks from just after the magic to just before a 4 KiB footer.
     let end = size - 4096;
@@ -355,7 +368,7 @@ async fn a_small_file_s_start_and_tail_come_in_one_round_trip_and_serve_the_whol
     // Slices of 1 MiB from byte 4: two whole, one cut at the file's end, one
     // past it (refused, as a store answers 416). Plan spans of 1 MiB cross
     // the slices' boundaries.
-    let source = Arc::new(Instrumented::new(2_500_000, 0));
+    let source = Arc::new(slow_link(2_500_000));
     let asked = read_with_start(&source, 4 << 20, 1 << 20).await;
     assert_eq!(asked, vec![], "nothing left to fetch");
 }
@@ -363,7 +376,7 @@ async fn a_small_file_s_start_and_tail_come_in_one_round_trip_and_serve_the_whol
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_large_file_s_start_serves_the_first_spans_and_the_rest_is_fetched_from_its_end() {
     let size = 20_000_000;
-    let source = Arc::new(Instrumented::new(size, 0));
+    let source = Arc::new(slow_link(size));
     let asked = read_with_start(&source, 4 << 20, 3 << 20).await;
     let start_end = 4 + (4 << 20);
     assert!(
@@ -376,9 +389,22 @@ async fn a_large_file_s_start_serves_the_first_spans_and_the_rest_is_fetched_fro
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_start_of_another_version_than_the_tail_is_fetched_again() {
-    let mut source = Instrumented::new(2_500_000, 0);
+    let mut source = slow_link(2_500_000);
     source.start_etag = "b";
     let source = Arc::new(source);
+    let asked = read_with_start(&source, 4 << 20, 1 << 20).await;
+    let fetched: u64 = asked.iter().map(|r| r.end - r.start).sum();
+    assert_eq!(
+        fetched,
+        2_500_000 - 4096 - 4,
+        "every chunk byte fetched as planned"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_footer_that_answers_at_once_gets_no_start_beside_it() {
+    // A store on loopback: the start's requests would only cost its CPU.
+    let source = Arc::new(Instrumented::new(2_500_000, 0));
     let asked = read_with_start(&source, 4 << 20, 1 << 20).await;
     let fetched: u64 = asked.iter().map(|r| r.end - r.start).sum();
     assert_eq!(
