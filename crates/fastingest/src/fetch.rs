@@ -14,7 +14,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::io::Tail;
+use crate::io::{ObjectVersion, Tail};
 use crate::known::{from_start, joined, Known, StartBytes, StartSlice};
 use crate::plan::{FilePlan, PlanUnit, Span, MIN_SLICE};
 use crate::request::{closed, ByteSource};
@@ -165,37 +165,18 @@ impl Fetcher {
             }
             let (coming, rest_from) =
                 known.coming(span.range.start + held.len() as u64, span.range.end);
-            let (fetcher, file, version) = (self.clone(), Arc::clone(source), version.clone());
-            let span = span.clone();
-            let assembled = async move {
-                if held.is_empty() && coming.is_empty() {
-                    return fetch_span(fetcher, file, span).await;
+            let (fetcher, file) = (self.clone(), Arc::clone(source));
+            let assembled = match coming.is_empty() && held.is_empty() {
+                true => fetch_span(fetcher, file, span.clone()).boxed(),
+                false => {
+                    let ahead = Ahead {
+                        held,
+                        coming,
+                        rest_from,
+                        version: version.clone(),
+                    };
+                    fetch_span_around(fetcher, file, span.clone(), ahead).boxed()
                 }
-                let from_start = async {
-                    let mut parts = vec![held];
-                    for (range, slice) in coming {
-                        let got = slice.bytes.await;
-                        match from_start(&slice.range, &got, &range, version.as_ref()) {
-                            Some(bytes) => parts.push(bytes),
-                            None => parts.push(fetcher.fetch_range(&file, range).await?),
-                        }
-                    }
-                    Ok::<_, Error>(parts)
-                };
-                if rest_from == span.range.end {
-                    return Ok(joined(from_start.await?));
-                }
-                // The rest lands in place after room for what the known
-                // bytes hold: only those are copied.
-                let rest = fetch_span_after(&fetcher, &file, &span, rest_from);
-                let (parts, buffer) = futures::join!(from_start, rest);
-                let mut buffer = buffer?;
-                let mut at = 0;
-                for part in parts? {
-                    buffer[at..at + part.len()].copy_from_slice(&part);
-                    at += part.len();
-                }
-                Ok(buffer.freeze())
             };
             let (tx, rx) = tokio::sync::oneshot::channel();
             let task = tokio::spawn(assembled.map(move |r: Result<Bytes>| {
@@ -231,6 +212,59 @@ const START: u64 = 4;
 /// requests cost a 143 MB read 3-6 %); a cloud region's round trip (20-100
 /// ms) does not.
 pub(crate) const START_AFTER: std::time::Duration = std::time::Duration::from_millis(5);
+
+/// What a read already has, or is being brought, of one plan span's
+/// beginning (see [`Known`]).
+struct Ahead {
+    /// The span's first bytes, in memory.
+    held: Bytes,
+    /// The parts after `held` that the file's start is bringing.
+    coming: Vec<(Range<u64>, StartSlice)>,
+    /// Where the bytes neither covers begin.
+    rest_from: u64,
+    /// The version the start's bytes must be of (the tail's).
+    version: Option<ObjectVersion>,
+}
+
+/// `span` from what `ahead` holds or is bringing, fetching only the rest:
+/// into place in the span's buffer, so that only the bytes ahead are
+/// copied. A part the start failed to bring is fetched as planned.
+async fn fetch_span_around(
+    fetcher: Fetcher,
+    file: Source,
+    span: Span,
+    ahead: Ahead,
+) -> Result<Bytes> {
+    let Ahead {
+        held,
+        coming,
+        rest_from,
+        version,
+    } = ahead;
+    let start_parts = async {
+        let mut parts = vec![held];
+        for (range, slice) in coming {
+            let got = slice.bytes.await;
+            match from_start(&slice.range, &got, &range, version.as_ref()) {
+                Some(bytes) => parts.push(bytes),
+                None => parts.push(fetcher.fetch_range(&file, range).await?),
+            }
+        }
+        Ok::<_, Error>(parts)
+    };
+    if rest_from == span.range.end {
+        return Ok(joined(start_parts.await?));
+    }
+    let rest = fetch_span_after(&fetcher, &file, &span, rest_from);
+    let (parts, buffer) = futures::join!(start_parts, rest);
+    let mut buffer = buffer?;
+    let mut at = 0;
+    for part in parts? {
+        buffer[at..at + part.len()].copy_from_slice(&part);
+        at += part.len();
+    }
+    Ok(buffer.freeze())
+}
 
 /// `span`'s slices from byte `from` on, cut to match.
 fn slices_after(span: &Span, from: u64) -> Vec<Range<u64>> {

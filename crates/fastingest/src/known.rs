@@ -58,19 +58,13 @@ impl Known {
                 })
             })
         };
-        let Some(first) = piece_at(range.start) else {
-            return Bytes::new();
-        };
-        let mut at = range.start + first.len() as u64;
-        if at == range.end {
-            return first;
-        }
-        let mut out = BytesMut::from(&first[..]);
+        let mut pieces = Vec::new();
+        let mut at = range.start;
         while let Some(piece) = (at < range.end).then(|| piece_at(at)).flatten() {
             at += piece.len() as u64;
-            out.extend_from_slice(&piece);
+            pieces.push(piece);
         }
-        out.freeze()
+        joined(pieces)
     }
 
     /// The parts of `from..end` that the start's slices are bringing, each

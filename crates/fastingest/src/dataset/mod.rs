@@ -185,10 +185,10 @@ impl<'a> FileScope<'a> {
         matches!(&self.columns, Some(c) if c.is_empty()) && !self.filters()
     }
 
-    /// The scope of a read or stream that decodes the file's data right
-    /// after its footer.
-    pub fn decoded_next(mut self) -> Self {
-        self.decoded_next = true;
+    /// The scope, saying whether the file's data is decoded right after its
+    /// footer (a read or a stream) or not (a plan, a loader's units).
+    pub fn decoded_next(mut self, yes: bool) -> Self {
+        self.decoded_next = yes;
         self
     }
 

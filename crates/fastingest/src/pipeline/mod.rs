@@ -383,10 +383,7 @@ pub(crate) async fn prepare_all<F: Format>(
         let prepared = crate::fetch::each_file(
             fetcher,
             scoped
-                .map(|(s, scope)| match decoded_next {
-                    true => (s, scope.decoded_next()),
-                    false => (s, scope),
-                })
+                .map(|(s, scope)| (s, scope.decoded_next(decoded_next)))
                 .collect(),
             &|f: Fetcher, (s, scope)| async move { F::prepare(&f, s, &scope).await.map(Arc::new) },
         )

@@ -30,7 +30,9 @@ pub(crate) async fn read<F: Format>(sources: &[String], options: &ReadOptions) -
         let scoped = dataset.scoped(options).into_iter();
         let results = each_file(
             &fetcher,
-            scoped.map(|(s, scope)| (s, scope.decoded_next())).collect(),
+            scoped
+                .map(|(s, scope)| (s, scope.decoded_next(true)))
+                .collect(),
             &|fetcher: Fetcher, (s, scope)| {
                 let local_ahead = local_ahead.clone();
                 async move {
