@@ -381,6 +381,9 @@ def test_metadata_describes_the_file(numeric_file):
     assert col["path"] == "id" and col["codec"] == "SNAPPY"
     assert col["statistics"]["min"] == 1000 and col["statistics"]["max"] == 1999
     assert md["row_groups"][0]["columns"][3]["statistics"]["min"] == "n000"
+    # A path object names one file as its text does: a dict, not a list.
+    assert fastingest.metadata(Path(numeric_file))["num_rows"] == 10_000
+    assert isinstance(fastingest.metadata([str(numeric_file)]), list)
 
 
 def test_gil_is_released_during_a_read(tmp_path):

@@ -461,7 +461,12 @@ def metadata(
             files = _read_metadata(source, args)
         else:
             files = _read_any_metadata(source, args)
-    single = isinstance(source, str) and not any(c in source for c in "*?[")
+    # One file: a path or URL without glob characters, or any http(s) URL
+    # (its "?" starts the query; it is never a glob).
+    name = os.fspath(source) if isinstance(source, str | os.PathLike) else None
+    single = isinstance(name, str) and (
+        name.startswith(("http://", "https://")) or not any(c in name for c in "*?[")
+    )
     result: list[Metadata] = files  # type: ignore[assignment]
     return result[0] if single and len(result) == 1 else result
 

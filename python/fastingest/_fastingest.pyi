@@ -63,6 +63,13 @@ class Config:
     - ``footer_prefetch`` (64 KiB): bytes read from the end of each file in the
       first request; a second request only when the footer is larger. A local
       file at most twice this big is read whole by that first read.
+    - ``long_footer_prefetch`` (1 MiB): a remote file whose size no listing
+      gave (one path: a read, a plan, metadata; Parquet or ORC) whose footer
+      request is not answered within 5 ms gets a second request beside it
+      for this many bytes of its end, so a footer longer than
+      ``footer_prefetch`` (a wide or long file) needs no request after the
+      first answer. It is cancelled as soon as that answer shows the footer
+      fits. 0 (or anything up to ``footer_prefetch``) turns it off.
     - ``small_file`` (1 MiB): a remote file that a glob listed at most this big
       is fetched whole in its first request (one request per file, not two).
     - ``start_prefetch`` (8 MiB): ``read_parquet`` or ``iter_batches`` of all
@@ -109,6 +116,7 @@ class Config:
     """
 
     footer_prefetch: int
+    long_footer_prefetch: int
     small_file: int
     start_prefetch: int
     hole_limit: int

@@ -39,6 +39,7 @@ impl PyConfig {
         let d = PyDict::new(py);
         let secs = |x: Duration| x.as_secs_f64();
         d.set_item("footer_prefetch", c.footer_prefetch)?;
+        d.set_item("long_footer_prefetch", c.long_footer_prefetch)?;
         d.set_item("small_file", c.small_file)?;
         d.set_item("start_prefetch", c.start_prefetch)?;
         d.set_item("hole_limit", c.hole_limit)?;

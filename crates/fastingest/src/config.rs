@@ -17,6 +17,14 @@ const MIB: u64 = 1024 * KIB;
 pub struct Config {
     /// Bytes fetched from the end of a file in the first (speculative) request.
     pub footer_prefetch: u64,
+    /// A file whose size no listing gave, whose footer request is not
+    /// answered within 5 ms (a link with a round trip to speak of), gets a
+    /// second request beside it for this many bytes of its end: a footer
+    /// longer than `footer_prefetch` (wide or long files) then takes no
+    /// further round trip. It is cancelled as soon as the first answer
+    /// shows the footer fits in it. 0 (or anything up to `footer_prefetch`):
+    /// never.
+    pub long_footer_prefetch: u64,
     /// A remote file whose size a listing already gave and that is at most
     /// this big is fetched whole in that first request: footer and column
     /// chunks together, one request per file instead of two.
@@ -91,6 +99,7 @@ impl Config {
     pub fn builtin() -> Self {
         Config {
             footer_prefetch: 64 * KIB,
+            long_footer_prefetch: MIB,
             small_file: MIB,
             start_prefetch: 8 * MIB,
             hole_limit: 64 * KIB,
@@ -127,6 +136,7 @@ impl Config {
     /// prefix, as environment variables).
     pub const KEYS: &'static [&'static str] = &[
         "footer_prefetch",
+        "long_footer_prefetch",
         "small_file",
         "start_prefetch",
         "hole_limit",
@@ -166,6 +176,7 @@ impl Config {
         };
         match name {
             "footer_prefetch" => self.footer_prefetch = size()?,
+            "long_footer_prefetch" => self.long_footer_prefetch = size()?,
             "small_file" => self.small_file = size()?,
             "start_prefetch" => self.start_prefetch = size()?,
             "hole_limit" => self.hole_limit = size()?,

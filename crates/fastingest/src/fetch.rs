@@ -14,8 +14,8 @@ use tokio::task::JoinHandle;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::io::{ObjectVersion, Tail};
-use crate::known::{from_start, joined, Known, StartBytes, StartSlice};
+use crate::io::{Guess, ObjectVersion, Tail};
+use crate::known::{from_start, joined, Known, LongTail, StartBytes, StartSlice};
 use crate::plan::{FilePlan, PlanUnit, Span, MIN_SLICE};
 use crate::request::{closed, ByteSource};
 use crate::source::Source;
@@ -82,35 +82,45 @@ impl Fetcher {
     }
 
     /// The end of the file as [`Fetcher::fetch_tail`] brings it and, in the
-    /// same round trip, up to `start_len` bytes of its start (after the
-    /// leading magic), asked for before the file's size is known, in
-    /// requests of [`MIN_SLICE`] bytes. Returns once the tail is in; the
-    /// start's requests go on in the background, and a plan made meanwhile
-    /// waits for the parts of them it needs ([`Fetcher::start_with`]). The
-    /// start is speculation: what it fails to bring is fetched as planned.
-    /// It is asked for only when the tail has not come within
-    /// [`START_AFTER`]: a link that answers sooner saves little by it, and
-    /// the extra requests cost a store on loopback the reader's CPU.
-    pub async fn fetch_tail_and_start(
+    /// same round trip, what `beside` asks for while the file's size is not
+    /// known: up to `beside.start` bytes of its start (after the leading
+    /// magic), in requests of [`MIN_SLICE`] bytes, and its last
+    /// `beside.long_tail` bytes, for a footer longer than `tail_len`.
+    /// Returns once the tail is in; the other requests go on in the
+    /// background, and a plan made meanwhile waits for the parts of them it
+    /// needs ([`Fetcher::start_with`], [`Fetcher::tail_from`]). They are
+    /// speculation: what they fail to bring is fetched as planned. They are
+    /// asked for only when the tail has not come within [`START_AFTER`]: a
+    /// link that answers sooner saves little by them, and the extra
+    /// requests cost a store on loopback the reader's CPU.
+    pub async fn fetch_tail_and_beside(
         &self,
         source: &Source,
         tail_len: u64,
-        start_len: u64,
-    ) -> Result<(Tail, Vec<StartSlice>)> {
+        beside: Beside,
+    ) -> Result<FooterRound> {
         let tail = self.fetch_tail(source, tail_len);
         futures::pin_mut!(tail);
-        if start_len == 0 {
-            return Ok((tail.await?, Vec::new()));
+        let long_tail_len = beside.long_tail.filter(|&len| len > tail_len);
+        if beside.start == 0 && long_tail_len.is_none() {
+            return Ok(FooterRound::alone(tail.await?));
         }
         if let Ok(tail) = tokio::time::timeout(START_AFTER, &mut tail).await {
-            return Ok((tail?, Vec::new()));
+            return Ok(FooterRound::alone(tail?));
         }
-        let start: Vec<StartSlice> = crate::plan::split(START..START + start_len, MIN_SLICE)
+        // First the long tail: a footer that needs it waits for it.
+        let long_tail = long_tail_len.map(|len| {
+            let (fetcher, source) = (self.clone(), Arc::clone(source));
+            let task =
+                tokio::spawn(async move { fetcher.0.bytes.guess(&source, Guess::Last(len)).await });
+            LongTail(AbortOnDrop(task))
+        });
+        let start: Vec<StartSlice> = crate::plan::split(START..START + beside.start, MIN_SLICE)
             .into_iter()
             .map(|range| {
                 let (fetcher, source) = (self.clone(), Arc::clone(source));
-                let asked = range.clone();
-                let task = tokio::spawn(async move { fetcher.0.bytes.up_to(&source, asked).await });
+                let guess = Guess::Range(range.clone());
+                let task = tokio::spawn(async move { fetcher.0.bytes.guess(&source, guess).await });
                 let bytes: BoxFuture<'static, StartBytes> =
                     async move { task.await.ok().flatten() }.boxed();
                 StartSlice {
@@ -119,7 +129,42 @@ impl Fetcher {
                 }
             })
             .collect();
-        Ok((tail.await?, start))
+        Ok(FooterRound {
+            tail: tail.await?,
+            start,
+            long_tail,
+        })
+    }
+
+    /// The file's bytes from `from` to its end, as a tail: `tail` where it
+    /// holds them; else `long_tail` (asked for beside it) where that holds
+    /// them and is of the tail's version; else `tail` after one request for
+    /// the part before it.
+    pub async fn tail_from(
+        &self,
+        source: &Source,
+        tail: Tail,
+        long_tail: Option<LongTail>,
+        from: u64,
+    ) -> Result<Tail> {
+        let tail_start = tail.start();
+        if from >= tail_start {
+            return Ok(tail);
+        }
+        if let Some(long_tail) = long_tail {
+            let long = long_tail.bytes(source.version().as_ref()).await;
+            if let Some(long) = long.filter(|l| l.size == tail.size && l.start() <= from) {
+                return Ok(long);
+            }
+        }
+        let head = self.fetch_range(source, from..tail_start).await?;
+        let mut joined = BytesMut::with_capacity((tail.size - from) as usize);
+        joined.extend_from_slice(&head);
+        joined.extend_from_slice(&tail.bytes);
+        Ok(Tail {
+            bytes: joined.freeze(),
+            size: tail.size,
+        })
     }
 
     /// One range outside any plan (a footer larger than the prefetch, a page
@@ -203,14 +248,60 @@ impl Fetcher {
     }
 }
 
+/// What a footer request asks for beside the tail on a slow link (see
+/// [`Fetcher::fetch_tail_and_beside`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Beside {
+    /// Bytes of the file's start (`Config::start_prefetch`; 0: none).
+    pub start: u64,
+    /// Bytes of the file's end (`Config::long_footer_prefetch`), asked for
+    /// where more than the tail request's.
+    pub long_tail: Option<u64>,
+}
+
+impl Beside {
+    /// What the footer request of `source` asks for beside it, but for the
+    /// file's start: its long tail, when the file is remote and no listing
+    /// gave its size (a listing's files are many, and those of at most
+    /// `small_file` are fetched whole).
+    pub fn footer_of(fetcher: &Fetcher, source: &Source) -> Self {
+        let remote_unlisted = !source.is_local() && source.listed_version().is_none();
+        Beside {
+            start: 0,
+            long_tail: remote_unlisted.then_some(fetcher.config().long_footer_prefetch),
+        }
+    }
+}
+
+/// What a footer's round trip brought, and what it is still bringing.
+#[derive(Debug)]
+pub struct FooterRound {
+    /// The end of the file, and its size.
+    pub tail: Tail,
+    /// The file's start, on its way (empty: not asked for).
+    pub start: Vec<StartSlice>,
+    /// A longer end of the file, on its way.
+    pub long_tail: Option<LongTail>,
+}
+
+impl FooterRound {
+    fn alone(tail: Tail) -> Self {
+        FooterRound {
+            tail,
+            start: Vec::new(),
+            long_tail: None,
+        }
+    }
+}
+
 /// Where a file's speculative start begins: after the leading magic, which
 /// no plan asks for.
 const START: u64 = 4;
 
-/// How long the footer request may take before the file's start is asked
-/// for beside it. MinIO on loopback answers within it (where the start's 8
-/// requests cost a 143 MB read 3-6 %); a cloud region's round trip (20-100
-/// ms) does not.
+/// How long the footer request may take before the file's start (and a long
+/// tail) is asked for beside it. MinIO on loopback answers within it (where
+/// the start's 8 requests cost a 143 MB read 3-6 %); a cloud region's round
+/// trip (20-100 ms) does not.
 pub(crate) const START_AFTER: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// What a read already has, or is being brought, of one plan span's

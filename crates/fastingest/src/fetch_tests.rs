@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::fetch::Fetcher;
-use crate::io::{Failure, ObjectVersion, RangeSource, Tail, UpTo};
+use crate::fetch::{Beside, FooterRound};
+use crate::io::{Failure, Guess, Guessed, ObjectVersion, RangeSource, Tail};
 use crate::known::Known;
 use crate::plan::{FilePlan, PlanUnit};
 use crate::source::Source;
@@ -32,9 +33,14 @@ struct Instrumented {
     /// Every range asked of `read_into`.
     asked: Mutex<Vec<Range<u64>>>,
     /// The etag speculative reads report (the tail's is "a").
-    start_etag: &'static str,
+    guess_etag: &'static str,
     /// How long the tail takes (the link's round trip).
     tail_delay: Duration,
+    /// How long a speculative read takes.
+    guess_delay: Duration,
+    /// Every speculative read asked for, and how many were answered.
+    guesses: Mutex<Vec<Guess>>,
+    guesses_answered: AtomicUsize,
 }
 
 impl Instrumented {
@@ -48,8 +54,11 @@ impl Instrumented {
             fail_every,
             failed_once: Mutex::new(HashSet::new()),
             asked: Mutex::new(Vec::new()),
-            start_etag: "a",
+            guess_etag: "a",
             tail_delay: Duration::ZERO,
+            guess_delay: Duration::ZERO,
+            guesses: Mutex::new(Vec::new()),
+            guesses_answered: AtomicUsize::new(0),
         }
     }
 }
@@ -75,21 +84,33 @@ impl RangeSource for Instrumented {
         Some(version_with(self.size, "a"))
     }
 
-    fn read_up_to(&self, range: Range<u64>) -> Option<UpTo<'_>> {
+    fn read_guess(&self, guess: Guess) -> Option<Guessed<'_>> {
+        self.guesses.lock().unwrap().push(guess.clone());
         // As a store answers: cut at the object's end, 416 past it.
+        let range = match guess {
+            Guess::Range(range) => range,
+            Guess::Last(len) => self.size - len.min(self.size)..self.size,
+        };
         let answer = match range.start < self.size {
             true => {
                 let bytes: Bytes = (range.start..range.end.min(self.size))
                     .map(byte_at)
                     .collect::<Vec<_>>()
                     .into();
-                Ok((bytes, version_with(self.size, self.start_etag)))
+                Ok((bytes, version_with(self.size, self.guess_etag)))
             }
             false => Err(Failure::Permanent(crate::Error::InvalidArgument(
                 "416 Range Not Satisfiable".into(),
             ))),
         };
-        Some(futures::future::ready(answer).boxed())
+        Some(
+            async move {
+                tokio::time::sleep(self.guess_delay).await;
+                self.guesses_answered.fetch_add(1, SeqCst);
+                answer
+            }
+            .boxed(),
+        )
     }
 
     fn read_tail(&self, len: u64) -> BoxFuture<'_, Result<Tail, Failure>> {
@@ -332,8 +353,12 @@ async fn read_with_start(
     let cfg = config(8, 8 << 20);
     let fetcher = Fetcher::new(cfg.clone(), ReadStats::new());
     let src: Source = source.clone();
-    let (tail, start) = fetcher
-        .fetch_tail_and_start(&src, 64 * 1024, start_len)
+    let beside = Beside {
+        start: start_len,
+        long_tail: None,
+    };
+    let FooterRound { tail, start, .. } = fetcher
+        .fetch_tail_and_beside(&src, 64 * 1024, beside)
         .await
         .unwrap();
     assert_eq!(tail.size, source.size);
@@ -390,7 +415,7 @@ async fn a_large_file_s_start_serves_the_first_spans_and_the_rest_is_fetched_fro
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_start_of_another_version_than_the_tail_is_fetched_again() {
     let mut source = slow_link(2_500_000);
-    source.start_etag = "b";
+    source.guess_etag = "b";
     assert_fetched_as_planned(source).await;
 }
 
@@ -407,4 +432,93 @@ async fn assert_fetched_as_planned(source: Instrumented) {
 async fn a_footer_that_answers_at_once_gets_no_start_beside_it() {
     // A store on loopback: the start's requests would only cost its CPU.
     assert_fetched_as_planned(Instrumented::new(2_500_000, 0)).await;
+}
+
+/// The footer's round trip of `source` with a 1 MiB long tail beside a
+/// 64 KiB tail, then the file's bytes from `from` on out of it; checks
+/// every byte and returns the ranges fetched outside the round trip.
+async fn tail_from_after_long_tail(source: &Arc<Instrumented>, from: u64) -> Vec<Range<u64>> {
+    let fetcher = Fetcher::new(config(8, 8 << 20), ReadStats::new());
+    let src: Source = source.clone();
+    let beside = Beside {
+        start: 0,
+        long_tail: Some(1 << 20),
+    };
+    let round = fetcher
+        .fetch_tail_and_beside(&src, 64 * 1024, beside)
+        .await
+        .unwrap();
+    assert!(round.start.is_empty());
+    let tail = fetcher
+        .tail_from(&src, round.tail, round.long_tail, from)
+        .await
+        .unwrap();
+    assert_eq!(tail.size, source.size);
+    assert!(tail.start() <= from, "{} > {from}", tail.start());
+    let wrong = tail
+        .bytes
+        .iter()
+        .enumerate()
+        .find(|(k, b)| **b != byte_at(tail.start() + *k as u64));
+    assert_eq!(wrong, None);
+    let asked = source.asked.lock().unwrap();
+    asked.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_long_footer_comes_from_the_long_tail_asked_beside_the_first() {
+    let size = 5_000_000;
+    let source = Arc::new(slow_link(size));
+    let asked = tail_from_after_long_tail(&source, size - 600_000).await;
+    assert_eq!(asked, vec![], "no further request");
+    assert_eq!(*source.guesses.lock().unwrap(), vec![Guess::Last(1 << 20)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_footer_longer_than_the_long_tail_is_fetched_in_one_more_request() {
+    let size = 5_000_000;
+    let source = Arc::new(slow_link(size));
+    let from = size - (3 << 20);
+    let asked = tail_from_after_long_tail(&source, from).await;
+    assert_eq!(asked, vec![from..size - 64 * 1024]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_long_tail_of_another_version_than_the_first_is_not_used() {
+    let size = 5_000_000;
+    let mut source = slow_link(size);
+    source.guess_etag = "b";
+    let source = Arc::new(source);
+    let from = size - 600_000;
+    let asked = tail_from_after_long_tail(&source, from).await;
+    assert_eq!(asked, vec![from..size - 64 * 1024]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_footer_that_answers_at_once_gets_no_long_tail_beside_it() {
+    let size = 5_000_000;
+    let source = Arc::new(Instrumented::new(size, 0));
+    let from = size - 600_000;
+    let asked = tail_from_after_long_tail(&source, from).await;
+    assert_eq!(asked, vec![from..size - 64 * 1024]);
+    assert_eq!(*source.guesses.lock().unwrap(), vec![]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_long_tail_not_needed_is_cancelled() {
+    // The footer fits in the first tail: the long tail's request, still on
+    // its way, is dropped rather than brought in.
+    let size = 5_000_000;
+    let mut source = slow_link(size);
+    source.guess_delay = Duration::from_millis(100);
+    let source = Arc::new(source);
+    let asked = tail_from_after_long_tail(&source, size - 1000).await;
+    assert_eq!(asked, vec![]);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(source.guesses.lock().unwrap().len(), 1, "it was asked for");
+    assert_eq!(
+        source.guesses_answered.load(SeqCst),
+        0,
+        "it was not brought"
+    );
 }

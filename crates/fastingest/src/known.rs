@@ -1,7 +1,8 @@
 //! Bytes of a file that a read holds, or has asked for, before its plan is
-//! made: the end of the file that the footer request brought, and the start
-//! of the file asked for beside it while the file's size was not yet known
-//! (see `Config::start_prefetch`). Plans are served from them first; only
+//! made: the end of the file that the footer request brought, and what was
+//! asked for beside it while the file's size was not yet known: the start of
+//! the file (see `Config::start_prefetch`) and a longer tail (see
+//! `Config::long_footer_prefetch`). Plans are served from them first; only
 //! what they lack is fetched.
 
 use std::fmt;
@@ -10,12 +11,12 @@ use std::ops::Range;
 use bytes::{Bytes, BytesMut};
 use futures::future::{BoxFuture, Shared};
 
-use crate::io::ObjectVersion;
+use crate::fetch::AbortOnDrop;
+use crate::io::{ObjectVersion, Tail};
 
-/// What a speculative request for part of a file's start brought: its bytes
-/// (fewer than asked where the file ends sooner) and the version they are
-/// of; `None` when it failed (a file that ends before the slice starts
-/// fails with 416).
+/// What a speculative request brought: its bytes (fewer than asked where the
+/// file is shorter) and the version they are of; `None` when it failed (a
+/// file that ends before the slice of its start asked for fails with 416).
 pub type StartBytes = Option<(Bytes, ObjectVersion)>;
 
 /// One request for part of a file's start, on its way.
@@ -32,6 +33,32 @@ impl fmt::Debug for StartSlice {
         f.debug_struct("StartSlice")
             .field("range", &self.range)
             .finish_non_exhaustive()
+    }
+}
+
+/// A longer end of the file than the footer request asked for, on its way:
+/// it serves a footer (or ORC tail) longer than that request brought.
+/// Dropping it cancels the request.
+pub struct LongTail(pub(crate) AbortOnDrop<StartBytes>);
+
+impl LongTail {
+    /// The end of the file it brought, if it did and that is of `version`
+    /// (the first tail's: the object may have been replaced in between).
+    pub async fn bytes(mut self, version: Option<&ObjectVersion>) -> Option<Tail> {
+        let (bytes, v) = (&mut self.0 .0).await.ok().flatten()?;
+        if !version.is_some_and(|t| t.same_as(&v)) {
+            return None;
+        }
+        Some(Tail {
+            size: v.size,
+            bytes,
+        })
+    }
+}
+
+impl fmt::Debug for LongTail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LongTail").finish_non_exhaustive()
     }
 }
 

@@ -19,7 +19,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::io::{with_retries, ObjectVersion, Retry, Tail};
+use crate::io::{with_retries, Guess, ObjectVersion, Retry, Tail};
 use crate::source::Source;
 use crate::stats::ReadStats;
 
@@ -76,16 +76,16 @@ pub trait ByteSource: Send + Sync + Debug {
     /// The object's current version, asked of the store.
     fn head<'a>(&'a self, file: &'a Source) -> BoxFuture<'a, Result<ObjectVersion>>;
 
-    /// Speculation: `range` of `file`, or less where the object ends within
-    /// it, in one attempt, with the version it was of; `None` when the
-    /// attempt failed or is not made (a cache in front of the store makes
-    /// none: a cached file needs no request at all).
-    fn up_to<'a>(
+    /// Speculation: what `guess` asks of `file` (see [`Guess`]), in one
+    /// attempt, with the version it was of; `None` when the attempt failed
+    /// or is not made (a cache in front of the store makes none: a cached
+    /// file needs no request at all).
+    fn guess<'a>(
         &'a self,
         file: &'a Source,
-        range: Range<u64>,
+        guess: Guess,
     ) -> BoxFuture<'a, Option<(Bytes, ObjectVersion)>> {
-        let _ = (file, range);
+        let _ = (file, guess);
         futures::future::ready(None).boxed()
     }
 }
@@ -203,15 +203,20 @@ impl ByteSource for StoreRequests {
         self.fetch_range(file, range, part).boxed()
     }
 
-    fn up_to<'a>(
+    fn guess<'a>(
         &'a self,
         file: &'a Source,
-        range: Range<u64>,
+        guess: Guess,
     ) -> BoxFuture<'a, Option<(Bytes, ObjectVersion)>> {
         async move {
-            let request = file.read_up_to(range.clone())?;
-            let _permits = self.permits(range.end - range.start).await.ok()?;
-            let mut retry = Retry::new(&self.config, &self.stats, file.location(), Some(range));
+            let most = guess.most_bytes();
+            let range = match &guess {
+                Guess::Range(range) => Some(range.clone()),
+                Guess::Last(_) => None,
+            };
+            let request = file.read_guess(guess)?;
+            let _permits = self.permits(most).await.ok()?;
+            let mut retry = Retry::new(&self.config, &self.stats, file.location(), range);
             // Not retried: what a failed attempt would have brought is
             // fetched as planned (an object shorter than the range's start
             // fails here with 416).

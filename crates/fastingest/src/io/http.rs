@@ -10,7 +10,7 @@ use futures::{FutureExt, StreamExt};
 use reqwest::header::{HeaderMap, CONTENT_RANGE, ETAG, IF_MATCH, LAST_MODIFIED, RANGE};
 use reqwest::StatusCode;
 
-use super::{copy_body, redact_url, Failure, ObjectVersion, RangeSource, Tail, UpTo};
+use super::{copy_body, redact_url, Failure, Guess, Guessed, ObjectVersion, RangeSource, Tail};
 use crate::error::Error;
 
 /// One URL read with ranged GETs.
@@ -195,12 +195,14 @@ impl RangeSource for HttpSource {
         .boxed()
     }
 
-    fn read_up_to(&self, range: Range<u64>) -> Option<UpTo<'_>> {
+    fn read_guess(&self, guess: Guess) -> Option<Guessed<'_>> {
+        let range = match guess {
+            Guess::Range(range) => format!("bytes={}-{}", range.start, range.end - 1),
+            Guess::Last(len) => format!("bytes=-{len}"),
+        };
         Some(
             async move {
-                let resp = self
-                    .get(format!("bytes={}-{}", range.start, range.end - 1))
-                    .await?;
+                let resp = self.get(range).await?;
                 // A server that ignores Range would send the whole object:
                 // not worth it for speculation (the plan asks for what it needs).
                 if resp.status() != StatusCode::PARTIAL_CONTENT {

@@ -34,9 +34,30 @@ pub use self::version::ObjectVersion;
 
 use crate::error::Result;
 
-/// A speculative read's answer ([`RangeSource::read_up_to`]): the bytes and
+/// What a speculative request asks for while the object's size is not yet
+/// known ([`RangeSource::read_guess`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Guess {
+    /// These bytes, or fewer where the object ends within them (a store
+    /// refuses a range that starts past the end: 416).
+    Range(Range<u64>),
+    /// The object's last this many bytes, or all of it where it is shorter.
+    Last(u64),
+}
+
+impl Guess {
+    /// The most bytes the answer can hold.
+    pub fn most_bytes(&self) -> u64 {
+        match self {
+            Guess::Range(range) => range.end - range.start,
+            Guess::Last(len) => *len,
+        }
+    }
+}
+
+/// A speculative read's answer ([`RangeSource::read_guess`]): the bytes and
 /// the version they are of.
-pub type UpTo<'a> = BoxFuture<'a, Result<(Bytes, ObjectVersion), Failure>>;
+pub type Guessed<'a> = BoxFuture<'a, Result<(Bytes, ObjectVersion), Failure>>;
 
 /// The end of a file, as brought by one speculative suffix request.
 #[derive(Debug, Clone)]
@@ -45,6 +66,13 @@ pub struct Tail {
     pub bytes: Bytes,
     /// The object's total size.
     pub size: u64,
+}
+
+impl Tail {
+    /// Where its bytes begin in the object.
+    pub fn start(&self) -> u64 {
+        self.size - self.bytes.len() as u64
+    }
 }
 
 /// One readable file or object.
@@ -73,14 +101,14 @@ pub trait RangeSource: Send + Sync + Debug {
         dst: &'a mut BytesMut,
     ) -> BoxFuture<'a, Result<(), Failure>>;
 
-    /// For a speculative read of the start of an object whose size is not
-    /// known yet: a request for `range` that the store answers with fewer
-    /// bytes where the object ends sooner (and fails where it ends before
-    /// `range.start`), with the version the response was of. `None` where
-    /// the source makes no such request (local files: their size is known
-    /// at once).
-    fn read_up_to(&self, range: Range<u64>) -> Option<UpTo<'_>> {
-        let _ = range;
+    /// For a speculative read while the object's size is not known yet (its
+    /// start beside the footer request, or a longer tail in case the footer
+    /// is long): one request that the store answers with fewer bytes where
+    /// the object is shorter, with the version the response was of. `None`
+    /// where the source makes no such request (local files: their size is
+    /// known at once).
+    fn read_guess(&self, guess: Guess) -> Option<Guessed<'_>> {
+        let _ = guess;
         None
     }
 

@@ -9,7 +9,7 @@ use futures::{FutureExt, StreamExt};
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 
-use super::{copy_body, Failure, ObjectVersion, RangeSource, Tail, UpTo};
+use super::{copy_body, Failure, Guess, Guessed, ObjectVersion, RangeSource, Tail};
 use crate::error::Error;
 
 /// One object in a store. After the first read it pins the object's ETag, so
@@ -228,14 +228,19 @@ impl RangeSource for ObjectStoreSource {
         .boxed()
     }
 
-    fn read_up_to(&self, range: Range<u64>) -> Option<UpTo<'_>> {
+    fn read_guess(&self, guess: Guess) -> Option<Guessed<'_>> {
         // object_store accepts a range the object ends within (it checks the
-        // Content-Range against the range cut at the object's size).
+        // Content-Range against the range cut at the object's size). Azure
+        // has no suffix ranges: a `Last` guess fails there, and is not used.
+        let range = match guess {
+            Guess::Range(range) => GetRange::Bounded(range),
+            Guess::Last(len) => GetRange::Suffix(len),
+        };
         Some(
             async move {
                 let result = self
                     .store
-                    .get_opts(&self.path, self.options(GetRange::Bounded(range)))
+                    .get_opts(&self.path, self.options(range))
                     .await
                     .map_err(|e| self.classify(e))?;
                 let version = version_of(&result.meta);

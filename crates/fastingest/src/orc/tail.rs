@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use orc_rust::reader::metadata::{read_metadata, FileMetadata};
 
 use super::readers::TailChunks;
 use crate::error::{Error, Result};
-use crate::fetch::Fetcher;
+use crate::fetch::{Beside, Fetcher, FooterRound};
 use crate::source::Source;
 
 /// A decoded ORC tail.
@@ -192,7 +192,14 @@ const ORC_FIRST_READ: u64 = 16 * 1024;
 pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
     let location = source.location();
     let prefetch = fetcher.config().footer_prefetch.max(ORC_FIRST_READ);
-    let tail = fetcher.fetch_tail(source, prefetch).await?;
+    // On a slow link, a longer tail in case the metadata is long (many
+    // stripes or columns).
+    let beside = Beside::footer_of(fetcher, source);
+    let FooterRound {
+        tail, long_tail, ..
+    } = fetcher
+        .fetch_tail_and_beside(source, prefetch, beside)
+        .await?;
     let size = tail.size;
     let corrupt = |detail: String| Error::Corrupt {
         location: location.to_string(),
@@ -203,18 +210,17 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
     if size == 0 {
         return Err(corrupt("the file is empty (0 bytes), not ORC".into()));
     }
-    let mut bytes = tail.bytes;
-    if bytes.ends_with(b"PAR1") {
+    if tail.bytes.ends_with(b"PAR1") {
         return Err(Error::WrongFormat {
             location: location.to_string(),
             expected: "ORC",
             detail: "it is a Parquet file (use read_parquet)".into(),
         });
     }
-    let Some(ps) = postscript(&bytes) else {
+    let Some(ps) = postscript(&tail.bytes) else {
         return Err(Error::Corrupt {
             location: location.to_string(),
-            range: Some(size.saturating_sub(bytes.len() as u64)..size),
+            range: Some(tail.start()..size),
             detail: "not an ORC file: no valid postscript at the end".into(),
             cause: None,
         });
@@ -225,17 +231,11 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
             ps.tail_len
         )));
     }
-    // A tail longer than the prefetch: one more request for the rest.
-    let have = bytes.len() as u64;
-    if ps.tail_len > have {
-        let head = fetcher
-            .fetch_range(source, size - ps.tail_len..size - have)
-            .await?;
-        let mut joined = BytesMut::with_capacity(head.len() + bytes.len());
-        joined.extend_from_slice(&head);
-        joined.extend_from_slice(&bytes);
-        bytes = joined.freeze();
-    }
+    // A tail longer than the prefetch: the long tail, or one more request.
+    let bytes = fetcher
+        .tail_from(source, tail, long_tail, size - ps.tail_len)
+        .await?
+        .bytes;
     // orc-rust builds the schema by recursion over the footer's type ids:
     // a cycle or a very deep chain there overflows the stack, which no
     // catch can stop, so the type tree is checked first.

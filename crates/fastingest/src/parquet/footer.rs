@@ -4,7 +4,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::FutureExt;
 use parquet::arrow::async_reader::MetadataFetch;
@@ -14,7 +14,7 @@ use parquet::file::metadata::{
 };
 
 use crate::error::{Error, Result};
-use crate::fetch::Fetcher;
+use crate::fetch::{Beside, Fetcher, FooterRound};
 use crate::io::Tail;
 use crate::known::{Known, StartSlice};
 use crate::source::Source;
@@ -117,8 +117,16 @@ async fn read_any_footer(
     start_len: u64,
 ) -> Result<Footer> {
     let location = source.location();
-    let (tail, start) = fetcher
-        .fetch_tail_and_start(source, first_request_len(fetcher, source), start_len)
+    let beside = Beside {
+        start: start_len,
+        ..Beside::footer_of(fetcher, source)
+    };
+    let FooterRound {
+        tail,
+        start,
+        long_tail,
+    } = fetcher
+        .fetch_tail_and_beside(source, first_request_len(fetcher, source), beside)
         .await?;
     let size = tail.size;
     // The tail told (or the cache pinned) the object's version: a footer
@@ -184,20 +192,14 @@ async fn read_any_footer(
         ));
     }
     let footer_start = size - FOOTER_TRAILER - meta_len;
-    let tail_start = size - n as u64;
-    let footer: Bytes = if footer_start >= tail_start {
-        tail.bytes
-            .slice((footer_start - tail_start) as usize..n - 8)
-    } else {
-        // The footer is longer than the prefetch: fetch the part before the tail.
-        let head = fetcher
-            .fetch_range(source, footer_start..tail_start)
-            .await?;
-        let mut joined = BytesMut::with_capacity(meta_len as usize);
-        joined.extend_from_slice(&head);
-        joined.extend_from_slice(&tail.bytes[..n - 8]);
-        joined.freeze()
-    };
+    // A footer longer than the first request: the long tail asked for
+    // beside it, or one more request.
+    let tail = fetcher
+        .tail_from(source, tail, long_tail, footer_start)
+        .await?;
+    let footer = tail
+        .bytes
+        .slice((footer_start - tail.start()) as usize..tail.bytes.len() - 8);
     let footer_range = footer_start..size - FOOTER_TRAILER;
     // The decoder reserves memory by the counts the footer claims: claims
     // its bytes cannot back are refused first.
