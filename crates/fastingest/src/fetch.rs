@@ -120,9 +120,13 @@ impl Fetcher {
             .map(|range| {
                 let (fetcher, source) = (self.clone(), Arc::clone(source));
                 let guess = Guess::Range(range.clone());
-                let task = tokio::spawn(async move { fetcher.0.bytes.guess(&source, guess).await });
+                // Cancelled when the last holder of the slice lets go (a
+                // read abandoned, or a plan that needs none of it).
+                let mut task = AbortOnDrop(tokio::spawn(async move {
+                    fetcher.0.bytes.guess(&source, guess).await
+                }));
                 let bytes: BoxFuture<'static, StartBytes> =
-                    async move { task.await.ok().flatten() }.boxed();
+                    async move { (&mut task.0).await.ok().flatten() }.boxed();
                 StartSlice {
                     range,
                     bytes: bytes.shared(),

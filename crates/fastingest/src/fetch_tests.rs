@@ -522,3 +522,31 @@ async fn a_long_tail_not_needed_is_cancelled() {
         "it was not brought"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_start_nobody_holds_any_more_is_cancelled() {
+    // A read abandoned after the footer's round trip: the start's requests
+    // still on their way are dropped, not brought in.
+    let mut source = slow_link(20_000_000);
+    source.guess_delay = Duration::from_millis(100);
+    let source = Arc::new(source);
+    let fetcher = Fetcher::new(config(8, 8 << 20), ReadStats::new());
+    let src: Source = source.clone();
+    let beside = Beside {
+        start: 4 << 20,
+        long_tail: None,
+    };
+    let round = fetcher
+        .fetch_tail_and_beside(&src, 64 * 1024, beside)
+        .await
+        .unwrap();
+    assert_eq!(round.start.len(), 4);
+    drop(round);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        source.guesses.lock().unwrap().len(),
+        4,
+        "they were asked for"
+    );
+    assert_eq!(source.guesses_answered.load(SeqCst), 0, "none was brought");
+}
