@@ -245,6 +245,55 @@ def test_a_long_footer_comes_in_the_first_round_trip_on_a_slow_link(s3, toxi):
     assert orc_stats.bytes_fetched >= tail + min(long_tail, len(orc_data)), orc_stats
 
 
+def test_a_page_index_comes_from_the_long_tail_on_a_slow_link(s3, toxi):
+    """A filtered read wants the page index, which lies before the footer:
+    on a link with latency the long tail asked for beside the footer request
+    is kept until the footer says where the index starts, and serves it."""
+    import numpy as np
+
+    n = 100_000
+    table = pa.table(
+        {
+            "id": pa.array(np.arange(n)),
+            "x": pa.array(np.arange(n) * 0.5),
+            "s": pa.array([f"v{i % 1000:04d}" for i in range(n)]),
+        }
+    )
+    # Pages of 64 rows: a page index of ~160 KB before a ~2 KB footer.
+    data = parquet_bytes(
+        table,
+        row_group_size=25_000,
+        write_page_index=True,
+        data_page_size=256,
+        write_batch_size=64,
+        compression="none",
+    )
+    footer = int.from_bytes(data[-8:-4], "little") + 8
+    assert footer < 64 * 1024 < len(data)
+    toxi.add_toxic("s3", "latency", {"latency": 30})
+    opts = s3.options(proxied=True)
+    filters = [("id", ">=", 99_000)]
+    want = pq.read_table(pa.BufferReader(data), filters=filters)
+    assert want.num_rows == 1_000
+
+    on = fastingest.ReadStats()
+    url = s3.put("pageindex/on.parquet", data)
+    got = fastingest.read_parquet(url, filters=filters, storage_options=opts, stats=on)
+    assert_tables_equal(got, want)
+    assert on.unplanned_requests == 0, on
+    # The tail, and the long tail: it held the index and the last row
+    # group's pages too, so the plan needed no request of its own.
+    assert on.requests == 2, on
+
+    off = fastingest.ReadStats()
+    url = s3.put("pageindex/off.parquet", data)
+    cfg = fastingest.Config(long_footer_prefetch=0)
+    got = fastingest.read_parquet(url, filters=filters, storage_options=opts, stats=off, config=cfg)
+    assert_tables_equal(got, want)
+    assert off.unplanned_requests >= 1, off
+    assert off.requests > 2 and off.bytes_needed == on.bytes_needed, off
+
+
 def test_presigned_https_url(s3):
     table = numeric_table(5000)
     s3.put("signed/n.parquet", parquet_bytes(table, row_group_size=1000))

@@ -68,8 +68,10 @@ class Config:
       request is not answered within 5 ms gets a second request beside it
       for this many bytes of its end, so a footer longer than
       ``footer_prefetch`` (a wide or long file) needs no request after the
-      first answer. It is cancelled as soon as that answer shows the footer
-      fits. 0 (or anything up to ``footer_prefetch``) turns it off.
+      first answer, nor does the page index before it that a filtered read
+      uses. It is cancelled as soon as that answer shows the footer fits
+      (and, with a filter, once the footer shows where the page index is).
+      0 (or anything up to ``footer_prefetch``) turns it off.
     - ``small_file`` (1 MiB): a remote file that a glob listed at most this big
       is fetched whole in its first request (one request per file, not two).
     - ``start_prefetch`` (8 MiB): ``read_parquet`` or ``iter_batches`` of all

@@ -21,8 +21,10 @@ pub struct Config {
     /// answered within 5 ms (a link with a round trip to speak of), gets a
     /// second request beside it for this many bytes of its end: a footer
     /// longer than `footer_prefetch` (wide or long files) then takes no
-    /// further round trip. It is cancelled as soon as the first answer
-    /// shows the footer fits in it. 0 (or anything up to `footer_prefetch`):
+    /// further round trip, nor does the page index before it that a filter
+    /// uses. It is cancelled as soon as the first answer shows the footer
+    /// fits in it (with the page index wanted, once the footer says where
+    /// that is). 0 (or anything up to `footer_prefetch`):
     /// never.
     pub long_footer_prefetch: u64,
     /// A remote file whose size a listing already gave and that is at most

@@ -193,10 +193,18 @@ async fn read_any_footer(
     }
     let footer_start = size - FOOTER_TRAILER - meta_len;
     // A footer longer than the first request: the long tail asked for
-    // beside it, or one more request.
-    let tail = fetcher
-        .tail_from(source, tail, long_tail, footer_start)
-        .await?;
+    // beside it, or one more request. A footer that fits keeps the long tail
+    // when the page index is wanted: it lies before the footer, which says
+    // where.
+    let (tail, long_tail) = match footer_start >= tail.start() {
+        true => (tail, long_tail.filter(|_| with_page_index)),
+        false => {
+            let tail = fetcher
+                .tail_from(source, tail, long_tail, footer_start)
+                .await?;
+            (tail, None)
+        }
+    };
     let footer = tail
         .bytes
         .slice((footer_start - tail.start()) as usize..tail.bytes.len() - 8);
@@ -235,6 +243,12 @@ async fn read_any_footer(
         check_chunk_ranges(location, &metadata, footer_start)?;
     }
     let metadata = fix_row_count(metadata);
+    let tail = match page_index_start(&metadata, footer_start) {
+        Some(at) if with_page_index && long_tail.is_some() => {
+            fetcher.tail_from(source, tail, long_tail, at).await?
+        }
+        _ => tail,
+    };
     let tail_bytes = tail.bytes.clone();
     let metadata = if with_page_index {
         load_page_index(fetcher, source, metadata, tail).await?
@@ -251,6 +265,23 @@ async fn read_any_footer(
         tail: tail_bytes,
         start,
     })
+}
+
+/// Where the page index (column and offset indexes) begins: before the
+/// footer, where writers put it. `None` without one, or where the footer
+/// places it anywhere else (the page index reader then asks for what it
+/// names).
+fn page_index_start(metadata: &ParquetMetaData, footer_start: u64) -> Option<u64> {
+    let start = metadata
+        .row_groups()
+        .iter()
+        .flat_map(|rg| rg.columns())
+        .flat_map(|c| [c.column_index_offset(), c.offset_index_offset()])
+        .flatten()
+        .min()?;
+    u64::try_from(start)
+        .ok()
+        .filter(|&at| (4..footer_start).contains(&at))
 }
 
 /// The widest fixed-length value read (`FIXED_LEN_BYTE_ARRAY`'s
