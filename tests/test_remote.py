@@ -367,6 +367,36 @@ def test_azure_read(azure):
         fastingest.read_parquet("az://data/x/none.parquet", storage_options=opts)
 
 
+def test_azure_through_a_slow_link_is_asked_for_no_long_tail(azure, toxi):
+    """Azure has no suffix ranges (object_store refuses one without sending
+    it; the footer takes a HEAD and a bounded GET instead): through a link
+    with latency (and on loopback, where the HEAD and GET take over 5 ms
+    too) no long tail is attempted beside the footer request: the requests
+    counted are the ones made."""
+    azure.azure_create_container("slowlink")
+    direct = azure.azure_options()
+    host = direct["endpoint"].removeprefix("http://").split("/", 1)[0]
+    listen = toxi.proxies.get("azure") or toxi.create("azure", host)
+    slow = {**direct, "endpoint": direct["endpoint"].replace(host, listen)}
+    table = pa.table({f"column_with_a_long_name_{i:04d}": [i] for i in range(1500)})
+    for name in ("fast", "slow"):
+        fastingest._fastingest._put(f"az://slowlink/{name}.parquet", parquet_bytes(table), direct)
+    fast_stats = fastingest.ReadStats()
+    fastingest.metadata("az://slowlink/fast.parquet", storage_options=direct, stats=fast_stats)
+    toxi.add_toxic("azure", "latency", {"latency": 30})
+    try:
+        slow_stats = fastingest.ReadStats()
+        md = fastingest.metadata(
+            "az://slowlink/slow.parquet", storage_options=slow, stats=slow_stats
+        )
+    finally:
+        toxi.clear("azure")
+    assert len(md["schema"]) == 1500
+    # Counted: the tail (object_store's HEAD and bounded GET, one attempt)
+    # and the footer's part before it. A long tail attempted would be a third.
+    assert slow_stats.requests == fast_stats.requests == 2, (slow_stats, fast_stats)
+
+
 # -- faults ------------------------------------------------------------------
 
 

@@ -1,6 +1,7 @@
 //! Objects in an `object_store` backend (S3, GCS, Azure, memory).
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
 use bytes::BytesMut;
@@ -23,6 +24,9 @@ pub struct ObjectStoreSource {
     path: Path,
     seen: std::sync::OnceLock<ObjectVersion>,
     listed: Option<ObjectVersion>,
+    /// The store refused a suffix range (Azure has none, and object_store
+    /// says so without a request): a longer tail is then not asked for.
+    no_suffix: AtomicBool,
 }
 
 impl ObjectStoreSource {
@@ -41,6 +45,7 @@ impl ObjectStoreSource {
             path,
             seen: std::sync::OnceLock::new(),
             listed: None,
+            no_suffix: AtomicBool::new(false),
         }
     }
 
@@ -59,6 +64,7 @@ impl ObjectStoreSource {
             path: self.path.clone(),
             seen: std::sync::OnceLock::new(),
             listed: Some(version),
+            no_suffix: AtomicBool::new(self.no_suffix.load(Relaxed)),
         }
     }
 
@@ -168,6 +174,7 @@ impl RangeSource for ObjectStoreSource {
                 Ok(r) => r,
                 // Azure has no suffix ranges: learn the size first (two requests).
                 Err(object_store::Error::NotSupported { .. }) => {
+                    self.no_suffix.store(true, Relaxed);
                     let meta = self
                         .store
                         .head(&self.path)
@@ -230,10 +237,11 @@ impl RangeSource for ObjectStoreSource {
 
     fn read_guess(&self, guess: Guess) -> Option<Guessed<'_>> {
         // object_store accepts a range the object ends within (it checks the
-        // Content-Range against the range cut at the object's size). Azure
-        // has no suffix ranges: a `Last` guess fails there, and is not used.
+        // Content-Range against the range cut at the object's size).
         let range = match guess {
             Guess::Range(range) => GetRange::Bounded(range),
+            // The first tail, asked for before any guess, found out.
+            Guess::Last(_) if self.no_suffix.load(Relaxed) => return None,
             Guess::Last(len) => GetRange::Suffix(len),
         };
         Some(
