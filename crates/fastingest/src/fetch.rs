@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::io::{Guess, ObjectVersion, Tail};
-use crate::known::{from_start, joined, Known, LongTail, StartBytes, StartSlice};
+use crate::known::{from_start, joined, GuessedBytes, Known, LongTail, StartSlice};
 use crate::plan::{FilePlan, PlanUnit, Span, MIN_SLICE};
 use crate::request::{closed, ByteSource};
 use crate::source::Source;
@@ -125,7 +125,7 @@ impl Fetcher {
                 let mut task = AbortOnDrop(tokio::spawn(async move {
                     fetcher.0.bytes.guess(&source, guess).await
                 }));
-                let bytes: BoxFuture<'static, StartBytes> =
+                let bytes: BoxFuture<'static, GuessedBytes> =
                     async move { (&mut task.0).await.ok().flatten() }.boxed();
                 StartSlice {
                     range,

@@ -17,7 +17,7 @@ use crate::io::{ObjectVersion, Tail};
 /// What a speculative request brought: its bytes (fewer than asked where the
 /// file is shorter) and the version they are of; `None` when it failed (a
 /// file that ends before the slice of its start asked for fails with 416).
-pub type StartBytes = Option<(Bytes, ObjectVersion)>;
+pub type GuessedBytes = Option<(Bytes, ObjectVersion)>;
 
 /// One request for part of a file's start, on its way.
 #[derive(Clone)]
@@ -25,7 +25,7 @@ pub struct StartSlice {
     /// The bytes asked for.
     pub range: Range<u64>,
     /// Resolves when the request is answered.
-    pub bytes: Shared<BoxFuture<'static, StartBytes>>,
+    pub bytes: Shared<BoxFuture<'static, GuessedBytes>>,
 }
 
 impl fmt::Debug for StartSlice {
@@ -39,7 +39,7 @@ impl fmt::Debug for StartSlice {
 /// A longer end of the file than the footer request asked for, on its way:
 /// it serves a footer (or ORC tail) longer than that request brought.
 /// Dropping it cancels the request.
-pub struct LongTail(pub(crate) AbortOnDrop<StartBytes>);
+pub struct LongTail(pub(crate) AbortOnDrop<GuessedBytes>);
 
 impl LongTail {
     /// The end of the file it brought, if it did and that is of `version`
@@ -121,7 +121,7 @@ impl Known {
 /// the two responses).
 pub fn from_start(
     slice: &Range<u64>,
-    got: &StartBytes,
+    got: &GuessedBytes,
     range: &Range<u64>,
     version: Option<&ObjectVersion>,
 ) -> Option<Bytes> {
