@@ -40,6 +40,13 @@ pub type SpanFuture = Shared<BoxFuture<'static, Result<Bytes>>>;
 /// Aborts the wrapped task when dropped, so an abandoned read stops fetching.
 pub struct AbortOnDrop<T>(pub JoinHandle<T>);
 
+impl<T> AbortOnDrop<T> {
+    /// The task's result; `None` when it was cancelled or panicked.
+    pub async fn result(&mut self) -> Option<T> {
+        (&mut self.0).await.ok()
+    }
+}
+
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
@@ -109,24 +116,15 @@ impl Fetcher {
             return Ok(FooterRound::alone(tail?));
         }
         // First the long tail: a footer that needs it waits for it.
-        let long_tail = long_tail_len.map(|len| {
-            let (fetcher, source) = (self.clone(), Arc::clone(source));
-            let task =
-                tokio::spawn(async move { fetcher.0.bytes.guess(&source, Guess::Last(len)).await });
-            LongTail(AbortOnDrop(task))
-        });
+        let long_tail = long_tail_len.map(|len| LongTail(self.guess(source, Guess::Last(len))));
         let start: Vec<StartSlice> = crate::plan::split(START..START + beside.start, MIN_SLICE)
             .into_iter()
             .map(|range| {
-                let (fetcher, source) = (self.clone(), Arc::clone(source));
-                let guess = Guess::Range(range.clone());
                 // Cancelled when the last holder of the slice lets go (a
                 // read abandoned, or a plan that needs none of it).
-                let mut task = AbortOnDrop(tokio::spawn(async move {
-                    fetcher.0.bytes.guess(&source, guess).await
-                }));
+                let mut task = self.guess(source, Guess::Range(range.clone()));
                 let bytes: BoxFuture<'static, GuessedBytes> =
-                    async move { (&mut task.0).await.ok().flatten() }.boxed();
+                    async move { task.result().await.flatten() }.boxed();
                 StartSlice {
                     range,
                     bytes: bytes.shared(),
@@ -138,6 +136,15 @@ impl Fetcher {
             start,
             long_tail,
         })
+    }
+
+    /// A speculative request in the background (see
+    /// [`ByteSource::guess`]); dropping the handle cancels it.
+    fn guess(&self, source: &Source, guess: Guess) -> AbortOnDrop<GuessedBytes> {
+        let (fetcher, source) = (self.clone(), Arc::clone(source));
+        AbortOnDrop(tokio::spawn(async move {
+            fetcher.0.bytes.guess(&source, guess).await
+        }))
     }
 
     /// The file's bytes from `from` to its end, as a tail: `tail` where it
@@ -264,15 +271,22 @@ pub struct Beside {
 }
 
 impl Beside {
-    /// What the footer request of `source` asks for beside it, but for the
-    /// file's start: its long tail, when the file is remote and no listing
-    /// gave its size (a listing's files are many, and those of at most
-    /// `small_file` are fetched whole).
-    pub fn footer_of(fetcher: &Fetcher, source: &Source) -> Self {
-        let remote_unlisted = !source.is_local() && source.listed_version().is_none();
+    /// What the footer request of `source` asks for beside it: nothing
+    /// unless the file is remote and no listing gave its size (a listing's
+    /// files are many, and those of at most `small_file` are fetched whole);
+    /// then its long tail, and its start when the read wants all of the file.
+    pub fn footer_of(fetcher: &Fetcher, source: &Source, wants_whole_file: bool) -> Self {
+        if source.is_local() || source.listed_version().is_some() {
+            return Beside::default();
+        }
+        let config = fetcher.config();
         Beside {
-            start: 0,
-            long_tail: remote_unlisted.then_some(fetcher.config().long_footer_prefetch),
+            start: if wants_whole_file {
+                config.start_prefetch
+            } else {
+                0
+            },
+            long_tail: Some(config.long_footer_prefetch),
         }
     }
 }

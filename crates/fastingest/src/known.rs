@@ -45,7 +45,7 @@ impl LongTail {
     /// The end of the file it brought, if it did and that is of `version`
     /// (the first tail's: the object may have been replaced in between).
     pub async fn bytes(mut self, version: Option<&ObjectVersion>) -> Option<Tail> {
-        let (bytes, v) = (&mut self.0 .0).await.ok().flatten()?;
+        let (bytes, v) = self.0.result().await.flatten()?;
         if !version.is_some_and(|t| t.same_as(&v)) {
             return None;
         }

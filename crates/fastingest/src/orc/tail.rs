@@ -194,7 +194,7 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
     let prefetch = fetcher.config().footer_prefetch.max(ORC_FIRST_READ);
     // On a slow link, a longer tail in case the metadata is long (many
     // stripes or columns).
-    let beside = Beside::footer_of(fetcher, source);
+    let beside = Beside::footer_of(fetcher, source, false);
     let FooterRound {
         tail, long_tail, ..
     } = fetcher

@@ -74,30 +74,25 @@ fn first_request_len(fetcher: &Fetcher, source: &Source) -> u64 {
     }
 }
 
-/// Reads and decodes the footer of `source`, fetching up to `start_len`
-/// bytes of the file's start beside it (for a read that wants all of it;
-/// see `Config::start_prefetch`; 0: none).
+/// Reads and decodes the footer of `source`; for a read that wants all of
+/// the file (`wants_whole_file`), the file's start may come beside it (see
+/// [`Beside::footer_of`] and `Config::start_prefetch`).
 pub async fn read_footer(
     fetcher: &Fetcher,
     source: &Source,
     with_page_index: bool,
-    start_len: u64,
+    wants_whole_file: bool,
 ) -> Result<Footer> {
-    read_any_footer(
-        fetcher,
-        source,
-        with_page_index,
-        FooterOf::DataFile,
-        start_len,
-    )
-    .await
+    let beside = Beside::footer_of(fetcher, source, wants_whole_file);
+    read_any_footer(fetcher, source, with_page_index, FooterOf::DataFile, beside).await
 }
 
 /// Reads and decodes the footer of a `_metadata` summary file: its column
 /// chunks lie in other files, so they are not checked against its own size
 /// (see `summary.rs`), and it is not kept with the data files' footers.
 pub(super) async fn read_summary_footer(fetcher: &Fetcher, source: &Source) -> Result<Footer> {
-    read_any_footer(fetcher, source, false, FooterOf::Summary, 0).await
+    let beside = Beside::footer_of(fetcher, source, false);
+    read_any_footer(fetcher, source, false, FooterOf::Summary, beside).await
 }
 
 /// Whose footer is read.
@@ -114,13 +109,9 @@ async fn read_any_footer(
     source: &Source,
     with_page_index: bool,
     of: FooterOf,
-    start_len: u64,
+    beside: Beside,
 ) -> Result<Footer> {
     let location = source.location();
-    let beside = Beside {
-        start: start_len,
-        ..Beside::footer_of(fetcher, source)
-    };
     let FooterRound {
         tail,
         start,

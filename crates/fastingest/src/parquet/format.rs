@@ -280,14 +280,9 @@ async fn footer_for(
             return Ok(footer);
         }
     }
-    // A remote file of unknown size that the read wants all of: its start
-    // comes in the footer's round trip (a small file needs no second one).
-    let start_len =
-        match !source.is_local() && source.listed_version().is_none() && scope.reads_whole_file() {
-            true => fetcher.config().start_prefetch,
-            false => 0,
-        };
-    read_footer(fetcher, source, with_page_index, start_len).await
+    // A read that wants all of a remote file of unknown size gets its start
+    // in the footer's round trip (a small file needs no second one).
+    read_footer(fetcher, source, with_page_index, scope.reads_whole_file()).await
 }
 
 /// Reads the footer and plans the fetch of one file.
