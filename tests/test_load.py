@@ -148,8 +148,14 @@ def test_soak_with_resets_and_cut_bodies_levels_off(s3, toxi):
     table = numeric_table(60_000)
     url = s3.put("soak/t.parquet", parquet_bytes(table, row_group_size=10_000, compression="none"))
     options = s3.options(proxied=True)
+    # Requests under the 150 kB cut, whether the proxy on loopback answers
+    # like a near store or not.
     config = fastingest.Config(
-        slice_size="64K", max_retries=50, retry_backoff=0.005, retry_backoff_max=0.05
+        slice_size="64K",
+        near_slice_size="64K",
+        max_retries=50,
+        retry_backoff=0.005,
+        retry_backoff_max=0.05,
     )
     faults = [
         ("reset_peer", {"timeout": 20}, 0.3),

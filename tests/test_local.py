@@ -297,6 +297,11 @@ def test_config_from_kwargs_env_and_errors(numeric_file, monkeypatch):
         fastingest.Config(no_such_knob=1)
     with pytest.raises(ValueError):
         fastingest.Config(max_in_flight=0)
+    assert fastingest.Config().near_slice_size == 16 << 20
+    monkeypatch.setenv("FASTINGEST_NEAR_SLICE_SIZE", "0")
+    assert fastingest.Config().near_slice_size == 0  # 0: slice_size
+    with pytest.raises(ValueError, match="near_slice_size"):
+        fastingest.Config(near_slice_size="1K")
     tiny = fastingest.Config(slice_size="4K", hole_limit=0)
     stats = fastingest.ReadStats()
     got = fastingest.read_parquet(numeric_file, config=tiny, stats=stats)

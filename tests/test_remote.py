@@ -294,6 +294,48 @@ def test_a_page_index_comes_from_the_long_tail_on_a_slow_link(s3, toxi):
     assert off.requests > 2 and off.bytes_needed == on.bytes_needed, off
 
 
+def test_a_near_store_gets_fewer_larger_requests(s3, toxi):
+    """A store that answers a footer request within 5 ms (MinIO on loopback)
+    is near: there each request costs the server CPU more than a round trip
+    costs the link, so a read's slices are `near_slice_size`, and a stream's
+    first row group goes as its plan's slices rather than spread wider.
+    Through a 30 ms link the same reads keep `slice_size`."""
+    import numpy as np
+
+    rng = np.random.default_rng(11)
+    n = 1_500_000
+    table = pa.table({c: rng.integers(0, 2**62, n) for c in ("a", "b")})
+    data = parquet_bytes(table, compression="none", use_dictionary=False, row_group_size=n)
+    url = s3.put("near/one.parquet", data)
+    meta = pq.ParquetFile(pa.BufferReader(data)).metadata.row_group(0)
+    chunks = [meta.column(i).total_compressed_size for i in range(2)]
+    mib = 1 << 20
+    # Speculation off, so that only the plan's requests follow the footer's.
+    cfg = fastingest.Config(
+        slice_size=mib, near_slice_size=2 * mib, start_prefetch=0, long_footer_prefetch=0
+    )
+
+    def requests(opts: dict, stream: bool) -> int:
+        stats = fastingest.ReadStats()
+        if stream:
+            got = fastingest.iter_batches(url, storage_options=opts, config=cfg, stats=stats)
+            got = got.read_all()
+        else:
+            got = fastingest.read_parquet(url, storage_options=opts, config=cfg, stats=stats)
+        assert_tables_equal(got, table)
+        return stats.requests
+
+    def footer_and_slices(slice_size: int) -> int:
+        return 1 + sum(-(-c // slice_size) for c in chunks)
+
+    # A loaded loopback may answer a footer late; near in one of three tries.
+    assert min(requests(s3.options(), False) for _ in range(3)) == footer_and_slices(2 * mib)
+    assert min(requests(s3.options(), True) for _ in range(3)) == footer_and_slices(2 * mib)
+    toxi.add_toxic("s3", "latency", {"latency": 30})
+    far = s3.options(proxied=True)
+    assert requests(far, False) == requests(far, True) == footer_and_slices(mib) == 25
+
+
 def test_presigned_https_url(s3):
     table = numeric_table(5000)
     s3.put("signed/n.parquet", parquet_bytes(table, row_group_size=1000))
@@ -434,6 +476,7 @@ def test_faults_give_the_right_table_after_retries(s3, toxi, fault_table, kind, 
     # (128 KiB requests count a quarter slot: 16 at once).
     cfg = fastingest.Config(
         slice_size="128K",
+        near_slice_size="128K",  # the proxy on loopback answers within 5 ms
         max_in_flight=4,
         max_retries=30,
         retry_backoff=0.01,
@@ -540,7 +583,11 @@ def test_exhausted_retries_name_the_byte_range(s3, toxi, fault_table):
     # every 256 KiB slice fails on every attempt.
     toxi.add_toxic("s3", "limit_data", {"bytes": 100_000})
     cfg = fastingest.Config(
-        slice_size="256K", max_retries=2, retry_backoff=0.01, retry_backoff_max=0.05
+        slice_size="256K",
+        near_slice_size="256K",  # the proxy on loopback answers within 5 ms
+        max_retries=2,
+        retry_backoff=0.01,
+        retry_backoff_max=0.05,
     )
     with pytest.raises(
         fastingest.RemoteIOError, match=r"faults/n.parquet: read of bytes \d+\.\.\d+ failed after 3"
@@ -689,8 +736,8 @@ def test_object_replaced_mid_read_is_an_error_not_a_mixed_table(s3, toxi):
         "import json, sys, fastingest\n"
         # 256 KiB requests count a quarter slot: 8 at once. No start asked
         # for beside the footer: all of the data comes after it.
-        "cfg = fastingest.Config(slice_size='256K', max_in_flight=2, request_timeout=30,\n"
-        "                        start_prefetch=0)\n"
+        "cfg = fastingest.Config(slice_size='256K', near_slice_size='256K', max_in_flight=2,\n"
+        "                        request_timeout=30, start_prefetch=0)\n"
         "try:\n"
         "    fastingest.read_parquet(sys.argv[1], storage_options=json.loads(sys.argv[2]),\n"
         "                            config=cfg)\n"
@@ -751,10 +798,12 @@ def test_small_listed_files_take_one_request_each(s3):
     assert streamed.equals(got) and stats.requests == 1 + 6
 
 
-def test_s3_stream_fetches_its_first_row_group_first_in_finer_requests(s3):
-    """A stream's first row group goes alone, in requests of about 1 MiB
-    (more connections bring it sooner), and its first 64 Ki rows come as a
-    batch of their own; the rows are those of the whole read."""
+def test_s3_stream_fetches_its_first_row_group_first_in_finer_requests(s3, toxi):
+    """A stream's first row group goes alone, through a link with round trips
+    in requests of about 1 MiB (more connections bring it sooner), from a
+    near store in the plan's own slices (there each request costs the server
+    more than a round trip); its first 64 Ki rows come as a batch of their
+    own; the rows are those of the whole read."""
     import numpy as np
 
     rows = 1_600_000  # 2 row groups of 12.8 MB: the whole read's requests are 3.2 MB
@@ -764,12 +813,22 @@ def test_s3_stream_fetches_its_first_row_group_first_in_finer_requests(s3):
     url = s3.put("stream/first.parquet", data)
     first_group = pq.ParquetFile(pa.BufferReader(data)).metadata.row_group(0)
     assert first_group.total_byte_size > 12 << 20
-    opts = s3.options()
-    whole = fastingest.ReadStats()
-    want = fastingest.read_parquet(url, storage_options=opts, stats=whole)
-    streamed = fastingest.ReadStats()
-    batches = list(fastingest.iter_batches(url, storage_options=opts, stats=streamed))
-    assert batches[0].num_rows == 65_536
-    assert pa.Table.from_batches(batches).equals(want)
-    assert streamed.bytes_needed == whole.bytes_needed
-    assert streamed.requests >= whole.requests + 3, (streamed, whole)
+    cfg = fastingest.Config(start_prefetch=0, long_footer_prefetch=0)
+
+    def read_and_stream(opts: dict) -> tuple[int, int]:
+        whole = fastingest.ReadStats()
+        want = fastingest.read_parquet(url, storage_options=opts, config=cfg, stats=whole)
+        streamed = fastingest.ReadStats()
+        stream = fastingest.iter_batches(url, storage_options=opts, config=cfg, stats=streamed)
+        batches = list(stream)
+        assert batches[0].num_rows == 65_536
+        assert pa.Table.from_batches(batches).equals(want)
+        assert streamed.bytes_needed == whole.bytes_needed
+        return whole.requests, streamed.requests
+
+    # A loaded loopback may answer a footer late; near in one of three tries.
+    near = [read_and_stream(s3.options()) for _ in range(3)]
+    assert any(streamed == whole for whole, streamed in near), near
+    toxi.add_toxic("s3", "latency", {"latency": 30})
+    whole, streamed = read_and_stream(s3.options(proxied=True))
+    assert streamed >= whole + 3, (streamed, whole)

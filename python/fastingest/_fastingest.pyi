@@ -86,7 +86,15 @@ class Config:
     - ``hole_limit`` (64 KiB): ranges closer than this are fetched together.
     - ``slice_size`` (8 MiB): the largest single request; longer ranges are
       split and fetched in parallel into one buffer. A read smaller than 8
-      slices is cut into about 8 requests of at least 1 MiB instead.
+      slices is cut into about 8 requests of at least 1 MiB instead. Through
+      a link with round trips; a near store has ``near_slice_size``.
+    - ``near_slice_size`` (16 MiB): the largest single request to a near
+      store, one that answered a footer request of the read within 5 ms
+      (loopback, the same rack): there each request costs the server more
+      than its round trip costs the link, so fewer, larger requests bring the
+      bytes sooner; a stream's first row group then goes as the plan's
+      slices too, not spread over 16 requests. At most ``memory_budget``;
+      0: ``slice_size``.
     - ``max_in_flight`` (32): requests in flight at once, all files together;
       requests of at most 1 MiB (footers, small files) count half and those
       of at most 256 KiB (the chunks of a few columns of a wide file) a
@@ -123,6 +131,7 @@ class Config:
     start_prefetch: int
     hole_limit: int
     slice_size: int
+    near_slice_size: int
     max_in_flight: int
     memory_budget: int
     max_retries: int

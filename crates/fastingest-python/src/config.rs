@@ -44,6 +44,7 @@ impl PyConfig {
         d.set_item("start_prefetch", c.start_prefetch)?;
         d.set_item("hole_limit", c.hole_limit)?;
         d.set_item("slice_size", c.slice_size)?;
+        d.set_item("near_slice_size", c.near_slice_size)?;
         d.set_item("max_in_flight", c.max_in_flight)?;
         d.set_item("memory_budget", c.memory_budget)?;
         d.set_item("max_retries", c.max_retries)?;

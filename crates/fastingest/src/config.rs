@@ -42,7 +42,14 @@ pub struct Config {
     pub hole_limit: u64,
     /// Largest single request; longer ranges are split into slices of this
     /// size. A smaller read gets smaller slices ([`crate::plan::slice_for`]).
+    /// A near store has its own, `near_slice_size`.
     pub slice_size: u64,
+    /// Largest single request to a near store: one that answered a footer
+    /// request of the read within 5 ms (loopback, the same rack), where a
+    /// request costs the server more than its round trip costs the link, so
+    /// fewer, larger requests bring the bytes sooner (`Fetcher::max_slice`).
+    /// At most `memory_budget`; 0: `slice_size`.
+    pub near_slice_size: u64,
     /// Most requests in flight at once for one read (all files together);
     /// requests of at most 1 MiB count half and those of at most 256 KiB a
     /// quarter (they are bound by latency, not bandwidth), so up to twice
@@ -106,6 +113,7 @@ impl Config {
             start_prefetch: 8 * MIB,
             hole_limit: 64 * KIB,
             slice_size: 8 * MIB,
+            near_slice_size: 16 * MIB,
             max_in_flight: 32,
             memory_budget: 512 * MIB,
             max_retries: 5,
@@ -143,6 +151,7 @@ impl Config {
         "start_prefetch",
         "hole_limit",
         "slice_size",
+        "near_slice_size",
         "max_in_flight",
         "memory_budget",
         "max_retries",
@@ -183,6 +192,7 @@ impl Config {
             "start_prefetch" => self.start_prefetch = size()?,
             "hole_limit" => self.hole_limit = size()?,
             "slice_size" => self.slice_size = size()?,
+            "near_slice_size" => self.near_slice_size = size()?,
             "max_in_flight" => self.max_in_flight = count()?,
             "memory_budget" => self.memory_budget = size()?,
             "max_retries" => self.max_retries = count()? as u32,
@@ -224,6 +234,9 @@ impl Config {
         }
         if self.slice_size < 4 * KIB {
             return fail("slice_size must be at least 4 KiB");
+        }
+        if self.near_slice_size != 0 && self.near_slice_size < 4 * KIB {
+            return fail("near_slice_size must be 0 or at least 4 KiB");
         }
         if self.max_in_flight == 0 {
             return fail("max_in_flight must be at least 1");
@@ -314,6 +327,12 @@ mod tests {
         c.set("slice_size", "4M").unwrap();
         assert_eq!(c.slice_size, 4 * MIB);
         assert!(c.set("slice_size", "four").is_err());
+        c.set("near_slice_size", "0").unwrap();
+        c.validate().unwrap();
+        c.set("near_slice_size", "1K").unwrap();
+        assert!(c.validate().is_err(), "a near slice of 1 KiB");
+        c.set("near_slice_size", "32M").unwrap();
+        assert_eq!(c.near_slice_size, 32 * MIB);
         assert!(c.set("no_such_key", "1").is_err());
         c.set("summary_files", "Trust").unwrap();
         assert_eq!(c.summary_files, SummaryFiles::Trust);

@@ -550,3 +550,73 @@ async fn a_start_nobody_holds_any_more_is_cancelled() {
     );
     assert_eq!(source.guesses_answered.load(SeqCst), 0, "none was brought");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_store_that_answers_the_footer_at_once_is_near_and_gets_its_own_slices() {
+    let cfg = Config {
+        near_slice_size: 8 << 20,
+        ..config(8, 4 << 20)
+    };
+    for (source, near) in [
+        (Instrumented::new(1 << 20, 0), true),
+        (slow_link(1 << 20), false),
+    ] {
+        let fetcher = Fetcher::new(cfg.clone(), ReadStats::new());
+        assert!(!fetcher.store_is_near(), "no footer answered yet");
+        assert_eq!(fetcher.max_slice(), 4 << 20);
+        let src: Source = Arc::new(source);
+        fetcher.fetch_tail(&src, 64 * 1024).await.unwrap();
+        assert_eq!(fetcher.store_is_near(), near);
+        let planned = crate::pipeline::checked_plan("x", 1 << 30, vec![], &fetcher, 1).unwrap();
+        assert_eq!(planned.slice_size, 1 << 20, "a small read keeps its spread");
+        let big = vec![PlanUnit {
+            index: 0,
+            ranges: std::iter::once(0..(256 << 20)).collect(),
+        }];
+        let planned = crate::pipeline::checked_plan("x", 1 << 30, big, &fetcher, 1).unwrap();
+        let want = if near { 8 << 20 } else { 4 << 20 };
+        assert_eq!((fetcher.max_slice(), planned.slice_size), (want, want));
+        assert_eq!(planned.num_requests() as u64, (256 << 20) / want);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_local_file_does_not_make_the_store_near() {
+    let dir = std::env::temp_dir().join(format!("fastingest-near-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("file.bin");
+    std::fs::write(&path, vec![7u8; 100_000]).unwrap();
+    let src: Source =
+        Arc::new(crate::io::LocalSource::open(path.clone(), "file.bin".into()).unwrap());
+    let fetcher = Fetcher::new(config(8, 4 << 20), ReadStats::new());
+    let tail = fetcher.fetch_tail(&src, 4096).await.unwrap();
+    assert_eq!(tail.size, 100_000);
+    // Local reads are planned as before: no store was asked anything.
+    assert!(!fetcher.store_is_near());
+    assert_eq!(fetcher.max_slice(), 4 << 20);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_near_store_s_slices_stay_within_the_memory_budget_and_0_means_slice_size() {
+    for (near_slice_size, memory_budget, want) in [
+        (32 << 20, 12 << 20, 12 << 20),
+        (0, 64 << 20, 4 << 20),
+        (16 << 20, 64 << 20, 16 << 20),
+    ] {
+        let cfg = Config {
+            near_slice_size,
+            memory_budget,
+            ..config(8, 4 << 20)
+        };
+        let fetcher = Fetcher::new(cfg, ReadStats::new());
+        let src: Source = Arc::new(Instrumented::new(1 << 20, 0));
+        fetcher.fetch_tail(&src, 64 * 1024).await.unwrap();
+        assert!(fetcher.store_is_near());
+        assert_eq!(
+            fetcher.max_slice(),
+            want,
+            "near_slice_size {near_slice_size}"
+        );
+    }
+}

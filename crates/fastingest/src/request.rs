@@ -10,7 +10,8 @@
 
 use std::fmt::Debug;
 use std::ops::Range;
-use std::time::Instant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use futures::future::BoxFuture;
@@ -76,6 +77,13 @@ pub trait ByteSource: Send + Sync + Debug {
     /// The object's current version, asked of the store.
     fn head<'a>(&'a self, file: &'a Source) -> BoxFuture<'a, Result<ObjectVersion>>;
 
+    /// How soon the store answered this read's quickest footer request of a
+    /// remote file: the link's round trip and the store's time to first
+    /// byte together (`None` while no such request has been answered).
+    fn quickest_answer(&self) -> Option<Duration> {
+        None
+    }
+
     /// Speculation: what `guess` asks of `file` (see [`Guess`]), in one
     /// attempt, with the version it was of; `None` when the attempt failed
     /// or is not made (a cache in front of the store makes none: a cached
@@ -99,6 +107,8 @@ pub struct StoreRequests {
     local_reads: Semaphore,
     budget: Semaphore,
     budget_units: u32,
+    /// [`ByteSource::quickest_answer`] in nanoseconds (`u64::MAX`: none yet).
+    quickest_answer_ns: AtomicU64,
 }
 
 impl StoreRequests {
@@ -112,6 +122,7 @@ impl StoreRequests {
             local_reads: Semaphore::new(local_read_limit(config.max_in_flight)),
             budget: Semaphore::new(budget_units as usize),
             budget_units,
+            quickest_answer_ns: AtomicU64::new(u64::MAX),
             config,
             stats,
         }
@@ -137,7 +148,12 @@ impl StoreRequests {
         })
         .await
         .map_err(|e| e.reading(&format!("reading the last {len} bytes (the footer)")))?;
-        self.stats.add_fetch_time(started.elapsed());
+        let took = started.elapsed();
+        if !file.is_local() {
+            let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+            self.quickest_answer_ns.fetch_min(ns, Ordering::Relaxed);
+        }
+        self.stats.add_fetch_time(took);
         self.stats.add_fetched(tail.bytes.len() as u64);
         Ok(tail)
     }
@@ -225,6 +241,13 @@ impl ByteSource for StoreRequests {
             Some((bytes, version))
         }
         .boxed()
+    }
+
+    fn quickest_answer(&self) -> Option<Duration> {
+        match self.quickest_answer_ns.load(Ordering::Relaxed) {
+            u64::MAX => None,
+            ns => Some(Duration::from_nanos(ns)),
+        }
     }
 
     fn head<'a>(&'a self, file: &'a Source) -> BoxFuture<'a, Result<ObjectVersion>> {

@@ -82,6 +82,10 @@ impl ByteSource for CachedBytes {
     fn head<'a>(&'a self, file: &'a Source) -> BoxFuture<'a, Result<ObjectVersion>> {
         self.inner.head(file)
     }
+
+    fn quickest_answer(&self) -> Option<std::time::Duration> {
+        self.inner.quickest_answer()
+    }
 }
 
 impl Listings for Cache {

@@ -251,7 +251,7 @@ async fn prepare(fetcher: &Fetcher, source: Source, scope: &FileScope<'_>) -> Re
         &location,
         tail.file_size,
         units,
-        fetcher.config(),
+        fetcher,
         scope.files_in_read(),
     )?;
     Ok(PreparedOrc {
@@ -369,7 +369,7 @@ async fn fetch_stripe_footers(
         })
         .collect::<Result<Vec<_>>>()?;
     // Stripe footers: small ranges, one file.
-    let plan = checked_plan(location, tail.file_size, units, fetcher.config(), 1)?;
+    let plan = checked_plan(location, tail.file_size, units, fetcher, 1)?;
     let (futs, _guards) = fetcher.start(source, &plan);
     let all: Vec<_> = plan
         .spans

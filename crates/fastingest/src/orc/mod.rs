@@ -49,7 +49,7 @@ pub async fn open_orc_units(sources: &[String], options: &ReadOptions) -> Result
 /// Plans the reads of ORC `sources`: tails and stripe footers are fetched,
 /// column data is not.
 pub async fn plan_orc(sources: &[String], options: &ReadOptions) -> Result<Vec<PreparedOrc>> {
-    pipeline::plan::<Orc>(sources, options).await
+    pipeline::plan::<Orc>(sources, options, &options.fetcher()).await
 }
 
 /// The tails of ORC `sources`, for inspection.

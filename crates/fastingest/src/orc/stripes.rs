@@ -59,8 +59,10 @@ pub async fn read_orc_stripes(sources: &[String], options: &ReadOptions) -> Resu
             "raw stripes hold every column; select columns after decoding them".into(),
         ));
     }
-    let prepared = pipeline::plan::<Orc>(sources, options).await?;
-    let config = &options.config;
+    // One fetcher: the stripes' requests share the read's limits with the
+    // tails', and are sized by what the tails' answers showed of the store.
+    let fetcher = options.fetcher();
+    let prepared = pipeline::plan::<Orc>(sources, options, &fetcher).await?;
     let mut set = StripeSet::default();
     let mut files = Vec::with_capacity(prepared.len());
     let mut pieces = Vec::new();
@@ -92,7 +94,7 @@ pub async fn read_orc_stripes(sources: &[String], options: &ReadOptions) -> Resu
             file.source.location(),
             file.tail.file_size,
             units,
-            config,
+            &fetcher,
             count,
         )?;
         files.push(RawFile {
@@ -101,7 +103,7 @@ pub async fn read_orc_stripes(sources: &[String], options: &ReadOptions) -> Resu
             known: Known::default(),
         });
     }
-    let mut arriving = fetch_pieces(options.fetcher(), files, &pieces, options.cache.clone());
+    let mut arriving = fetch_pieces(fetcher, files, &pieces, options.cache.clone());
     set.bytes = vec![Bytes::new(); pieces.len()];
     while let Some(next) = arriving.recv().await {
         let (i, b) = next?;

@@ -230,7 +230,7 @@ async fn plan_file(
         &location,
         prepared.footer.file_size,
         units,
-        &scope.options.config,
+        fetcher,
         scope.files_in_read(),
     )?;
     let file = ChunkFile {

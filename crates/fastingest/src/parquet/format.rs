@@ -340,7 +340,7 @@ pub(crate) async fn prepare(
         &location,
         footer.file_size,
         units,
-        &scope.options.config,
+        fetcher,
         scope.files_in_read(),
     )?;
     let filter = filter.cloned();

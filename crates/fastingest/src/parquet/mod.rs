@@ -54,7 +54,7 @@ pub async fn open_parquet_units(sources: &[String], options: &ReadOptions) -> Re
 
 /// Plans the read of `sources` without fetching column data (footers only).
 pub async fn plan_parquet(sources: &[String], options: &ReadOptions) -> Result<Vec<PreparedFile>> {
-    pipeline::plan::<Parquet>(sources, options).await
+    pipeline::plan::<Parquet>(sources, options, &options.fetcher()).await
 }
 
 /// Footers of `sources`, for inspection (`options.columns`, `row_groups`

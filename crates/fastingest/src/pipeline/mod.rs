@@ -339,21 +339,22 @@ pub(crate) fn chosen_units<F: Format>(
 /// The plan of `units`, checked to lie inside the file (a footer may say
 /// anything). `files`: how many files the read holds, which about
 /// multiplies its size; a small read gets smaller slices
-/// ([`crate::plan::slice_for`]).
+/// ([`crate::plan::slice_for`]), a read from a near store its own
+/// ([`Fetcher::max_slice`]).
 pub(crate) fn checked_plan(
     location: &str,
     file_size: u64,
     units: Vec<crate::plan::PlanUnit>,
-    config: &Config,
+    fetcher: &Fetcher,
     files: usize,
 ) -> Result<FilePlan> {
     let read_bytes = FilePlan::bytes_of(&units).saturating_mul(files.max(1) as u64);
-    let slice_size = crate::plan::slice_for(read_bytes, config.slice_size);
+    let slice_size = crate::plan::slice_for(read_bytes, fetcher.max_slice());
     let plan = FilePlan::new(
         location.to_string(),
         file_size,
         units,
-        config.hole_limit,
+        fetcher.config().hole_limit,
         slice_size,
     );
     match plan.spans.iter().find(|s| s.range.end > file_size) {

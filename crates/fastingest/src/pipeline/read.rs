@@ -104,12 +104,13 @@ fn start_local_units<F: Format>(
 pub(crate) async fn plan<F: Format>(
     sources: &[String],
     options: &ReadOptions,
+    fetcher: &Fetcher,
 ) -> Result<Vec<F::File>> {
     each_source(
         sources,
         options,
         F::UNITS,
-        &options.fetcher(),
+        fetcher,
         |fetcher: Fetcher, (s, scope)| async move { F::prepare(&fetcher, s, &scope).await },
     )
     .await

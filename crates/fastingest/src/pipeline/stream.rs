@@ -79,6 +79,7 @@ pub(crate) async fn stream<F: Format>(
     // Units decoding or decoded ahead of the consumer: as many as decode at
     // once (by default two per core).
     let decode_ahead = config.effective_decode_parallelism().max(2);
+    let near = fetcher.store_is_near();
 
     // Starts each window's fetch, in order, as the budget allows.
     let (started_tx, started_rx) = mpsc::channel(WINDOWS_AHEAD);
@@ -94,7 +95,7 @@ pub(crate) async fn stream<F: Format>(
                 let options = match w {
                     0 => WindowOptions {
                         head: head_rows(&**file, positions.start),
-                        slice_size: Some(first_slices(bytes, file.plan().slice_size)),
+                        slice_size: first_slices(bytes, file.plan().slice_size, near),
                     },
                     _ => WindowOptions::default(),
                 };
@@ -226,12 +227,22 @@ fn first_unit_alone<F: Format>(
     );
 }
 
-/// The first window's requests: its bytes over [`FIRST_WINDOW_REQUESTS`]
-/// requests (it is fetched alone, so more connections bring it sooner),
-/// each at least [`MIN_SLICE`] and at most the file plan's
-/// slice size.
-fn first_slices(bytes: u64, slice_size: u64) -> u64 {
-    (bytes / FIRST_WINDOW_REQUESTS).clamp(MIN_SLICE.min(slice_size), slice_size.max(1))
+/// The slice size of the first window's requests (`None`: the plan's own).
+/// Through a link with round trips, its bytes go over
+/// [`FIRST_WINDOW_REQUESTS`] requests (it is fetched alone, so more
+/// connections bring it sooner), each at least [`MIN_SLICE`] and at most the
+/// plan's slice size. From a near store (see [`Fetcher::store_is_near`]) the
+/// plan's own slices do better: the first batch of the suite's `int` file
+/// (an 18 MB row group) from MinIO on loopback, 11 interleaved fresh
+/// processes, came in 48 ms over 16 requests, 35 over 4 and 31 over the
+/// plan's 8 MiB slices, while through the emulated cloud link (7 rounds)
+/// 16 requests took 108 ms, 4 took 122 and 2 took 135.
+///
+/// [`Fetcher::store_is_near`]: crate::fetch::Fetcher::store_is_near
+fn first_slices(bytes: u64, slice_size: u64, near: bool) -> Option<u64> {
+    let widened =
+        (bytes / FIRST_WINDOW_REQUESTS).clamp(MIN_SLICE.min(slice_size), slice_size.max(1));
+    (!near).then_some(widened)
 }
 
 const FIRST_WINDOW_REQUESTS: u64 = 16;
