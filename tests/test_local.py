@@ -751,3 +751,14 @@ def test_source_errors_raised_inside_fspath_propagate(numeric_file):
     with pytest.raises(KeyboardInterrupt):
         fastingest.metadata(Raises(KeyboardInterrupt()))
     assert fastingest.read_parquet(PathOf()).num_rows == pq.read_metadata(numeric_file).num_rows
+
+
+def test_a_stream_with_slices_larger_than_its_window_reads(tmp_path):
+    """A `slice_size` above the stream's 64 MiB window (here 128 MiB) makes
+    each window one slice; it used to panic the read's task."""
+    path = tmp_path / "w.parquet"
+    table = numeric_table(5000)
+    pq.write_table(table, path, row_group_size=1000)
+    cfg = fastingest.Config(slice_size="128M", near_slice_size="256M", memory_budget="1G")
+    batches = list(fastingest.iter_batches(path, config=cfg))
+    assert_tables_equal(pa.Table.from_batches(batches), table)

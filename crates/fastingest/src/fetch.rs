@@ -207,7 +207,7 @@ impl Fetcher {
     /// One range outside any plan (a footer larger than the prefetch, a page
     /// index, a decoder asking for something unforeseen).
     pub async fn fetch_range(&self, source: &Source, range: Range<u64>) -> Result<Bytes> {
-        let slices = crate::plan::split(range.clone(), self.config().slice_size);
+        let slices = crate::plan::split(range.clone(), self.max_slice());
         let span = Span { range, slices };
         fetch_span(self.clone(), Arc::clone(source), span).await
     }

@@ -72,7 +72,9 @@ pub(crate) async fn stream<F: Format>(
     let config = fetcher.config();
     let local = prepared.iter().all(|f| f.source().is_local());
     let ahead = super::fetch_ahead(config, local);
-    let window_bytes = (ahead / 4).clamp(config.slice_size.max(1), MAX_WINDOW);
+    // At most MAX_WINDOW, yet at least one slice (which a config may make
+    // larger than that).
+    let window_bytes = (ahead / 4).min(MAX_WINDOW).max(fetcher.max_slice());
     let mut windows = windows_of::<F>(&prepared, window_bytes);
     first_unit_alone::<F>(&prepared, &mut windows);
     let budget = AheadBudget::new(ahead);
