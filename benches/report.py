@@ -67,6 +67,7 @@ def summarize(run: Any) -> dict:
         src = sources[dataset]
         ok = [r for r in rs if "error" not in r]
         mbps = [src.size / 1e6 / r["seconds"] for r in ok]
+        seconds = [r["seconds"] for r in ok]
         timed_out = any(r.get("timed_out") for r in rs)
         rows.append(
             {
@@ -79,6 +80,9 @@ def summarize(run: Any) -> dict:
                 "mbps": _med(mbps),
                 "mbps_min": min(mbps) if mbps else None,
                 "mbps_max": max(mbps) if mbps else None,
+                # The slowest run over the quickest: how far apart the same
+                # read lands from one fresh process to the next.
+                "spread": max(seconds) / min(seconds) if len(seconds) >= 3 else None,
                 "rows_per_s": _med([src.rows / r["seconds"] for r in ok]),
                 "requests": _med([r.get("requests") for r in ok]),
                 "bytes_sent": _med([r.get("bytes_sent") for r in ok]),
@@ -151,6 +155,24 @@ def targets(run: Any, rows: list[dict]) -> list[dict]:
     check(
         "cloud: many small files >= 3x best peer", "cloud", "fastingest", small, "vs_best_peer", 3.0
     )
+    for p in ("cloud", "far"):
+        check(f"{p}: fastingest >= 1.25x best peer", p, "fastingest", parquet, "vs_best_peer", 1.25)
+    spread_of = {(r["profile"], r["dataset"], r["reader"]): r["spread"] for r in rows}
+    for row in rows:
+        peer_spread = spread_of.get((row["profile"], row["dataset"], row["best_peer"]))
+        if row["reader"] != "fastingest" or row["spread"] is None or peer_spread is None:
+            continue
+        out.append(
+            {
+                "target": f"{row['profile']}: run-to-run spread (slowest / quickest of "
+                f"{row['runs']} runs) <= the best peer's",
+                "dataset": row["dataset"],
+                "value": row["spread"],
+                "limit": round(peer_spread, 2),
+                "at_most": True,
+                "met": row["spread"] <= peer_spread,
+            }
+        )
     check(
         "cloud: ORC >= 1x pyarrow's ORC reader",
         "cloud",
@@ -309,7 +331,7 @@ def markdown(
     for c in checks:
         lines.append(
             f"| {c['target']} | {c['dataset']} | {_fmt(c['value'], '.2f')} | "
-            f"{c['limit']} | {'yes' if c['met'] else '**no**'} |"
+            f"{'<= ' if c.get('at_most') else ''}{c['limit']} | {'yes' if c['met'] else '**no**'} |"
         )
     if first:
         lines += [

@@ -6,7 +6,8 @@ storage profiles, with the fetch defaults checked by a sweep.
 
 It generates the datasets once (benches/data/), starts MinIO and toxiproxy,
 and for each storage profile runs every applicable reader on every dataset,
-interleaved (A B C A B C ...), each read in a fresh process. Requests and
+interleaved, the order turned by one each round (A B C, B C A, C A B, ...),
+each read in a fresh process. Requests and
 bytes sent are read from MinIO's own counters around each read, so they are
 measured the same way for every reader. Results: benches/results/suite-<time>
 .json (machine, versions, commit, every run), .md (summary and targets) and
@@ -331,8 +332,19 @@ def applicable(reader: str, profile: str) -> bool:
     return True
 
 
+def turned(items: list[str], by: int) -> list[str]:
+    """`items` rotated left by `by` (A B C by 1: B C A)."""
+    if not items:
+        return items
+    by %= len(items)
+    return items[by:] + items[:by]
+
+
 def plan_reads(run: Run) -> list[tuple[str, Source, str]]:
-    """Every measured read, in the order they run (interleaved per dataset)."""
+    """Every measured read, in the order they run: interleaved per dataset, the
+    readers' order turned by one each round, so that no reader always runs
+    first (just after another dataset's reads, whose freed memory and server
+    state the first read of a round meets) or always after the same one."""
     reads = []
     for profile in run.args.profiles:
         for source in run.sources:
@@ -343,8 +355,8 @@ def plan_reads(run: Run) -> list[tuple[str, Source, str]]:
             ):
                 continue
             readers = [r for r in source.readers if applicable(r, profile)]
-            for _ in range(run.args.runs):
-                reads += [(profile, source, r) for r in readers]
+            for i in range(run.args.runs):
+                reads += [(profile, source, r) for r in turned(readers, i)]
     return reads
 
 
@@ -520,8 +532,8 @@ def measure(run: Run, store: Store | None) -> None:
         for profile in args.profiles:  # time to first batch, streaming readers
             if store and profile not in LOCAL_PROFILES:
                 store.shape(profile)
-            for _ in range(args.runs):
-                for reader in streamers:
+            for i in range(args.runs):
+                for reader in turned(streamers, i):
                     bar.set_postfix_str(f"first batch {profile} {reader}")
                     r = read_once(reader, main_source, profile, store, first_batch=True)
                     run.first_batch.append({"profile": profile, "reader": reader, **r})

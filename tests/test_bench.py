@@ -44,3 +44,64 @@ def test_suite_smallest_case_runs_end_to_end(tmp_path):
     md = record_path.with_suffix(".md").read_text()
     assert "| local |" in md and "fastingest" in md
     assert list(results.glob("suite-*-throughput.png"))
+
+
+# Run in a child: the suite puts benches/ first on sys.path, where its
+# `datasets` and `report` modules would shadow others for later tests.
+ORDER_AND_SPREAD = r"""
+import sys
+from types import SimpleNamespace as NS
+sys.path.insert(0, sys.argv[1])
+import suite, report
+
+assert suite.turned(["a", "b", "c"], 0) == ["a", "b", "c"]
+assert suite.turned(["a", "b", "c"], 1) == ["b", "c", "a"]
+assert suite.turned(["a", "b", "c"], 5) == ["c", "a", "b"]
+assert suite.turned([], 3) == []
+
+# Each round starts one reader later: over three rounds every reader runs
+# first once, and the rounds stay whole (every reader once per round).
+source = NS(name="d", readers=["fastingest", "pyarrow", "polars"])
+run = NS(args=NS(profiles=["local"], runs=3, far_datasets=[]), sources=[source])
+order = [reader for _, _, reader in suite.plan_reads(run)]
+assert order == [
+    "fastingest", "pyarrow", "polars",
+    "pyarrow", "polars", "fastingest",
+    "polars", "fastingest", "pyarrow",
+], order
+
+# The spread target: fastingest's slowest / quickest run against the best
+# peer's, met only when no wider.
+def results(reader, seconds):
+    return [
+        {"profile": "local", "dataset": "d", "reader": reader, "seconds": s, "rows": 1,
+         "peak_mib": 1.0}
+        for s in seconds
+    ]
+src = NS(name="d", size=10**8, rows=1, needed=10**8, fmt="parquet", folder=False)
+for fi_seconds, met in (([1.0, 1.1, 1.5], False), ([1.0, 1.05, 1.1], True)):
+    run = NS(
+        args=NS(profiles=["local"]),
+        sources=[src],
+        results=results("fastingest", fi_seconds) + results("polars", [1.2, 1.3, 1.44]),
+        ceilings={},
+    )
+    rows = report.summarize(run)["rows"]
+    (check,) = [c for c in report.targets(run, rows) if "spread" in c["target"]]
+    assert check["met"] is met and check["at_most"], check
+    assert abs(check["value"] - fi_seconds[-1] / fi_seconds[0]) < 1e-9, check
+    assert check["limit"] == 1.2, check
+    assert "of 3 runs" in check["target"], check
+print("ok")
+"""
+
+
+def test_suite_turns_the_readers_order_and_checks_the_spread():
+    out = subprocess.run(
+        [sys.executable, "-c", ORDER_AND_SPREAD, str(ROOT / "benches")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
