@@ -284,8 +284,14 @@ def markdown(
     a = run.args
     lines = [
         f"Suite run {info['stamp']} (commit {info['commit']}), {info['machine']['cores']} cores, "
-        f"{info['machine']['memory_gib']} GiB; {a.runs} interleaved runs per reader, each read "
-        f"in a fresh process; took {info['elapsed_s'] / 60:.1f} min.",
+        f"{info['machine']['memory_gib']} GiB; {a.runs} interleaved runs per reader"
+        # Runs saved before the suite turned the order and warmed up have no `warmup`.
+        + (
+            f" (the order turned each round, after {a.warmup} unmeasured round(s) per dataset)"
+            if hasattr(a, "warmup")
+            else ""
+        )
+        + f", each read in a fresh process; took {info['elapsed_s'] / 60:.1f} min.",
         "Profiles: local disk (page cache dropped per file before each read), MinIO on loopback, "
         "emulated cloud (toxiproxy: 30 ms +-5, 100 MB/s per connection), far region (100 ms "
         "+-10, 50 MB/s per connection). MB/s = bytes of the file(s) / wall seconds; requests and "
