@@ -332,6 +332,11 @@ def applicable(reader: str, profile: str) -> bool:
     return True
 
 
+def readers_for(source: Source, profile: str) -> list[str]:
+    """The readers that run on `source` in `profile`, in the suite's order."""
+    return [r for r in source.readers if applicable(r, profile)]
+
+
 def turned(items: list[str], by: int) -> list[str]:
     """`items` rotated left by `by` (A B C by 1: B C A)."""
     if not items:
@@ -354,7 +359,7 @@ def plan_reads(run: Run) -> list[tuple[str, Source, str]]:
                 and not any(s in source.name for s in run.args.far_datasets)
             ):
                 continue
-            readers = [r for r in source.readers if applicable(r, profile)]
+            readers = readers_for(source, profile)
             for i in range(run.args.runs):
                 reads += [(profile, source, r) for r in turned(readers, i)]
     return reads
@@ -515,11 +520,12 @@ def measure(run: Run, store: Store | None) -> None:
                 # chance), and again in 22 of 63 with the order turned each
                 # round (9 by chance). So a round is read and thrown away first.
                 warmed.add((profile, source.name))
+                # (fastingest-warm's unmeasured cache fill is its own.)
+                warmups = [w for w in readers_for(source, profile) if w != "fastingest-warm"]
                 for _ in range(args.warmup):
-                    for w in source.readers:
-                        if applicable(w, profile) and w != "fastingest-warm":
-                            bar.set_postfix_str(f"{profile} {source.name[:28]} warm-up {w}")
-                            read_once(w, source, profile, store, timeout=args.slow)
+                    for w in warmups:
+                        bar.set_postfix_str(f"{profile} {source.name[:28]} warm-up {w}")
+                        read_once(w, source, profile, store, timeout=args.slow)
             cache = None
             if reader == "fastingest-warm":
                 key = (profile, source.name)

@@ -242,9 +242,10 @@ fn first_unit_alone<F: Format>(
 ///
 /// [`Fetcher::store_is_near`]: crate::fetch::Fetcher::store_is_near
 fn first_slices(bytes: u64, slice_size: u64, near: bool) -> Option<u64> {
-    let widened =
-        (bytes / FIRST_WINDOW_REQUESTS).clamp(MIN_SLICE.min(slice_size), slice_size.max(1));
-    (!near).then_some(widened)
+    if near {
+        return None;
+    }
+    Some((bytes / FIRST_WINDOW_REQUESTS).clamp(MIN_SLICE.min(slice_size), slice_size.max(1)))
 }
 
 const FIRST_WINDOW_REQUESTS: u64 = 16;
