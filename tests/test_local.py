@@ -523,6 +523,40 @@ def test_allocator_skips_huge_pages_but_leaves_them_to_the_rest_of_the_process()
     assert run("0") in (["False", "0"], ["False", "None"])
 
 
+def test_allocator_prefaults_decoded_output_unless_told_not_to(tmp_path):
+    import pyarrow.parquet as pq
+
+    from .datagen import all_types_table
+
+    # Big enough that its columns' buffers pass the 256 KiB mark.
+    table = pa.concat_tables([all_types_table(20_000, seed=s) for s in range(8)])
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, row_group_size=40_000)
+    code = (
+        "import sys, fastingest, pyarrow.parquet as pq\n"
+        "t = fastingest.read_parquet(sys.argv[1])\n"
+        "print(fastingest._fastingest._allocator_prefaults(), t.equals(pq.read_table(sys.argv[1])))"
+    )
+
+    def run(prefault: str | None) -> list[str]:
+        env = {k: v for k, v in os.environ.items() if k != "FASTINGEST_PREFAULT"}
+        if prefault is not None:
+            env["FASTINGEST_PREFAULT"] = prefault
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.split()
+
+    # On by default where the kernel has MADV_POPULATE_WRITE (Linux 5.14+);
+    # the table is the same either way.
+    release = tuple(int(p) for p in os.uname().release.split(".")[:2] if p.isdigit())
+    expected_on = sys.platform == "linux" and release >= (5, 14)
+    assert run(None) == [str(expected_on), "True"]
+    assert run("0") == ["False", "True"]
+    assert run("1") == [str(expected_on), "True"]
+
+
 # --- streaming ---------------------------------------------------------------
 
 

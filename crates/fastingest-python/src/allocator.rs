@@ -6,14 +6,60 @@
 //!   local read, measured with perf). mimalloc keeps and reuses them.
 //! - Freed memory is kept (see [`configure`]).
 //! - No transparent huge pages for its memory (see [`set_up_at_load`]).
+//! - Fresh pages of decoded output are faulted in a block at a time
+//!   ([`Prefaulting`]).
 //!
-//! Both are mimalloc's own options, so `MIMALLOC_PURGE_DELAY` and
-//! `MIMALLOC_ALLOW_THP` in the environment still decide when set.
+//! The first two are mimalloc's own options, so `MIMALLOC_PURGE_DELAY` and
+//! `MIMALLOC_ALLOW_THP` in the environment still decide when set;
+//! `FASTINGEST_PREFAULT=0` turns the third off.
 
+use std::alloc::{GlobalAlloc, Layout};
+
+use fastingest::memory;
+use mimalloc::MiMalloc;
 use pyo3::prelude::*;
 
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: Prefaulting = Prefaulting;
+
+/// mimalloc, with the fresh pages of mid-sized blocks allocated on the
+/// decode threads faulted in at once (see [`fastingest::memory`]). Turned
+/// off by `FASTINGEST_PREFAULT=0`.
+struct Prefaulting;
+
+// SAFETY: every call is mimalloc's; `prefault` only faults in pages of the
+// block mimalloc just returned, leaving their bytes as they were.
+unsafe impl GlobalAlloc for Prefaulting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let block = unsafe { MiMalloc.alloc(layout) };
+        if memory::should_prefault(layout.size()) {
+            unsafe { memory::prefault(block, layout.size()) };
+        }
+        block
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let block = unsafe { MiMalloc.alloc_zeroed(layout) };
+        if memory::should_prefault(layout.size()) {
+            unsafe { memory::prefault(block, layout.size()) };
+        }
+        block
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { MiMalloc.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let block = unsafe { MiMalloc.realloc(ptr, layout, new_size) };
+        // The bytes kept were written; only the new tail may be fresh.
+        if !block.is_null() && new_size > layout.size() && memory::should_prefault(new_size) {
+            let old = layout.size();
+            unsafe { memory::prefault(block.add(old), new_size - old) };
+        }
+        block
+    }
+}
 
 // Options that `libmimalloc-sys` names no constant for: their values in the
 // `mi_option_t` enum of mimalloc 3.x, which it builds. (The tests check that
@@ -72,6 +118,10 @@ extern "C" fn set_up_at_load() {
         if libc::getenv(c"MIMALLOC_ALLOW_THP".as_ptr()).is_null() {
             libmimalloc_sys::mi_option_set(MI_OPTION_ALLOW_THP, 0);
         }
+        let prefault = libc::getenv(c"FASTINGEST_PREFAULT".as_ptr());
+        if !prefault.is_null() && *prefault == b'0' as libc::c_char {
+            memory::set_prefault(false);
+        }
     }
 }
 
@@ -87,4 +137,11 @@ pub(crate) fn _allocator_purge_delay() -> i64 {
 pub(crate) fn _allocator_huge_pages() -> bool {
     // SAFETY: reads a process-wide allocator option.
     unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_ALLOW_THP) != 0 }
+}
+
+/// Whether the allocator faults in the fresh pages of decoded output ahead,
+/// for tests.
+#[pyfunction]
+pub(crate) fn _allocator_prefaults() -> bool {
+    memory::prefault_enabled()
 }

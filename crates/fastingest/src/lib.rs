@@ -36,6 +36,7 @@ pub mod filter;
 pub mod gpu;
 pub mod io;
 pub(crate) mod known;
+pub mod memory;
 pub mod orc;
 pub mod parquet;
 pub(crate) mod pipeline;

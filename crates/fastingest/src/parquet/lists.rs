@@ -38,6 +38,7 @@ use super::flat::{
 };
 use super::hybrid::{unpack_chunks, Run};
 use super::pages::ChunkPages;
+use crate::pipeline::decode_threads::reserve_unfaulted;
 
 /// One list level of a column, outermost first.
 struct ListLevel {
@@ -461,20 +462,25 @@ fn assemble(reps: &[u8], defs: &[u8], shape: &Shape, rows: usize) -> Decoded<Ass
     // The outermost level has a list a row; one below holds at most a list
     // a level entry.
     let most = |level: usize| if level == 0 { rows + 1 } else { defs.len() + 1 };
-    let mut lists: Vec<ListOut> = shape
-        .lists
-        .iter()
-        .enumerate()
-        .map(|(i, l)| ListOut {
-            offsets: Vec::with_capacity(most(i).min(MOST_RESERVED)),
-            validity: l
-                .nullable
-                .then(|| Bits::with_capacity(most(i).min(MOST_RESERVED))),
-        })
-        .collect();
-    let mut leaf_validity = shape
-        .leaf_nullable
-        .then(|| Bits::with_capacity(defs.len().min(MOST_RESERVED)));
+    // Sized to upper bounds (an inner level may hold half of them or fewer):
+    // left unfaulted, so the pages never written are never backed.
+    let (mut lists, mut leaf_validity) = reserve_unfaulted(|| {
+        let lists: Vec<ListOut> = shape
+            .lists
+            .iter()
+            .enumerate()
+            .map(|(i, l)| ListOut {
+                offsets: Vec::with_capacity(most(i).min(MOST_RESERVED)),
+                validity: l
+                    .nullable
+                    .then(|| Bits::with_capacity(most(i).min(MOST_RESERVED))),
+            })
+            .collect();
+        let leaf_validity = shape
+            .leaf_nullable
+            .then(|| Bits::with_capacity(defs.len().min(MOST_RESERVED)));
+        (lists, leaf_validity)
+    });
     let mut leaf_slots = 0usize;
     if reps.first().is_some_and(|&r| r != 0) {
         return Err(Failure::Corrupt(

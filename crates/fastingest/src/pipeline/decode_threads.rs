@@ -41,6 +41,29 @@ struct Threads {
 
 static THREADS: Mutex<Option<Threads>> = Mutex::new(None);
 
+thread_local! {
+    /// Set on the decode threads, for [`on_decode_thread`].
+    static DECODE_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is one of the decode threads: what it
+/// allocates is decoded output, written through soon after (an allocator may
+/// fault its fresh pages in ahead). Reads a thread-local and allocates
+/// nothing, so an allocator may call it.
+pub fn on_decode_thread() -> bool {
+    DECODE_THREAD.with(std::cell::Cell::get)
+}
+
+/// Runs `reserve` as if off the decode threads: for a buffer sized to an
+/// upper bound of what it will hold, whose pages past what is written should
+/// stay unbacked rather than be faulted in ahead.
+pub(crate) fn reserve_unfaulted<R>(reserve: impl FnOnce() -> R) -> R {
+    let was = DECODE_THREAD.with(|flag| flag.replace(false));
+    let reserved = reserve();
+    DECODE_THREAD.with(|flag| flag.set(was));
+    reserved
+}
+
 /// Runs `work` on a decode thread, starting one if none is idle and fewer
 /// than `threads` are running, inside `runtime`'s context (a decoder may fetch
 /// a range no plan foresaw). A panic in `work` is returned as its message.
@@ -190,6 +213,7 @@ fn submit(wanted: usize, job: Job) -> Result<(), String> {
 /// A decode thread: takes jobs one at a time, for as long as the process
 /// lives.
 fn serve(jobs: &Mutex<Receiver<Job>>, spare: &AtomicIsize) {
+    DECODE_THREAD.with(|flag| flag.set(true));
     loop {
         spare.fetch_add(1, Ordering::SeqCst);
         // The lock is held only while waiting for a job, not while running it.
@@ -287,5 +311,20 @@ mod tests {
             .collect();
         let squares: Vec<usize> = run_all(1, parts).into_iter().map(Result::unwrap).collect();
         assert_eq!(squares, [0, 1, 4, 9, 16]);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn decode_threads_know_themselves_and_upper_bound_reservations_do_not() {
+        assert!(!on_decode_thread());
+        let seen = run(2, tokio::runtime::Handle::current(), || {
+            let inside = on_decode_thread();
+            let reserving = reserve_unfaulted(on_decode_thread);
+            (inside, reserving, on_decode_thread())
+        })
+        .await
+        .unwrap();
+        // On a decode thread; not while reserving; again after.
+        assert_eq!(seen, (true, false, true));
+        assert!(!on_decode_thread());
     }
 }
