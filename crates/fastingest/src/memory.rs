@@ -18,9 +18,8 @@
 //!
 //! [`mincore`]: https://man7.org/linux/man-pages/man2/mincore.2.html
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-pub use crate::pipeline::decode_threads::on_decode_thread;
 
 /// Blocks from this size up are faulted in ahead.
 pub const PREFAULT_FROM: usize = 256 << 10;
@@ -44,6 +43,52 @@ pub fn prefault_enabled() -> bool {
     PREFAULT.load(Ordering::Relaxed)
 }
 
+thread_local! {
+    /// Set on the decode threads (`pipeline::decode_threads`).
+    static DECODE_THREAD: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the calling thread is one of the decode threads: what it
+/// allocates is decoded output, written through soon after. Reads a
+/// thread-local and allocates nothing, so an allocator may call it.
+pub fn on_decode_thread() -> bool {
+    DECODE_THREAD.with(Cell::get)
+}
+
+/// Marks the calling thread as a decode thread, for the rest of its life.
+pub(crate) fn mark_decode_thread() {
+    DECODE_THREAD.with(|flag| flag.set(true));
+}
+
+/// Runs `reserve` as if off the decode threads: for a buffer sized to an
+/// upper bound of what it will hold, whose pages past what is written should
+/// stay unbacked rather than be faulted in ahead.
+pub(crate) fn reserve_unfaulted<R>(reserve: impl FnOnce() -> R) -> R {
+    let was = DECODE_THREAD.with(|flag| flag.replace(false));
+    let reserved = reserve();
+    DECODE_THREAD.with(|flag| flag.set(was));
+    reserved
+}
+
+/// The system's page size, looked up once (`sysconf` allocates nothing).
+#[cfg(target_os = "linux")]
+fn page_size() -> usize {
+    static PAGE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    match PAGE.load(Ordering::Relaxed) {
+        0 => {
+            // SAFETY: `sysconf` only reads a system setting.
+            let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+            let page = usize::try_from(page)
+                .ok()
+                .filter(|p| p.is_power_of_two())
+                .unwrap_or(4096);
+            PAGE.store(page, Ordering::Relaxed);
+            page
+        }
+        known => known,
+    }
+}
+
 /// Whether a block of `size` bytes, allocated now on this thread, should be
 /// faulted in ahead. Allocates nothing: an allocator may call it.
 pub fn should_prefault(size: usize) -> bool {
@@ -60,21 +105,21 @@ pub fn should_prefault(size: usize) -> bool {
 pub unsafe fn prefault(block: *mut u8, size: usize) {
     /// Not in every `libc` release's constants; the kernel's value.
     const MADV_POPULATE_WRITE: libc::c_int = 23;
-    const PAGE: usize = 4096;
     /// Pages asked about per `mincore` call (the answer lives on the stack).
     const ASKED: usize = 1024;
     if block.is_null() {
         return;
     }
+    let page = page_size();
     // Whole pages inside the block only: the partial ones at its ends may
     // belong to a neighbour, which faults them itself.
-    let start = (block as usize).next_multiple_of(PAGE);
-    let end = (block as usize + size) / PAGE * PAGE;
+    let start = (block as usize).next_multiple_of(page);
+    let end = (block as usize + size) / page * page;
     let mut resident = [0u8; ASKED];
     let mut at = start;
     while at < end {
-        let len = (end - at).min(ASKED * PAGE);
-        let pages = &mut resident[..len / PAGE];
+        let len = (end - at).min(ASKED * page);
+        let pages = &mut resident[..len / page];
         // SAFETY: `[at, at + len)` lies within the caller's live block;
         // `mincore` only reads the page tables into `pages`.
         if unsafe { libc::mincore(at as *mut libc::c_void, len, pages.as_mut_ptr()) } != 0 {
@@ -89,8 +134,8 @@ pub unsafe fn prefault(block: *mut u8, size: usize) {
             // leaves what they hold as it was.
             let refused = unsafe {
                 libc::madvise(
-                    (at + first * PAGE) as *mut libc::c_void,
-                    (last + 1 - first) * PAGE,
+                    (at + first * page) as *mut libc::c_void,
+                    (last + 1 - first) * page,
                     MADV_POPULATE_WRITE,
                 )
             } != 0;
@@ -116,7 +161,7 @@ mod tests {
     use super::*;
 
     fn resident_pages(at: *mut u8, len: usize) -> usize {
-        let mut pages = vec![0u8; len / 4096];
+        let mut pages = vec![0u8; len / page_size()];
         // SAFETY: `at` is a live mapping of `len` bytes.
         assert_eq!(
             unsafe { libc::mincore(at.cast(), len, pages.as_mut_ptr()) },
@@ -144,11 +189,12 @@ mod tests {
         // One page written before: it must keep its byte.
         // SAFETY: inside the mapping.
         unsafe { *at.add(5 * 4096 + 7) = 42 };
+        let page = page_size();
         assert_eq!(resident_pages(at, len), 1);
         // SAFETY: the range is the mapping.
         unsafe { prefault(at, len) };
         if prefault_enabled() {
-            assert_eq!(resident_pages(at, len), len / 4096);
+            assert_eq!(resident_pages(at, len), len / page);
         }
         // SAFETY: inside the mapping.
         let bytes = unsafe { std::slice::from_raw_parts(at, len) };
@@ -163,5 +209,16 @@ mod tests {
         // The test's own thread is not a decode thread.
         assert!(!on_decode_thread());
         assert!(!should_prefault(1 << 20));
+        // Marked, a mid-sized block is (when the kernel allows), a small or
+        // huge one never; nor one reserved to an upper bound.
+        std::thread::spawn(|| {
+            mark_decode_thread();
+            assert_eq!(should_prefault(1 << 20), prefault_enabled());
+            assert!(!should_prefault(PREFAULT_FROM - 1));
+            assert!(!should_prefault(PREFAULT_UP_TO + 1));
+            assert!(!reserve_unfaulted(|| should_prefault(1 << 20)));
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -38,7 +38,7 @@ use super::flat::{
 };
 use super::hybrid::{unpack_chunks, Run};
 use super::pages::ChunkPages;
-use crate::pipeline::decode_threads::reserve_unfaulted;
+use crate::memory::reserve_unfaulted;
 
 /// One list level of a column, outermost first.
 struct ListLevel {

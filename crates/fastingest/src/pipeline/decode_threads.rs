@@ -41,29 +41,6 @@ struct Threads {
 
 static THREADS: Mutex<Option<Threads>> = Mutex::new(None);
 
-thread_local! {
-    /// Set on the decode threads, for [`on_decode_thread`].
-    static DECODE_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Whether the calling thread is one of the decode threads: what it
-/// allocates is decoded output, written through soon after (an allocator may
-/// fault its fresh pages in ahead). Reads a thread-local and allocates
-/// nothing, so an allocator may call it.
-pub fn on_decode_thread() -> bool {
-    DECODE_THREAD.with(std::cell::Cell::get)
-}
-
-/// Runs `reserve` as if off the decode threads: for a buffer sized to an
-/// upper bound of what it will hold, whose pages past what is written should
-/// stay unbacked rather than be faulted in ahead.
-pub(crate) fn reserve_unfaulted<R>(reserve: impl FnOnce() -> R) -> R {
-    let was = DECODE_THREAD.with(|flag| flag.replace(false));
-    let reserved = reserve();
-    DECODE_THREAD.with(|flag| flag.set(was));
-    reserved
-}
-
 /// Runs `work` on a decode thread, starting one if none is idle and fewer
 /// than `threads` are running, inside `runtime`'s context (a decoder may fetch
 /// a range no plan foresaw). A panic in `work` is returned as its message.
@@ -213,7 +190,7 @@ fn submit(wanted: usize, job: Job) -> Result<(), String> {
 /// A decode thread: takes jobs one at a time, for as long as the process
 /// lives.
 fn serve(jobs: &Mutex<Receiver<Job>>, spare: &AtomicIsize) {
-    DECODE_THREAD.with(|flag| flag.set(true));
+    crate::memory::mark_decode_thread();
     loop {
         spare.fetch_add(1, Ordering::SeqCst);
         // The lock is held only while waiting for a job, not while running it.
@@ -315,6 +292,8 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn decode_threads_know_themselves_and_upper_bound_reservations_do_not() {
+        use crate::memory::{on_decode_thread, reserve_unfaulted};
+
         assert!(!on_decode_thread());
         let seen = run(2, tokio::runtime::Handle::current(), || {
             let inside = on_decode_thread();
