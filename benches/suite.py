@@ -7,7 +7,9 @@ storage profiles, with the fetch defaults checked by a sweep.
 It generates the datasets once (benches/data/), starts MinIO and toxiproxy,
 and for each storage profile runs every applicable reader on every dataset,
 interleaved, the order turned by one each round (A B C, B C A, C A B, ...),
-each read in a fresh process. Requests and
+each read in a fresh process (what a script pays), then again in steady state
+(the last of several reads of the file in one process: what a pipeline pays).
+Requests and
 bytes sent are read from MinIO's own counters around each read, so they are
 measured the same way for every reader. Results: benches/results/suite-<time>
 .json (machine, versions, commit, every run), .md (summary and targets) and
@@ -38,7 +40,13 @@ sys.path.insert(0, str(HERE))
 import datasets as ds  # noqa: E402
 import report  # noqa: E402
 from bench_read import ceiling_probe  # noqa: E402
-from one_read import REMOTE_ONLY, SINGLE_FILE_ONLY, STREAMERS  # noqa: E402
+from one_read import (  # noqa: E402
+    REMOTE_ONLY,
+    SINGLE_FILE_ONLY,
+    STREAMERS,
+    drop_page_cache,
+    warm_page_cache,
+)
 
 from devtools.cloud import BUCKET, CloudStore  # noqa: E402
 from devtools.cloud import PROFILES as LINKS  # noqa: E402
@@ -62,6 +70,9 @@ PARQUET_READERS = [
     "obstore",
 ]
 ORC_READERS = ["fastingest-orc", "pyarrow-orc"]
+# Measured in steady state too: fastingest and the peers issue 12 holds it
+# to (polars read/scan, pyarrow read_table/dataset).
+STEADY_READERS = {"fastingest", "pyarrow", "pyarrow-dataset", "polars", "polars-scan"}
 FASTINGEST = {"fastingest", "fastingest-warm", "fastingest-chunks", "fastingest-orc"}
 # Every reader imports numpy (through pyarrow); its OpenBLAS starts one thread
 # per core that spins for a while after import, taking the CPU the read needs
@@ -237,30 +248,6 @@ class Store(CloudStore):
 # --- one read ------------------------------------------------------------------
 
 
-def drop_page_cache(paths: list[Path]) -> bool:
-    """Evicts the files from the page cache (POSIX_FADV_DONTNEED needs no
-    privilege for clean pages); False where that is not available."""
-    if not hasattr(os, "posix_fadvise"):
-        return False
-    for p in paths:
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-    return True
-
-
-def warm_page_cache(paths: list[Path]) -> None:
-    """Reads the files whole, so that the read after it finds them in the
-    page cache (what a second read of the same files meets)."""
-    for p in paths:
-        with open(p, "rb", buffering=0) as f:
-            while f.read(16 << 20):
-                pass
-
-
 def read_once(
     reader: str,
     source: Source,
@@ -270,10 +257,13 @@ def read_once(
     config: dict | None = None,
     cache: dict | None = None,
     first_batch: bool = False,
+    repeat: int = 1,
     timeout: float = 1800,
 ) -> dict:
-    """Runs one read in a fresh process; adds MinIO's request and byte counts."""
+    """Runs one read in a fresh process (the last of `repeat` reads in it);
+    adds MinIO's request and byte counts (of the last read when repeated)."""
     remote = profile not in LOCAL_PROFILES
+    files = parquet_files(source.local) if source.folder else [source.local]
     spec = {
         "reader": reader,
         "url": f"s3://{BUCKET}/{source.key}" if remote else str(source.local),
@@ -283,12 +273,16 @@ def read_once(
         "config": config or {},
         "cache": cache,
         "first_batch": first_batch,
+        "repeat": repeat,
+        # The state each read starts from, set here for the first and by the
+        # reader's process between repeated ones.
+        "page_cache": {"local": "evict", "local-warm": "warm"}.get(profile),
+        "files": [str(f) for f in files],
     }
-    files = parquet_files(source.local) if source.folder else [source.local]
     if profile == "local":
-        drop_page_cache(files)
+        drop_page_cache(spec["files"])
     elif profile == "local-warm":
-        warm_page_cache(files)
+        warm_page_cache(spec["files"])
     before = store.counters() if remote and store else None
     try:
         out = subprocess.run(
@@ -306,7 +300,7 @@ def read_once(
     if out.returncode != 0:
         return {"error": out.stderr.strip().splitlines()[-1][-300:] if out.stderr else "failed"}
     result = json.loads(out.stdout.strip().splitlines()[-1])
-    if before:
+    if before and repeat == 1:
         after = store.counters()
         result["requests"] = after[0] - before[0]
         result["bytes_sent"] = after[1] - before[1]
@@ -345,11 +339,14 @@ def turned(items: list[str], by: int) -> list[str]:
     return items[by:] + items[:by]
 
 
-def plan_reads(run: Run) -> list[tuple[str, Source, str]]:
-    """Every measured read, in the order they run: interleaved per dataset, the
-    readers' order turned by one each round, so that no reader always runs
-    first (just after another dataset's reads, whose freed memory and server
-    state the first read of a round meets) or always after the same one."""
+def plan_reads(run: Run) -> list[tuple[str, Source, str, str]]:
+    """Every measured read as (profile, source, reader, mode), in the order
+    they run: interleaved per dataset, the readers' order turned by one each
+    round, so that no reader always runs first (just after another dataset's
+    reads, whose freed memory and server state the first read of a round
+    meets) or always after the same one. Each dataset's fresh-process rounds
+    come first, then its steady-state rounds (mode "steady")."""
+    steady_runs = getattr(run.args, "steady_runs", 0)
     reads = []
     for profile in run.args.profiles:
         for source in run.sources:
@@ -361,7 +358,10 @@ def plan_reads(run: Run) -> list[tuple[str, Source, str]]:
                 continue
             readers = readers_for(source, profile)
             for i in range(run.args.runs):
-                reads += [(profile, source, r) for r in turned(readers, i)]
+                reads += [(profile, source, r, "fresh") for r in turned(readers, i)]
+            steady = [r for r in readers if r in STEADY_READERS]
+            for i in range(steady_runs):
+                reads += [(profile, source, r, "steady") for r in turned(steady, i)]
     return reads
 
 
@@ -370,6 +370,18 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small datasets, one run: < 3 minutes")
     ap.add_argument("--smallest", action="store_true", help="the quick mode's smallest case only")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument(
+        "--steady-runs",
+        type=int,
+        default=3,
+        help="processes per reader and dataset measuring the steady state (0: none)",
+    )
+    ap.add_argument(
+        "--steady-reads",
+        type=int,
+        default=5,
+        help="reads of the file in each steady-state process; the last is timed",
+    )
     ap.add_argument(
         "--warmup",
         type=int,
@@ -409,6 +421,7 @@ def main() -> None:
         return
     if args.quick or args.smallest:
         args.runs, args.size_mb, args.small_files, args.small_kb = 1, 16, 40, 64
+        args.steady_runs, args.steady_reads = 1, 2
         args.warmup = 0 if args.quick else args.warmup  # --quick stays under 3 minutes
         args.profiles = "local,minio,cloud"
         args.slices, args.inflight, args.sweep_runs, args.epochs = "4,8", "16,32", 1, 2
@@ -505,7 +518,7 @@ def measure(run: Run, store: Store | None) -> None:
     warmed: set[tuple[str, str]] = set()
     shaped = None
     try:
-        for profile, source, reader in reads:
+        for profile, source, reader, mode in reads:
             if store and profile not in LOCAL_PROFILES and profile != shaped:
                 store.shape(profile)
                 shaped = profile
@@ -543,9 +556,20 @@ def measure(run: Run, store: Store | None) -> None:
             if key3 in slow:  # one run was long enough to say where it stands
                 bar.update()
                 continue
-            bar.set_postfix_str(f"{profile} {source.name[:28]} {reader}")
-            r = read_once(reader, source, profile, store, cache=cache, timeout=args.read_timeout)
-            run.results.append({"profile": profile, "dataset": source.name, "reader": reader, **r})
+            bar.set_postfix_str(f"{profile} {source.name[:28]} {reader} {mode}")
+            repeat = args.steady_reads if mode == "steady" else 1
+            r = read_once(
+                reader,
+                source,
+                profile,
+                store,
+                cache=cache,
+                repeat=repeat,
+                timeout=args.read_timeout * repeat,
+            )
+            run.results.append(
+                {"profile": profile, "dataset": source.name, "reader": reader, "mode": mode, **r}
+            )
             if r.get("timed_out") or r.get("seconds", 0) > args.slow:
                 slow.add(key3)
                 run.notes.append(

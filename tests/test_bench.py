@@ -35,6 +35,18 @@ def test_suite_smallest_case_runs_end_to_end(tmp_path):
     readers = {r["reader"] for r in record["results"]}
     assert readers == {"fastingest", "fastingest-chunks", "pyarrow", "polars"}
     assert all("error" not in r and r["seconds"] > 0 for r in record["results"])
+    # The steady state: the peers issue 12 names and fastingest (not its raw
+    # chunks), each timed on the last of its reads in one process.
+    steady = [r for r in record["results"] if r["mode"] == "steady"]
+    assert {r["reader"] for r in steady} == {"fastingest", "pyarrow", "polars"}
+    for r in steady:
+        assert len(r["all_seconds"]) == 2 and r["seconds"] == r["all_seconds"][-1]
+    fi_steady = next(r for r in steady if r["reader"] == "fastingest")
+    fi_fresh = next(
+        r for r in record["results"] if r["reader"] == "fastingest" and r["mode"] == "fresh"
+    )
+    # Its counters are the last read's own, not the sum of both.
+    assert fi_steady["stats"]["bytes_needed"] == fi_fresh["stats"]["bytes_needed"]
     fi = [r for r in record["summary"]["rows"] if r["reader"] == "fastingest"]
     assert fi and fi[0]["mbps"] > 0 and fi[0]["vs_best_peer"] > 0
     # fastingest's own counters: the whole needed bytes, a handful of requests.
@@ -43,6 +55,10 @@ def test_suite_smallest_case_runs_end_to_end(tmp_path):
     assert record["first_batch"], "time to first batch was not measured"
     md = record_path.with_suffix(".md").read_text()
     assert "| local |" in md and "fastingest" in md
+    assert "Steady state: the 2nd read" in md
+    targets = {t["target"] for t in record["targets"]}
+    assert "local: fastingest >= 1.0x best peer (steady state)" in targets, targets
+    assert "local: peak RSS / polars' <= 1.1" in targets, targets
     assert list(results.glob("suite-*-throughput.png"))
 
 
@@ -61,21 +77,34 @@ assert suite.turned([], 3) == []
 
 # Each round starts one reader later: over three rounds every reader runs
 # first once, and the rounds stay whole (every reader once per round).
-source = NS(name="d", readers=["fastingest", "pyarrow", "polars"])
+source = NS(name="d", readers=["fastingest", "fastingest-chunks", "pyarrow", "polars"])
 run = NS(args=NS(profiles=["local"], runs=3, far_datasets=[]), sources=[source])
-order = [reader for _, _, reader in suite.plan_reads(run)]
+source.readers.remove("fastingest-chunks")
+order = [reader for _, _, reader, _ in suite.plan_reads(run)]
 assert order == [
     "fastingest", "pyarrow", "polars",
     "pyarrow", "polars", "fastingest",
     "polars", "fastingest", "pyarrow",
 ], order
+# Steady-state rounds follow a dataset's fresh ones, turned the same way,
+# for the readers issue 12 compares (no raw chunks).
+source.readers.insert(1, "fastingest-chunks")
+run.args.runs, run.args.steady_runs = 1, 2
+plan = [(reader, mode) for _, _, reader, mode in suite.plan_reads(run)]
+assert plan == [
+    ("fastingest", "fresh"), ("fastingest-chunks", "fresh"), ("pyarrow", "fresh"),
+    ("polars", "fresh"),
+    ("fastingest", "steady"), ("pyarrow", "steady"), ("polars", "steady"),
+    ("pyarrow", "steady"), ("polars", "steady"), ("fastingest", "steady"),
+], plan
 
 # The spread target: fastingest's slowest / quickest run against the best
 # peer's, met only when no wider.
-def results(reader, seconds):
+def results(reader, seconds, mode=None, peak=1.0):
+    extra = {"mode": mode} if mode else {}  # results saved before modes: fresh
     return [
         {"profile": "local", "dataset": "d", "reader": reader, "seconds": s, "rows": 1,
-         "peak_mib": 1.0}
+         "peak_mib": peak, **extra}
         for s in seconds
     ]
 src = NS(name="d", size=10**8, rows=1, needed=10**8, fmt="parquet", folder=False)
@@ -92,6 +121,28 @@ for fi_seconds, met in (([1.0, 1.1, 1.5], False), ([1.0, 1.05, 1.1], True)):
     assert abs(check["value"] - fi_seconds[-1] / fi_seconds[0]) < 1e-9, check
     assert check["limit"] == 1.2, check
     assert "of 3 runs" in check["target"], check
+
+# Each mode has its own best peer and its own checks; peak RSS is held to
+# polars' in the fresh mode only (a steady process keeps its high mark).
+run = NS(
+    args=NS(profiles=["local"]),
+    sources=[src],
+    results=results("fastingest", [1.0, 1.0, 1.0], "fresh", peak=120.0)
+    + results("polars", [0.8, 0.8, 0.8], "fresh", peak=100.0)
+    + results("fastingest", [0.5, 0.5, 0.5], "steady", peak=500.0)
+    + results("polars", [0.6, 0.6, 0.6], "steady", peak=100.0),
+    ceilings={},
+)
+rows = report.summarize(run)["rows"]
+checks = {c["target"]: c for c in report.targets(run, rows)}
+fresh, steady = (checks[f"local: fastingest >= 1.0x best peer{m}"]
+                 for m in ("", " (steady state)"))
+assert not fresh["met"] and abs(fresh["value"] - 0.8) < 1e-9, fresh
+assert steady["met"] and abs(steady["value"] - 1.2) < 1e-9, steady
+(rss,) = [c for t, c in checks.items() if "peak RSS" in t]
+assert not rss["met"] and abs(rss["value"] - 1.2) < 1e-9 and rss["at_most"], rss
+md = report.steady_headline(report.summarize(run))
+assert len(md) == 3 and "| local | d |" in md[2] and "1.20x" in md[2], md
 print("ok")
 """
 
