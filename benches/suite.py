@@ -44,8 +44,8 @@ from one_read import (  # noqa: E402
     REMOTE_ONLY,
     SINGLE_FILE_ONLY,
     STREAMERS,
-    drop_page_cache,
-    warm_page_cache,
+    parquet_files,
+    set_page_cache,
 )
 
 from devtools.cloud import BUCKET, CloudStore  # noqa: E402
@@ -109,10 +109,6 @@ class Run:
     sweep: list[dict] = field(default_factory=list)
     epochs: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-
-
-def parquet_files(path: Path) -> list[Path]:
-    return sorted(path.glob("*.parquet")) if path.is_dir() else [path]
 
 
 def describe(d: ds.Dataset, path: Path, readers: list[str]) -> Source:
@@ -263,7 +259,6 @@ def read_once(
     """Runs one read in a fresh process (the last of `repeat` reads in it);
     adds MinIO's request and byte counts (of the last read when repeated)."""
     remote = profile not in LOCAL_PROFILES
-    files = parquet_files(source.local) if source.folder else [source.local]
     spec = {
         "reader": reader,
         "url": f"s3://{BUCKET}/{source.key}" if remote else str(source.local),
@@ -277,12 +272,9 @@ def read_once(
         # The state each read starts from, set here for the first and by the
         # reader's process between repeated ones.
         "page_cache": {"local": "evict", "local-warm": "warm"}.get(profile),
-        "files": [str(f) for f in files],
+        "local": str(source.local),
     }
-    if profile == "local":
-        drop_page_cache(spec["files"])
-    elif profile == "local-warm":
-        warm_page_cache(spec["files"])
+    set_page_cache(spec)
     before = store.counters() if remote and store else None
     try:
         out = subprocess.run(
