@@ -199,16 +199,64 @@ async fn read_any_footer(
     let footer = tail
         .bytes
         .slice((footer_start - tail.start()) as usize..tail.bytes.len() - 8);
-    let footer_range = footer_start..size - FOOTER_TRAILER;
+    // A file with no version read before: its footer is reused when its
+    // bytes are the ones it was decoded from (checks included: they only
+    // looked at those bytes and the file's size).
+    let kept = memo
+        .then(|| super::memo::get_by_bytes(source, size, with_page_index, &footer))
+        .flatten();
+    let (metadata, tail_bytes) = match kept {
+        Some(metadata) => (metadata, tail.bytes),
+        None => {
+            let metadata = decode_checked(location, &footer, footer_start, of)?;
+            let tail = match page_index_start(&metadata, footer_start) {
+                Some(at) if with_page_index && long_tail.is_some() => {
+                    fetcher.tail_from(source, tail, long_tail, at).await?
+                }
+                _ => tail,
+            };
+            let tail_bytes = tail.bytes.clone();
+            let metadata = if with_page_index {
+                load_page_index(fetcher, source, metadata, tail).await?
+            } else {
+                metadata
+            };
+            let metadata = Arc::new(metadata);
+            if memo {
+                super::memo::put(source, with_page_index, &metadata);
+                super::memo::put_by_bytes(source, size, with_page_index, &footer, &metadata);
+            }
+            (metadata, tail_bytes)
+        }
+    };
+    Ok(Footer {
+        metadata,
+        file_size: size,
+        tail: tail_bytes,
+        start,
+    })
+}
+
+/// Checks and decodes a data file's (or summary's) footer, the bytes at
+/// `footer_start` up to the trailer.
+fn decode_checked(
+    location: &str,
+    footer: &[u8],
+    footer_start: u64,
+    of: FooterOf,
+) -> Result<ParquetMetaData> {
+    let footer_range = footer_start..footer_start + footer.len() as u64;
+    let corrupt = |detail: String| Error::Corrupt {
+        location: location.to_string(),
+        range: Some(footer_range.clone()),
+        detail,
+        cause: None,
+    };
     // The decoder reserves memory by the counts the footer claims: claims
     // its bytes cannot back are refused first.
-    if let Err(detail) = super::thrift::check_file_metadata(&footer) {
-        return Err(corrupt(
-            Some(footer_range),
-            format!("corrupt footer: {detail}"),
-        ));
-    }
-    let decoded = std::panic::catch_unwind(|| ParquetMetaDataReader::decode_metadata(&footer));
+    super::thrift::check_file_metadata(footer)
+        .map_err(|detail| corrupt(format!("corrupt footer: {detail}")))?;
+    let decoded = std::panic::catch_unwind(|| ParquetMetaDataReader::decode_metadata(footer));
     let metadata = match decoded {
         Ok(Ok(m)) => m,
         Ok(Err(e)) => {
@@ -222,40 +270,13 @@ async fn read_any_footer(
                 other => other,
             })
         }
-        Err(_) => {
-            return Err(corrupt(
-                Some(footer_range),
-                "corrupt footer (the decoder gave up)".into(),
-            ))
-        }
+        Err(_) => return Err(corrupt("corrupt footer (the decoder gave up)".into())),
     };
     reject_encrypted_columns(location, &metadata)?;
     if of == FooterOf::DataFile {
         check_chunk_ranges(location, &metadata, footer_start)?;
     }
-    let metadata = fix_row_count(metadata);
-    let tail = match page_index_start(&metadata, footer_start) {
-        Some(at) if with_page_index && long_tail.is_some() => {
-            fetcher.tail_from(source, tail, long_tail, at).await?
-        }
-        _ => tail,
-    };
-    let tail_bytes = tail.bytes.clone();
-    let metadata = if with_page_index {
-        load_page_index(fetcher, source, metadata, tail).await?
-    } else {
-        metadata
-    };
-    let metadata = Arc::new(metadata);
-    if memo {
-        super::memo::put(source, with_page_index, &metadata);
-    }
-    Ok(Footer {
-        metadata,
-        file_size: size,
-        tail: tail_bytes,
-        start,
-    })
+    Ok(fix_row_count(metadata))
 }
 
 /// Where the page index (column and offset indexes) begins: before the
