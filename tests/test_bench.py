@@ -107,7 +107,7 @@ def results(reader, seconds, mode=None, peak=1.0):
          "peak_mib": peak, **extra}
         for s in seconds
     ]
-src = NS(name="d", size=10**8, rows=1, needed=10**8, fmt="parquet", folder=False)
+src = NS(name="d", size=10**8, rows=1, needed=10**8, fmt="parquet", folder=False, columns=None)
 for fi_seconds, met in (([1.0, 1.1, 1.5], False), ([1.0, 1.05, 1.1], True)):
     run = NS(
         args=NS(profiles=["local"]),
@@ -143,6 +143,30 @@ assert steady["met"] and abs(steady["value"] - 1.2) < 1e-9, steady
 assert not rss["met"] and abs(rss["value"] - 1.2) < 1e-9 and rss["at_most"], rss
 md = report.steady_headline(report.summarize(run))
 assert len(md) == 3 and "| local | d |" in md[2] and "1.20x" in md[2], md
+
+# One large file through a link: decoded against the lesser of the link's
+# ceiling and the local-warm read, for each file of 100 MB or more read whole
+# (not `wide`, read in part).
+big = NS(name="big", size=4 * 10**8, rows=1, needed=4 * 10**8, fmt="parquet", folder=False,
+         columns=None)
+wide = NS(name="wide", size=10**9, rows=1, needed=10**7, fmt="parquet", folder=False,
+          columns=["c0"])
+def timed(profile, dataset, seconds):
+    return [{"profile": profile, "dataset": dataset, "reader": "fastingest", "seconds": s,
+             "rows": 1, "peak_mib": 1.0} for s in seconds]
+run = NS(
+    args=NS(profiles=["local-warm", "cloud", "far"]),
+    sources=[src, big, wide],
+    # 400 MB: 1000 MB/s locally; 400 and 180 MB/s through links of 500 and 200.
+    results=timed("local-warm", "big", [0.4]) + timed("cloud", "big", [1.0])
+    + timed("far", "big", [400 / 180]) + timed("cloud", "wide", [0.1]),
+    ceilings={"cloud": [500.0], "far": [190.0, 200.0, 210.0], "minio": [900.0]},
+)
+checks = [c for c in report.targets(run, report.summarize(run)["rows"]) if "large" in c["target"]]
+assert [(c["target"].split(":")[0], c["dataset"], c["met"]) for c in checks] == [
+    ("cloud", "big", False), ("far", "big", True)
+], checks
+assert abs(checks[0]["value"] - 0.8) < 1e-9 and abs(checks[1]["value"] - 0.9) < 1e-9, checks
 print("ok")
 """
 
