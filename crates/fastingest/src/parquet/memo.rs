@@ -96,6 +96,11 @@ fn key(source: &Source, with_page_index: bool) -> Option<Key> {
     Some((identity.to_string(), version.token(), with_page_index))
 }
 
+/// Whether `source` has a key in the versioned memo (without building it).
+fn versioned(source: &Source) -> bool {
+    source.cache_identity().is_some() && source.version().is_some_and(|v| v.is_cacheable())
+}
+
 fn with_memo<T>(f: impl FnOnce(&mut Memo) -> T) -> T {
     let pid = std::process::id();
     let mut guard = MEMO.lock().unwrap_or_else(|e| e.into_inner());
@@ -134,7 +139,7 @@ pub(crate) fn put(source: &Source, with_page_index: bool, metadata: &Arc<Parquet
 /// index (it lies outside the footer, so equal footer bytes would not vouch
 /// for it), nor for a source with a version (the versioned memo has it).
 fn bytes_key(source: &Source, size: u64, with_page_index: bool) -> Option<BytesKey> {
-    if with_page_index || key(source, false).is_some() {
+    if with_page_index || versioned(source) {
         return None;
     }
     Some((source.location().to_string(), size))
