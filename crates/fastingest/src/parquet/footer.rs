@@ -223,8 +223,7 @@ async fn read_any_footer(
             };
             let metadata = Arc::new(metadata);
             if memo {
-                super::memo::put(source, with_page_index, &metadata);
-                super::memo::put_by_bytes(source, size, with_page_index, &footer, &metadata);
+                super::memo::put(source, size, with_page_index, &footer, &metadata);
             }
             (metadata, tail_bytes)
         }

@@ -1,11 +1,14 @@
-//! Decoded footers kept for the life of the process, keyed by object identity
-//! and version: a later read of the same object version (the next epoch)
-//! skips decoding its footer. Local files and objects without a version are
-//! kept with the footer bytes they were decoded from, and reused only when a
-//! later read finds the same bytes (`get_by_bytes`): a file's mtime is too
-//! coarse to say it was not rewritten, but the same footer bytes always
-//! decode to the same metadata, and comparing them costs far less than
-//! decoding them again (a 500-column footer: 494 KB).
+//! Decoded footers kept for the life of the process, so that a later read of
+//! the same file (the next epoch) skips decoding its footer.
+//!
+//! Two kinds of entry share one store and one memory budget:
+//! - an object with a version (ETag) is kept by identity and version;
+//! - a local file, or an object without a version, is kept with the footer
+//!   bytes it was decoded from, and reused only when a later read finds the
+//!   same bytes (`get_by_bytes`): a file's mtime is too coarse to say it was
+//!   not rewritten, but the same footer bytes always decode to the same
+//!   metadata, and comparing them costs far less than decoding them again (a
+//!   500-column footer: 494 KB).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -17,50 +20,61 @@ use crate::source::Source;
 
 /// Footers kept at most (oldest dropped first).
 const CAPACITY: usize = 1024;
-/// Memory the unversioned footers may hold, their bytes and decoded form
-/// together (oldest dropped first).
-const UNVERSIONED_BYTES: usize = 64 << 20;
+/// Memory the kept footers may hold, their decoded form and (for the
+/// unversioned ones) their bytes together (oldest dropped first). A
+/// 500-column footer with 8 row groups holds about 2.5 MB.
+const BUDGET: usize = 128 << 20;
 
-type Key = (String, String, bool);
-/// An unversioned file's location and size.
-type BytesKey = (String, u64);
-
-#[derive(Default)]
-struct Memo {
-    map: HashMap<Key, Arc<ParquetMetaData>>,
-    order: VecDeque<Key>,
-    by_bytes: ByBytes,
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    /// An object's identity, its version's token, and whether the page
+    /// index was loaded.
+    Versioned(String, String, bool),
+    /// An unversioned file's location and size.
+    Unversioned(String, u64),
 }
 
-/// The unversioned footers, dropped oldest first past `budget` bytes held or
+/// A decoded footer, the bytes it was decoded from when it has no version
+/// to vouch for it, and the memory the two hold.
+struct Kept {
+    metadata: Arc<ParquetMetaData>,
+    bytes: Option<Bytes>,
+    held: usize,
+}
+
+/// The kept footers, dropped oldest first past `budget` bytes held or
 /// `CAPACITY` entries.
-struct ByBytes {
-    map: HashMap<BytesKey, KeptFooter>,
-    order: VecDeque<BytesKey>,
+struct Memo {
+    map: HashMap<Key, Kept>,
+    order: VecDeque<Key>,
     held: usize,
     budget: usize,
 }
 
-impl Default for ByBytes {
+impl Default for Memo {
     fn default() -> Self {
         Self {
             map: HashMap::new(),
             order: VecDeque::new(),
             held: 0,
-            budget: UNVERSIONED_BYTES,
+            budget: BUDGET,
         }
     }
 }
 
-impl ByBytes {
-    fn get(&self, key: &BytesKey, footer: &[u8]) -> Option<Arc<ParquetMetaData>> {
+impl Memo {
+    fn get(&self, key: &Key) -> Option<Arc<ParquetMetaData>> {
+        self.map.get(key).map(|kept| Arc::clone(&kept.metadata))
+    }
+
+    fn get_by_bytes(&self, key: &Key, footer: &[u8]) -> Option<Arc<ParquetMetaData>> {
         self.map
             .get(key)
-            .filter(|kept| kept.bytes.as_ref() == footer)
+            .filter(|kept| kept.bytes.as_deref() == Some(footer))
             .map(|kept| Arc::clone(&kept.metadata))
     }
 
-    fn put(&mut self, key: BytesKey, kept: KeptFooter) {
+    fn put(&mut self, key: Key, kept: Kept) {
         if kept.held > self.budget / 4 {
             return; // one footer would push out most of the others
         }
@@ -80,26 +94,7 @@ impl ByBytes {
     }
 }
 
-/// An unversioned footer: the bytes it was decoded from, what they decoded
-/// to, and the memory the two hold.
-struct KeptFooter {
-    bytes: Bytes,
-    metadata: Arc<ParquetMetaData>,
-    held: usize,
-}
-
 static MEMO: Mutex<Option<(u32, Memo)>> = Mutex::new(None);
-
-fn key(source: &Source, with_page_index: bool) -> Option<Key> {
-    let identity = source.cache_identity()?;
-    let version = source.version().filter(|v| v.is_cacheable())?;
-    Some((identity.to_string(), version.token(), with_page_index))
-}
-
-/// Whether `source` has a key in the versioned memo (without building it).
-fn versioned(source: &Source) -> bool {
-    source.cache_identity().is_some() && source.version().is_some_and(|v| v.is_cacheable())
-}
 
 fn with_memo<T>(f: impl FnOnce(&mut Memo) -> T) -> T {
     let pid = std::process::id();
@@ -112,69 +107,73 @@ fn with_memo<T>(f: impl FnOnce(&mut Memo) -> T) -> T {
     f(memo)
 }
 
-/// The decoded footer of this version of `source`, if kept.
-pub(crate) fn get(source: &Source, with_page_index: bool) -> Option<Arc<ParquetMetaData>> {
-    let key = key(source, with_page_index)?;
-    with_memo(|m| m.map.get(&key).cloned())
+fn versioned_key(source: &Source, with_page_index: bool) -> Option<Key> {
+    let identity = source.cache_identity()?;
+    let version = source.version().filter(|v| v.is_cacheable())?;
+    Some(Key::Versioned(
+        identity.to_string(),
+        version.token(),
+        with_page_index,
+    ))
 }
 
-/// Keeps the decoded footer of this version of `source`.
-pub(crate) fn put(source: &Source, with_page_index: bool, metadata: &Arc<ParquetMetaData>) {
-    let Some(key) = key(source, with_page_index) else {
-        return;
-    };
-    with_memo(|m| {
-        if m.map.insert(key.clone(), Arc::clone(metadata)).is_none() {
-            m.order.push_back(key);
-            while m.order.len() > CAPACITY {
-                if let Some(old) = m.order.pop_front() {
-                    m.map.remove(&old);
-                }
-            }
-        }
-    });
+/// Whether `source` has a versioned key (without building it).
+fn versioned(source: &Source) -> bool {
+    source.cache_identity().is_some() && source.version().is_some_and(|v| v.is_cacheable())
 }
 
 /// Where an unversioned footer is kept: never for a read that wants the page
 /// index (it lies outside the footer, so equal footer bytes would not vouch
-/// for it), nor for a source with a version (the versioned memo has it).
-fn bytes_key(source: &Source, size: u64, with_page_index: bool) -> Option<BytesKey> {
+/// for it), nor for a source with a version (its versioned key has it).
+fn unversioned_key(source: &Source, size: u64, with_page_index: bool) -> Option<Key> {
     if with_page_index || versioned(source) {
         return None;
     }
-    Some((source.location().to_string(), size))
+    Some(Key::Unversioned(source.location().to_string(), size))
 }
 
-/// The decoded footer of `source` (`size` bytes long), if one was kept that
-/// was decoded from exactly these `footer` bytes.
+/// The decoded footer of this version of `source`, if kept.
+pub(crate) fn get(source: &Source, with_page_index: bool) -> Option<Arc<ParquetMetaData>> {
+    let key = versioned_key(source, with_page_index)?;
+    with_memo(|m| m.get(&key))
+}
+
+/// The decoded footer of unversioned `source` (`size` bytes long), if one
+/// was kept that was decoded from exactly these `footer` bytes.
 pub(crate) fn get_by_bytes(
     source: &Source,
     size: u64,
     with_page_index: bool,
     footer: &[u8],
 ) -> Option<Arc<ParquetMetaData>> {
-    let key = bytes_key(source, size, with_page_index)?;
-    with_memo(|m| m.by_bytes.get(&key, footer))
+    let key = unversioned_key(source, size, with_page_index)?;
+    with_memo(|m| m.get_by_bytes(&key, footer))
 }
 
-/// Keeps the footer decoded from `footer`, with a copy of those bytes (not a
-/// slice: that would hold the whole tail buffer).
-pub(crate) fn put_by_bytes(
+/// Keeps the footer of `source` (`size` bytes long) decoded from `footer`:
+/// by version when it has one, else with a copy of those bytes (not a slice:
+/// that would hold the whole tail buffer).
+pub(crate) fn put(
     source: &Source,
     size: u64,
     with_page_index: bool,
     footer: &[u8],
     metadata: &Arc<ParquetMetaData>,
 ) {
-    let Some(key) = bytes_key(source, size, with_page_index) else {
-        return;
+    let (key, bytes) = match versioned_key(source, with_page_index) {
+        Some(key) => (key, None),
+        None => match unversioned_key(source, size, with_page_index) {
+            Some(key) => (key, Some(Bytes::copy_from_slice(footer))),
+            None => return,
+        },
     };
-    let kept = KeptFooter {
-        bytes: Bytes::copy_from_slice(footer),
+    let held = metadata.memory_size() + bytes.as_ref().map_or(0, Bytes::len);
+    let kept = Kept {
         metadata: Arc::clone(metadata),
-        held: footer.len() + metadata.memory_size(),
+        bytes,
+        held,
     };
-    with_memo(|m| m.by_bytes.put(key, kept));
+    with_memo(|m| m.put(key, kept));
 }
 
 #[cfg(test)]
@@ -190,50 +189,90 @@ mod tests {
         Arc::new(ParquetMetaDataBuilder::new(file).build())
     }
 
-    fn kept(bytes: &'static [u8], held: usize) -> KeptFooter {
-        KeptFooter {
-            bytes: Bytes::from_static(bytes),
+    fn unversioned(bytes: &'static [u8], held: usize) -> Kept {
+        Kept {
             metadata: metadata(),
+            bytes: Some(Bytes::from_static(bytes)),
             held,
         }
     }
 
-    fn key(n: u64) -> BytesKey {
-        ("/data/f.parquet".to_string(), n)
+    fn by_version(held: usize) -> Kept {
+        Kept {
+            metadata: metadata(),
+            bytes: None,
+            held,
+        }
+    }
+
+    fn file(n: u64) -> Key {
+        Key::Unversioned("/data/f.parquet".to_string(), n)
+    }
+
+    fn object(n: u64) -> Key {
+        Key::Versioned("s3://b/f.parquet".to_string(), format!("etag-{n}"), false)
     }
 
     #[test]
     fn a_kept_footer_is_found_only_by_its_own_bytes() {
-        let mut memo = ByBytes::default();
-        memo.put(key(1), kept(b"footer one", 100));
-        assert!(memo.get(&key(1), b"footer one").is_some());
-        assert!(memo.get(&key(1), b"footer two").is_none());
-        assert!(memo.get(&key(2), b"footer one").is_none());
+        let mut memo = Memo::default();
+        memo.put(file(1), unversioned(b"footer one", 100));
+        assert!(memo.get_by_bytes(&file(1), b"footer one").is_some());
+        assert!(memo.get_by_bytes(&file(1), b"footer two").is_none());
+        assert!(memo.get_by_bytes(&file(2), b"footer one").is_none());
         // Kept again under the same key: the new bytes replace the old.
-        memo.put(key(1), kept(b"footer two", 300));
-        assert!(memo.get(&key(1), b"footer one").is_none());
-        assert!(memo.get(&key(1), b"footer two").is_some());
+        memo.put(file(1), unversioned(b"footer two", 300));
+        assert!(memo.get_by_bytes(&file(1), b"footer one").is_none());
+        assert!(memo.get_by_bytes(&file(1), b"footer two").is_some());
         assert_eq!((memo.held, memo.map.len(), memo.order.len()), (300, 1, 1));
     }
 
     #[test]
-    fn the_oldest_footers_go_first_past_the_budget() {
-        let mut memo = ByBytes {
+    fn a_footer_kept_by_version_is_never_taken_for_one_kept_by_bytes() {
+        let mut memo = Memo::default();
+        memo.put(object(1), by_version(100));
+        assert!(memo.get(&object(1)).is_some());
+        assert!(memo.get(&object(2)).is_none());
+        // No bytes to compare: a lookup by bytes under its key finds nothing.
+        assert!(memo.get_by_bytes(&object(1), b"").is_none());
+    }
+
+    #[test]
+    fn the_oldest_footers_of_either_kind_go_first_past_the_budget() {
+        let mut memo = Memo {
             budget: 1000,
-            ..ByBytes::default()
+            ..Memo::default()
         };
         for n in 0..5 {
-            memo.put(key(n), kept(b"f", 200));
+            let (key, kept) = match n % 2 {
+                0 => (object(n), by_version(200)),
+                _ => (file(n), unversioned(b"f", 200)),
+            };
+            memo.put(key, kept);
         }
         assert_eq!(memo.held, 1000);
-        memo.put(key(5), kept(b"f", 250));
+        memo.put(file(5), unversioned(b"f", 250));
         // 0 and 1 went: with 0 alone gone, 1,050 bytes were still held.
-        assert!(memo.get(&key(0), b"f").is_none() && memo.get(&key(1), b"f").is_none());
-        assert!((2..6).all(|n| memo.get(&key(n), b"f").is_some()));
+        assert!(memo.get(&object(0)).is_none());
+        assert!(memo.get_by_bytes(&file(1), b"f").is_none());
+        assert!(memo.get(&object(2)).is_some() && memo.get(&object(4)).is_some());
+        assert!(memo.get_by_bytes(&file(3), b"f").is_some());
+        assert!(memo.get_by_bytes(&file(5), b"f").is_some());
         assert_eq!(memo.held, 850);
         // A footer larger than a quarter of the budget is not kept at all.
-        memo.put(key(9), kept(b"f", 251));
-        assert!(memo.get(&key(9), b"f").is_none());
+        memo.put(object(9), by_version(251));
+        assert!(memo.get(&object(9)).is_none());
         assert_eq!(memo.held, 850);
+    }
+
+    #[test]
+    fn no_more_than_capacity_footers_are_kept() {
+        let mut memo = Memo::default();
+        for n in 0..CAPACITY as u64 + 3 {
+            memo.put(object(n), by_version(1));
+        }
+        assert_eq!((memo.map.len(), memo.order.len()), (CAPACITY, CAPACITY));
+        assert!(memo.get(&object(2)).is_none() && memo.get(&object(3)).is_some());
+        assert_eq!(memo.held, CAPACITY);
     }
 }
