@@ -8,8 +8,10 @@
 pub(crate) enum Run<'a> {
     /// `count` copies of `value`.
     Repeated { value: u32, count: usize },
-    /// `count` values packed LSB first, `width` bits each, in `bytes`
-    /// (which holds at least `count * width` bits).
+    /// `count` values packed LSB first, `width` bits each, at the start of
+    /// `bytes`. `bytes` runs on to the end of the stream: unpacking a short
+    /// run may then load whole words past its last value (and drop what it
+    /// read there) instead of taking the byte-at-a-time path for its tail.
     Packed { bytes: &'a [u8], count: usize },
 }
 
@@ -55,12 +57,10 @@ impl<'a> Runs<'a> {
             if groups * 8 > MAX_RUN {
                 return Err(format!("a bit-packed run of {groups} groups"));
             }
-            let want = groups as usize * width;
-            let bytes = &self.data[..want.min(self.data.len())];
-            self.data = &self.data[bytes.len()..];
-            let count = (bytes.len() * 8)
-                .checked_div(width)
-                .unwrap_or(groups as usize * 8);
+            let bytes = self.data;
+            let run = (groups as usize * width).min(bytes.len());
+            self.data = &bytes[run..];
+            let count = (run * 8).checked_div(width).unwrap_or(groups as usize * 8);
             Ok(Some(Run::Packed { bytes, count }))
         } else {
             let count = header >> 1;
@@ -412,6 +412,40 @@ mod tests {
         unpack(bytes, 2, &mut out);
         assert_eq!(out, values);
         assert_eq!(runs.next_run().unwrap(), None);
+    }
+
+    #[test]
+    fn a_short_packed_run_unpacks_only_its_own_values_whatever_follows_it() {
+        // Runs of one group each, at widths the word-at-a-time paths take,
+        // between repeated runs: each packed run's bytes run on into the
+        // next run's header and value, which must not leak into it.
+        for width in [3usize, 10, 14, 17, 24] {
+            let mask = (1u32 << width) - 1;
+            let first: Vec<u32> = (0..8).map(|i| (i * 2_654_435_761u32) & mask).collect();
+            let second: Vec<u32> = (0..16).map(|i| !(i * 40_503u32) & mask).collect();
+            let mut data = vec![1 << 1 | 1];
+            data.extend(pack(&first, width));
+            data.push(9 << 1);
+            data.extend_from_slice(&mask.to_le_bytes()[..width.div_ceil(8)]);
+            data.push(2 << 1 | 1);
+            data.extend(pack(&second, width));
+            data.push(40 << 1);
+            data.extend_from_slice(&mask.to_le_bytes()[..width.div_ceil(8)]);
+            let mut runs = Runs::new(&data, width as u8).unwrap();
+            let mut got = Vec::new();
+            while let Some(run) = runs.next_run().unwrap() {
+                match run {
+                    Run::Packed { bytes, count } => {
+                        let mut out = vec![u32::MAX; count];
+                        unpack(bytes, width as u8, &mut out);
+                        got.push(out);
+                    }
+                    Run::Repeated { value, count } => got.push(vec![value; count]),
+                }
+            }
+            let want = [first, vec![mask; 9], second, vec![mask; 40]];
+            assert_eq!(got, want, "width {width}");
+        }
     }
 
     #[test]
