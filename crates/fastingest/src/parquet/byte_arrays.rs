@@ -10,7 +10,7 @@
 //! 10 %, `try_push` 6 %, `from_utf8` 5 % of the read's CPU). Here a
 //! dictionary is checked once, as a whole; a value taken from it needs no
 //! check of its own; a short value is one fixed-size copy; and the values
-//! buffer is sized from the dictionary and the first pages, not doubled.
+//! buffer is sized from the pages' headers and the dictionary, not doubled.
 
 use std::mem::MaybeUninit;
 use std::sync::Arc;
@@ -25,15 +25,15 @@ use super::flat::{
     dictionary_indices, dictionary_of, low_bits, next_page, page_values, read_levels, Bits,
     Decoded, Failure, Indices, NextPage,
 };
-use super::pages::ChunkPages;
+use super::pages::{ChunkPages, PagesAhead};
 
 /// The most bytes a column chunk's values may take: Arrow's `Utf8` and
 /// `Binary` address their values with `i32` offsets. A chunk that needs
 /// more goes to the `parquet` crate, which says so.
 const MAX_BYTES: usize = i32::MAX as usize;
 
-/// The most a dictionary's entries suggest reserving for a chunk's values
-/// before any page is decoded.
+/// The most the pages' headers and a dictionary's entries suggest
+/// reserving for a chunk's values before any page is decoded.
 const FIRST_GUESS_MAX: usize = 64 << 20;
 
 /// A flat string (`utf8`) or binary column of `rows` rows, plain or
@@ -53,22 +53,22 @@ pub(super) fn decode(
     let mut ends: Vec<i32> = Vec::new();
     let mut indices: Vec<u32> = Vec::new();
     let mut done = 0usize;
+    let ahead = pages.ahead();
     while let Some(page) = next_page(&mut pages, nullable)? {
         let page = match page {
             NextPage::Dictionary(buf, count) => {
                 let read = Dictionary::from_plain(buf, count, utf8)?;
-                // Rows of entries of the dictionary's mean length: the
-                // first guess at the values' size (bettered page by page;
-                // capped, as only some of the entries may be used).
-                if done == 0 && read.len() > 0 {
-                    let guess = (read.bytes.len() / read.len()).saturating_mul(rows);
-                    reserve_about(&mut bytes, guess.min(FIRST_GUESS_MAX));
+                if done == 0 {
+                    reserve_about(&mut bytes, first_guess(ahead, Some(&read)));
                 }
                 dictionary = Some(read);
                 continue;
             }
             NextPage::Data(page) => page,
         };
+        if done == 0 && dictionary.is_none() {
+            reserve_about(&mut bytes, first_guess(ahead, None));
+        }
         if done + page.rows > rows {
             return Err(Failure::Corrupt(format!(
                 "the pages hold more than the row group's {rows} rows"
@@ -325,6 +325,27 @@ impl super::lists::Leaf for Values {
     }
 }
 
+/// What a chunk's values will take, guessed before its first data page
+/// from its data pages' headers (`ahead`) and its `dictionary`: a PLAIN
+/// page's values are its bytes less a 4-byte length per value (exact but
+/// for its levels and nulls), a dictionary-encoded page's are its values at
+/// the dictionary's mean length (capped: only some entries may be used).
+///
+/// Sizing from the first pages alone fell short when later values were
+/// longer: the suite's `string` file, whose chunks fall back from the
+/// dictionary to PLAIN pages, had half its buffers outgrown when 7 of their
+/// 8 MB were written, and copying them was 6 % of a steady read.
+fn first_guess(ahead: PagesAhead, dictionary: Option<&Dictionary>) -> usize {
+    let plain = ahead.plain_bytes.saturating_sub(4 * ahead.plain_values);
+    let looked_up = match dictionary {
+        Some(d) if d.len() > 0 => ahead
+            .other_values
+            .saturating_mul((d.bytes.len() / d.len()) as u64),
+        _ => 0,
+    };
+    plain.saturating_add(looked_up).min(FIRST_GUESS_MAX as u64) as usize
+}
+
 /// Grows `bytes` at once to what all `rows` rows will take at the bytes per
 /// row of the `done` so far (plus a [`BLOCK`]), so that a chunk's values are
 /// not copied again and again as they outgrow their buffer page by page.
@@ -340,20 +361,27 @@ fn reserve_projected(bytes: &mut Vec<u8>, done: usize, rows: usize) {
 /// spare (a projection a little short would otherwise double the buffer,
 /// copying it all, for its last few values).
 ///
-/// A projection that passes the capacity by less than that eighth while
-/// most of the buffer is unwritten waits: later pages may settle it, and a
-/// buffer that does run out is mostly written by then, so that growing it
-/// copies little that was not written (see [`grow_to`]). Projections creep
-/// up page by page on a dictionary-encoded chunk (the suite's `card1000`
-/// file grew each chunk's buffer three times by a few KB).
+/// A buffer that holds values is grown only when the projection clearly
+/// needs it, as growing may copy them: while most of it is unwritten, when
+/// the projection passes the capacity by more than that eighth (later
+/// pages may settle it, and a buffer that does run out is mostly written
+/// by then, so that growing it copies little that was not written, see
+/// [`grow_to`]); once it is mostly written, when the projection itself no
+/// longer fits. Projections creep up page by page: the suite's `card1000`
+/// file grew each chunk's buffer three times by a few KB, and its `string`
+/// file copied 7 MB to grow a buffer of 8 MB by 10 KB that it never used.
 fn reserve_about(bytes: &mut Vec<u8>, projected: usize) {
     let want = (projected + projected / 8).min(MAX_BYTES) + BLOCK;
     let capacity = bytes.capacity();
     if want <= capacity {
         return;
     }
-    let mostly_unwritten = capacity - bytes.len() > capacity / 8;
-    if bytes.is_empty() || !mostly_unwritten || want > capacity + capacity / 8 {
+    let needed = if capacity - bytes.len() > capacity / 8 {
+        want > capacity + capacity / 8
+    } else {
+        projected.min(MAX_BYTES) + BLOCK > capacity
+    };
+    if bytes.is_empty() || needed {
         grow_to(bytes, want);
     }
 }
@@ -370,6 +398,10 @@ fn reserve_about(bytes: &mut Vec<u8>, projected: usize) {
 /// cache: 28 % of the read's CPU). So a mostly written buffer is
 /// reallocated, and any other is moved by copying only what was written.
 fn grow_to(bytes: &mut Vec<u8>, capacity: usize) {
+    #[cfg(test)]
+    if !bytes.is_empty() {
+        tests::REGROWN.with(|n| n.set(n.get() + 1));
+    }
     let unwritten = bytes.capacity() - bytes.len();
     if unwritten <= bytes.capacity() / 8 {
         bytes.reserve_exact(capacity.saturating_sub(bytes.len()));
@@ -813,6 +845,13 @@ fn spread(validity: &Bits, at: usize, rows: usize, ends: &[i32], offsets: &mut V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use parquet::basic::Compression;
+
+    thread_local! {
+        /// Times [`grow_to`] grew a buffer that held values (and so may
+        /// have copied them), on this thread.
+        pub(super) static REGROWN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
 
     fn plain_page(values: &[&[u8]]) -> Vec<u8> {
         let mut page = Vec::new();
@@ -990,6 +1029,69 @@ mod tests {
         }
     }
 
+    /// One row group of a string column written by the `parquet` crate:
+    /// dictionary-encoded until its dictionary passes 4 KB, then PLAIN, in
+    /// pages of about 1 KB; and the values written.
+    fn falling_back(values: &[Option<String>]) -> (bytes::Bytes, Compression) {
+        use parquet::arrow::ArrowWriter;
+        use parquet::file::metadata::ParquetMetaDataReader;
+        use parquet::file::properties::WriterProperties;
+        let array: StringArray = values.iter().map(|v| v.as_deref()).collect();
+        let batch =
+            arrow_array::RecordBatch::try_from_iter([("s", Arc::new(array) as ArrayRef)]).unwrap();
+        let codec = Compression::SNAPPY;
+        let props = WriterProperties::builder()
+            .set_compression(codec)
+            .set_dictionary_page_size_limit(4096)
+            .set_data_page_size_limit(1024)
+            .set_write_batch_size(64)
+            .build();
+        let mut file = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), Some(props)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let file = bytes::Bytes::from(file);
+        let meta = ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .unwrap();
+        let (start, len) = meta.row_group(0).column(0).byte_range();
+        (file.slice(start as usize..(start + len) as usize), codec)
+    }
+
+    #[test]
+    fn values_that_grow_longer_after_the_dictionary_fills_are_sized_from_the_start() {
+        // Short values while the dictionary takes them, then ones four
+        // times as long: sized from the first pages, the buffer ran out
+        // near the end and was copied to grow it.
+        for nulls in [false, true] {
+            let values: Vec<Option<String>> = (0..6_000)
+                .map(|i| match i {
+                    _ if nulls && i % 5 == 0 => None,
+                    0..1_000 => Some(format!("s{i:05}")),
+                    _ => Some(format!("a much longer value, number {i:06}")),
+                })
+                .collect();
+            let (chunk, codec) = falling_back(&values);
+            let pages = ChunkPages::new(chunk, codec).unwrap();
+            let ahead = pages.ahead();
+            assert!(
+                ahead.plain_values > 0 && ahead.other_values > 0,
+                "{ahead:?}"
+            );
+            REGROWN.with(|n| n.set(0));
+            let Ok(array) = decode(pages, nulls, values.len(), true) else {
+                panic!("decoded");
+            };
+            let want: StringArray = values.iter().map(|v| v.as_deref()).collect();
+            assert_eq!(array.as_any().downcast_ref::<StringArray>(), Some(&want));
+            // Sized before the first value, nulls or not (a null counted
+            // as a 4-byte length makes the guess short by less than the
+            // eighth it leaves to spare), and never grown after.
+            let regrown = REGROWN.with(|n| n.get());
+            assert!(regrown == 0, "regrown {regrown} times (nulls {nulls})");
+        }
+    }
+
     #[test]
     fn growing_keeps_the_values_whichever_way_it_grows() {
         // Mostly written (reallocated) and mostly unwritten (moved by copy).
@@ -1014,11 +1116,14 @@ mod tests {
         // Far past it: grown at once.
         reserve_about(&mut bytes, 2 * capacity);
         assert!(bytes.capacity() >= 2 * capacity);
-        // Mostly written: any projection past the capacity grows it.
+        // Mostly written: its eighth to spare is not grown for, but a
+        // projection past the capacity itself grows it.
         let mut full: Vec<u8> = Vec::with_capacity(10_000);
-        full.resize(full.capacity() - 10, 1);
+        full.resize(full.capacity() - 1000, 1);
         let capacity = full.capacity();
         reserve_about(&mut full, capacity * 8 / 9 + 100);
+        assert_eq!(full.capacity(), capacity);
+        reserve_about(&mut full, capacity);
         assert!(full.capacity() > capacity);
         assert!(full.iter().all(|&b| b == 1));
     }

@@ -113,6 +113,8 @@ fn checked_header(
 const DATA_PAGE: i32 = 0;
 const DICTIONARY_PAGE: i32 = 2;
 const DATA_PAGE_V2: i32 = 3;
+/// The format's number for the PLAIN encoding.
+const PLAIN: i32 = 0;
 
 /// What the readers need of a page header. Fields the header lacks keep
 /// the values of [`PageHeader::MISSING`].
@@ -385,6 +387,45 @@ impl ChunkPages {
     }
 }
 
+/// What a chunk's data pages still to come hold, summed from their headers
+/// without decompressing them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PagesAhead {
+    /// Values (nulls included) of the PLAIN data pages.
+    pub(crate) plain_values: u64,
+    /// Those pages' bytes once decompressed (levels and values).
+    pub(crate) plain_bytes: u64,
+    /// Values of the data pages in any other encoding.
+    pub(crate) other_values: u64,
+}
+
+impl ChunkPages {
+    /// The data pages from the next one on, by their headers. A header
+    /// that does not read stops the sum; `next_page` reports it when it
+    /// gets there.
+    pub(crate) fn ahead(&self) -> PagesAhead {
+        let mut ahead = PagesAhead::default();
+        let mut at = self.at;
+        while at < self.chunk.len() {
+            let Ok((header, body)) = checked_header(&self.chunk, at, self.codec) else {
+                break;
+            };
+            at = body + header.compressed as usize;
+            if !matches!(header.kind, DATA_PAGE | DATA_PAGE_V2) {
+                continue;
+            }
+            let values = header.num_values.max(0) as u64;
+            if header.encoding == PLAIN {
+                ahead.plain_values += values;
+                ahead.plain_bytes += header.uncompressed as u64;
+            } else {
+                ahead.other_values += values;
+            }
+        }
+        ahead
+    }
+}
+
 /// Decompresses a page body (`levels` bytes of uncompressed levels first,
 /// then the compressed values) to `size` bytes at the start of `scratch`.
 fn decompress(
@@ -562,6 +603,76 @@ mod tests {
         writer.write(&batch).unwrap();
         writer.close().unwrap();
         (bytes::Bytes::from(file), values)
+    }
+
+    #[test]
+    fn the_pages_ahead_sum_what_reading_them_finds() {
+        use parquet::file::metadata::ParquetMetaDataReader;
+        use parquet::file::properties::WriterVersion;
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            for dictionary in [false, true] {
+                let case = format!("{version:?} dictionary {dictionary}");
+                let codec = Compression::SNAPPY;
+                let (file, _) = written(codec, version, dictionary);
+                let meta = ParquetMetaDataReader::new()
+                    .parse_and_finish(&file)
+                    .unwrap();
+                let (start, len) = meta.row_group(0).column(0).byte_range();
+                let bytes = file.slice(start as usize..(start + len) as usize);
+                let mut pages = ChunkPages::new(bytes, codec).unwrap();
+                let before = pages.ahead();
+                // Summed again page by page as they are read; and after
+                // the first page, the sum of the pages after it.
+                let (mut found, mut after_first) = (PagesAhead::default(), None);
+                loop {
+                    let page = pages.next_page().unwrap();
+                    let read = match page {
+                        None => break,
+                        Some(Page::Data {
+                            buf,
+                            num_values,
+                            encoding,
+                            ..
+                        })
+                        | Some(Page::DataV2 {
+                            buf,
+                            num_values,
+                            encoding,
+                            ..
+                        }) => Some((buf.len() as u64, num_values as u64, encoding)),
+                        Some(Page::Dictionary { .. }) => None,
+                    };
+                    if let Some((size, values, encoding)) = read {
+                        if encoding == Encoding::PLAIN {
+                            found.plain_values += values;
+                            found.plain_bytes += size;
+                        } else {
+                            found.other_values += values;
+                        }
+                    }
+                    after_first.get_or_insert_with(|| (found, pages.ahead()));
+                }
+                assert_eq!(before, found, "{case}");
+                let values = found.plain_values + found.other_values;
+                assert_eq!(values, 20_000, "{case}");
+                assert_eq!(found.other_values > 0, dictionary, "{case}");
+                let (first, rest) = after_first.unwrap();
+                assert_eq!(
+                    (
+                        first.plain_bytes + rest.plain_bytes,
+                        first.other_values + rest.other_values
+                    ),
+                    (found.plain_bytes, found.other_values),
+                    "{case}"
+                );
+            }
+        }
+        // A header that does not read ends the sum (next_page says why).
+        let mut chunk = page(100, 10, &[0; 10]);
+        chunk.extend([0xff; 4]);
+        let pages = ChunkPages::new(bytes::Bytes::from(chunk), Compression::SNAPPY).unwrap();
+        let ahead = pages.ahead();
+        assert_eq!((ahead.plain_values, ahead.plain_bytes), (1, 100));
     }
 
     #[test]
