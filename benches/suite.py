@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -448,6 +449,10 @@ def main() -> None:
             except pa.ArrowNotImplementedError as e:
                 print(f"no ORC copy of {parquet.name}: {e}", file=sys.stderr)
 
+    # Ctrl-C, or a SIGTERM (a `timeout`), ends the measuring but not the run:
+    # the report is made from what was measured until then.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    interrupted = False
     servers = Servers()
     store = None
     try:
@@ -456,6 +461,14 @@ def main() -> None:
             for s in tqdm(run.sources, desc="uploading", unit="dataset"):
                 store.upload_source(s)
         measure(run, store)
+    except KeyboardInterrupt:
+        interrupted = True
+        minutes = (time.time() - started) / 60
+        run.notes.append(
+            f"Interrupted after {minutes:.1f} min: this report holds only the reads "
+            "measured until then."
+        )
+        print("\ninterrupted: reporting what was measured", file=sys.stderr)
     finally:
         servers.stop()
     run.notes.append(
@@ -467,6 +480,8 @@ def main() -> None:
     )
     save_raw(run, Path(args.out) / "last-run.raw.json", time.time() - started)
     report.write(run, Path(args.out), elapsed=time.time() - started)
+    if interrupted:
+        sys.exit(130)
 
 
 def save_raw(run: Run, path: Path, elapsed: float) -> None:

@@ -5,8 +5,11 @@ JSON, the Markdown summary and the plots. CI runs no benchmark beyond this."""
 from __future__ import annotations
 
 import json
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +63,50 @@ def test_suite_smallest_case_runs_end_to_end(tmp_path):
     assert "local: fastingest >= 1.0x best peer (steady state)" in targets, targets
     assert "local: peak RSS / polars' <= 1.1" in targets, targets
     assert list(results.glob("suite-*-throughput.png"))
+
+
+def test_an_interrupted_suite_reports_what_it_measured(tmp_path):
+    # Interrupted (as Ctrl-C or `timeout` would) once a few reads are done:
+    # those reads are saved and reported, marked as an interrupted run.
+    suite = subprocess.Popen(
+        [
+            sys.executable,
+            str(ROOT / "benches" / "suite.py"),
+            "--smallest",
+            "--out",
+            str(tmp_path / "results"),
+            "--data",
+            str(tmp_path / "data"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    progress = re.compile(rb"reads:[^|]*\|[^|]*\| *(\d+)/\d+")
+    seen = b""
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline:
+            chunk = suite.stderr.read1(4096) if suite.stderr else b""
+            if not chunk:
+                break
+            seen += chunk
+            done = [int(n) for n in progress.findall(seen)]
+            if done and max(done) >= 3:
+                suite.send_signal(signal.SIGTERM)
+                break
+        rest = suite.communicate(timeout=120)[1]
+    finally:
+        suite.kill()
+    stderr = (seen + rest).decode(errors="replace")
+    assert suite.returncode == 130, stderr[-3000:]
+    results = tmp_path / "results"
+    (record_path,) = results.glob("suite-*.json")
+    record = json.loads(record_path.read_text())
+    # Fewer reads than the whole case's 4 fresh and 3 steady ones.
+    assert 1 <= len(record["results"]) < 7, stderr[-3000:]
+    assert all("error" not in r and r["seconds"] > 0 for r in record["results"])
+    assert (results / "last-run.raw.json").exists()
+    assert "Interrupted after" in record_path.with_suffix(".md").read_text()
 
 
 # Run in a child: the suite puts benches/ first on sys.path, where its
