@@ -81,12 +81,23 @@ pub(super) fn decode(
             _ => page.rows,
         };
         let values = &page.buf[page.values..];
-        ends.clear();
+        // A page without nulls has a value per row: their ends are the
+        // rows' offsets, written in place (copying them over from `ends`
+        // was 2 % of a steady read of the suite's `rl32` file).
+        let nulls = validity.is_some() && valid != page.rows;
+        let page_ends = match nulls {
+            true => {
+                ends.clear();
+                &mut ends
+            }
+            false => &mut offsets,
+        };
+        let first = page_ends.len();
         match page.encoding {
             Encoding::PLAIN => {
                 let start = bytes.len();
-                plain(values, valid, &mut bytes, &mut ends)?;
-                if utf8 && !is_utf8(&bytes, start, &ends) {
+                plain(values, valid, &mut bytes, page_ends)?;
+                if utf8 && !is_utf8(&bytes, start, &page_ends[first..]) {
                     return Err(Failure::Corrupt("a value is not valid UTF-8".into()));
                 }
             }
@@ -98,16 +109,13 @@ pub(super) fn decode(
                     dictionary,
                     &mut indices,
                     &mut bytes,
-                    &mut ends,
+                    page_ends,
                 )?;
             }
             _ => return Err(Failure::Unsupported),
         }
-        match &validity {
-            Some(validity) if valid != page.rows => {
-                spread(validity, done, page.rows, &ends, &mut offsets)
-            }
-            _ => offsets.extend_from_slice(&ends),
+        if let (Some(validity), true) = (&validity, nulls) {
+            spread(validity, done, page.rows, &ends, &mut offsets);
         }
         done += page.rows;
         reserve_projected(&mut bytes, done, rows);
