@@ -15,17 +15,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def smallest_case(tmp_path: Path) -> list[str]:
+    """The suite's smallest case, its data and results under `tmp_path`."""
+    suite = str(ROOT / "benches" / "suite.py")
+    out, data = str(tmp_path / "results"), str(tmp_path / "data")
+    return [sys.executable, suite, "--smallest", "--out", out, "--data", data]
+
+
 def test_suite_smallest_case_runs_end_to_end(tmp_path):
     out = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benches" / "suite.py"),
-            "--smallest",
-            "--out",
-            str(tmp_path / "results"),
-            "--data",
-            str(tmp_path / "data"),
-        ],
+        smallest_case(tmp_path),
         capture_output=True,
         text=True,
         timeout=600,
@@ -69,15 +68,7 @@ def test_an_interrupted_suite_reports_what_it_measured(tmp_path):
     # Interrupted (as Ctrl-C or `timeout` would) once a few reads are done:
     # those reads are saved and reported, marked as an interrupted run.
     suite = subprocess.Popen(
-        [
-            sys.executable,
-            str(ROOT / "benches" / "suite.py"),
-            "--smallest",
-            "--out",
-            str(tmp_path / "results"),
-            "--data",
-            str(tmp_path / "data"),
-        ],
+        smallest_case(tmp_path),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
