@@ -71,6 +71,12 @@ def _med(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
+def link_ceilings(run: Any) -> dict[str, float]:
+    """Each profile's ceiling (MB/s, the median of its samples), for the
+    profiles where one was measured."""
+    return {p: statistics.median(v) for p, v in run.ceilings.items() if v}
+
+
 def summarize(run: Any) -> dict:
     """Per (profile, dataset, reader, mode): medians, min-max, and the ratios
     (against the best peer in the same mode)."""
@@ -115,7 +121,7 @@ def summarize(run: Any) -> dict:
         key = (row["profile"], row["dataset"], row["mode"])
         if key not in best or row["mbps"] > best[key][1]:
             best[key] = (row["reader"], row["mbps"])
-    ceilings = {p: statistics.median(v) for p, v in run.ceilings.items()}
+    ceilings = link_ceilings(run)
     for row in rows:
         peer = best.get((row["profile"], row["dataset"], row["mode"]))
         row["best_peer"] = peer[0] if peer else None
@@ -264,13 +270,13 @@ def overlap_targets(run: Any, by_key: dict) -> list[dict]:
         if source.folder or source.fmt != "parquet" or source.columns or source.size < 100e6:
             continue
         local = by_key.get(("local-warm", source.name, "fastingest", "fresh"))
-        for profile, samples in run.ceilings.items():
+        for profile, ceiling in link_ceilings(run).items():
             row = by_key.get((profile, source.name, "fastingest", "fresh"))
-            if profile not in LINKED or not samples or not row or not local:
+            if profile not in LINKED or not row or not local:
                 continue
             if not row["mbps"] or not local["mbps"]:
                 continue
-            value = row["mbps"] / min(statistics.median(samples), local["mbps"])
+            value = row["mbps"] / min(ceiling, local["mbps"])
             out.append(
                 {
                     "target": f"{profile}: one large file, decoded >= {OVERLAP_LIMIT} of the "

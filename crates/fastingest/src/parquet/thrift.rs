@@ -138,10 +138,7 @@ impl<'a> Compact<'a> {
             LIST | SET => {
                 let (size, elem) = self.list_header()?;
                 for _ in 0..size {
-                    match elem {
-                        TRUE | FALSE => self.skip_bytes(1)?,
-                        _ => self.skip_value(elem, depth + 1)?,
-                    }
+                    self.skip_element(elem, depth + 1)?;
                 }
                 Ok(())
             }
@@ -188,10 +185,11 @@ impl<'a> Compact<'a> {
     }
 
     /// Booleans inside lists and maps take a byte each.
+    #[inline(always)]
     pub(crate) fn skip_element(&mut self, kind: u8, depth: usize) -> Result<(), String> {
         match kind {
             TRUE | FALSE => self.skip_bytes(1),
-            _ => self.skip(kind, depth),
+            _ => self.skip_value(kind, depth),
         }
     }
 }
