@@ -37,6 +37,7 @@ pub mod gpu;
 pub mod io;
 pub(crate) mod known;
 pub mod memory;
+pub(crate) mod nontemporal;
 pub mod orc;
 pub mod parquet;
 pub(crate) mod pipeline;

@@ -34,6 +34,7 @@ use parquet::schema::types::ColumnDescriptor;
 use super::byte_arrays;
 use super::hybrid::{unpack_chunks, Run, Runs};
 use super::pages::{ChunkPages, Page};
+use crate::nontemporal::{self, Reads};
 
 /// Why a column was not decoded here (either way the `parquet` crate then
 /// decodes it, and names what is wrong with a damaged one).
@@ -172,6 +173,9 @@ pub(crate) fn decode_column(
     if !decodes(column, target) {
         return Err(Failure::Unsupported);
     }
+    // The output may be written with streaming stores: fenced before it
+    // leaves this thread.
+    let _fence = nontemporal::Fence;
     let pages = ChunkPages::new(bytes, meta.compression()).ok_or(Failure::Unsupported)?;
     let nullable = column.max_def_level() == 1;
     // A primitive column of Arrow type `$t` from `$n`-byte physical values.
@@ -600,19 +604,34 @@ pub(super) fn scatter<T: Copy + Default>(
     dense: &[T],
     out: &mut Vec<T>,
 ) {
-    out.reserve(rows);
+    // `out` is a column's output: streamed when large.
+    let mut out = nontemporal::Appender::new(out, rows, Reads::Later);
     let mut k = 0usize;
     for (word, n) in validity.words_in(at, rows) {
         if word == low_bits(n) && k + n <= dense.len() {
-            out.extend_from_slice(&dense[k..k + n]);
+            let run = &dense[k..k + n];
+            // SAFETY: the closure writes each of the `n` slots (a word is
+            // at most 64 rows).
+            unsafe {
+                out.extend_with(n, |room| {
+                    for (slot, &value) in room.iter_mut().zip(run) {
+                        slot.write(value);
+                    }
+                })
+            };
             k += n;
         } else {
-            out.extend((0..n).map(|j| {
-                // Past the last valid value only nulls are left.
-                let value = dense.get(k).copied().unwrap_or_default();
-                k += ((word >> j) & 1) as usize;
-                value
-            }));
+            // SAFETY: as above.
+            unsafe {
+                out.extend_with(n, |room| {
+                    for (j, slot) in room.iter_mut().enumerate() {
+                        // Past the last valid value only nulls are left.
+                        let value = dense.get(k).copied().unwrap_or_default();
+                        k += ((word >> j) & 1) as usize;
+                        slot.write(value);
+                    }
+                })
+            };
         }
     }
 }
@@ -643,7 +662,7 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
                 // Sized by `plain` once the bytes are known to hold them
                 // (the count is the page header's word).
                 let mut values = Vec::new();
-                plain(buf, count, &convert, &mut values)?;
+                plain(buf, count, &convert, &mut values, Reads::Soon)?;
                 dictionary = Some(values);
                 continue;
             }
@@ -659,11 +678,11 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
             &mut validity,
             &mut out,
             &mut dense,
-            |values, valid, target| match page.encoding {
-                Encoding::PLAIN => plain(values, valid, &convert, target),
+            |values, valid, target, reads| match page.encoding {
+                Encoding::PLAIN => plain(values, valid, &convert, target, reads),
                 Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
                     let dictionary = dictionary_of(&dictionary)?;
-                    gather(values, valid, dictionary, &mut indices, target)
+                    gather(values, valid, dictionary, &mut indices, target, reads)
                 }
                 _ => Err(Failure::Unsupported),
             },
@@ -682,16 +701,17 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
 
 /// Decodes the values of one data `page` of a flat column onto `out`:
 /// `decode` gets the page's value bytes and how many of its rows are valid,
-/// and appends that many values to the vector it is handed. With every row
-/// valid that is `out` itself; otherwise `dense`, whose values are then
-/// copied out run by run around the nulls ([`scatter`]). `validity` takes
+/// and appends that many values to the vector it is handed, read when the
+/// [`Reads`] says. With every row valid that is `out` itself (read later);
+/// otherwise `dense`, whose values are then copied out run by run around
+/// the nulls ([`scatter`], read soon). `validity` takes
 /// the page's definition levels.
 pub(super) fn page_values<T: Copy + Default>(
     page: &DataPage,
     validity: &mut Option<Bits>,
     out: &mut Vec<T>,
     dense: &mut Vec<T>,
-    decode: impl FnOnce(&[u8], usize, &mut Vec<T>) -> Decoded<()>,
+    decode: impl FnOnce(&[u8], usize, &mut Vec<T>, Reads) -> Decoded<()>,
 ) -> Decoded<()> {
     let at = out.len();
     let valid = match (validity.as_mut(), &page.levels) {
@@ -702,13 +722,13 @@ pub(super) fn page_values<T: Copy + Default>(
     };
     let values = &page.buf[page.values..];
     if valid == page.rows {
-        return decode(values, valid, out);
+        return decode(values, valid, out, Reads::Later);
     }
     let Some(validity) = validity.as_ref() else {
         return Err(Failure::Unsupported);
     };
     dense.clear();
-    decode(values, valid, dense)?;
+    decode(values, valid, dense, Reads::Soon)?;
     scatter(validity, at, page.rows, dense, out);
     Ok(())
 }
@@ -721,12 +741,14 @@ pub(super) fn dictionary_of<D>(dictionary: &Option<D>) -> Decoded<&D> {
         .ok_or_else(|| Failure::Corrupt("a dictionary-encoded page before any dictionary".into()))
 }
 
-/// Appends `count` plain-encoded values of `values` to `out`.
-pub(super) fn plain<T, const N: usize>(
+/// Appends `count` plain-encoded values of `values` to `out`, which is
+/// read when `reads` says.
+pub(super) fn plain<T: Copy, const N: usize>(
     values: &[u8],
     count: usize,
     convert: impl Fn([u8; N]) -> T,
     out: &mut Vec<T>,
+    reads: Reads,
 ) -> Decoded<()> {
     let Some(bytes) = values.get(..count * N) else {
         return Err(Failure::Corrupt(format!(
@@ -734,23 +756,40 @@ pub(super) fn plain<T, const N: usize>(
             values.len()
         )));
     };
-    out.extend(bytes.chunks_exact(N).map(|c| {
-        let mut word = [0u8; N];
-        word.copy_from_slice(c);
-        convert(word)
-    }));
+    let mut out = nontemporal::Appender::new(out, count, reads);
+    for chunk in bytes.chunks(N * nontemporal::CHUNK) {
+        let n = chunk.len() / N;
+        // SAFETY: the closure writes each of the `n` slots, one per value
+        // of the chunk (`chunks` of whole values: `bytes` holds `count`).
+        unsafe {
+            out.extend_with(
+                n,
+                #[inline(always)]
+                |room| {
+                    for (slot, c) in room.iter_mut().zip(chunk.chunks_exact(N)) {
+                        let mut word = [0u8; N];
+                        word.copy_from_slice(c);
+                        slot.write(convert(word));
+                    }
+                },
+            )
+        };
+    }
     Ok(())
 }
 
 /// Appends `count` dictionary-encoded values (bit width byte, then hybrid
-/// runs of indices) looked up in `dictionary` to `out`.
+/// runs of indices) looked up in `dictionary` to `out`, which is read when
+/// `reads` says.
 pub(super) fn gather<T: Copy>(
     values: &[u8],
     count: usize,
     dictionary: &[T],
     indices: &mut Vec<u32>,
     out: &mut Vec<T>,
+    reads: Reads,
 ) -> Decoded<()> {
+    let mut out = nontemporal::Appender::new(out, count, reads);
     dictionary_indices(
         values,
         count,
@@ -760,29 +799,36 @@ pub(super) fn gather<T: Copy>(
         |run| {
             match run {
                 Indices::Repeated(index, n) => {
-                    out.resize(out.len() + n, dictionary[index as usize]);
+                    out.fill(dictionary[index as usize], n);
                 }
                 Indices::Chunk(chunk) => {
-                    out.reserve(chunk.len());
-                    let filled = out.len();
-                    let room = &mut out.spare_capacity_mut()[..chunk.len()];
-                    // Compiled for AVX2 as well (a quarter faster there).
-                    crate::simd::wide(
-                        chunk.len(),
-                        #[inline(always)]
-                        || {
-                            for (slot, &i) in room.iter_mut().zip(chunk) {
-                                // SAFETY: `dictionary_indices` checked every index of
-                                // the chunk against `dictionary.len()` before handing
-                                // it over. Without a bounds check per value, a steady
-                                // read of the suite's `uint` file (dictionary-encoded
-                                // small ints) is 6 % faster.
-                                slot.write(unsafe { *dictionary.get_unchecked(i as usize) });
-                            }
-                        },
-                    );
-                    // SAFETY: the first `chunk.len()` spare slots were written.
-                    unsafe { out.set_len(filled + chunk.len()) };
+                    // SAFETY: the closure writes a value into each of the
+                    // chunk's slots (a chunk is at most `CHUNK` indices).
+                    unsafe {
+                        out.extend_with(
+                            chunk.len(),
+                            #[inline(always)]
+                            |room| {
+                                // Compiled for AVX2 as well (a quarter faster there).
+                                crate::simd::wide(
+                                    chunk.len(),
+                                    #[inline(always)]
+                                    || {
+                                        for (slot, &i) in room.iter_mut().zip(chunk) {
+                                            // SAFETY: `dictionary_indices` checked every
+                                            // index of the chunk against
+                                            // `dictionary.len()` before handing it over.
+                                            // Without a bounds check per value, a steady
+                                            // read of the suite's `uint` file
+                                            // (dictionary-encoded small ints) is 6 %
+                                            // faster.
+                                            slot.write(*dictionary.get_unchecked(i as usize));
+                                        }
+                                    },
+                                )
+                            },
+                        )
+                    };
                 }
             }
             Ok(())
@@ -953,6 +999,113 @@ fn decode_booleans(mut pages: ChunkPages, nullable: bool, rows: usize) -> Decode
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One row group of `array` as a column written by the `parquet` crate
+    /// (dictionary-encoded or plain), decoded by [`decode_column`].
+    fn written_and_decoded(array: ArrayRef, dictionary: bool) -> ArrayRef {
+        use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
+        use parquet::basic::Compression;
+        use parquet::file::metadata::ParquetMetaDataReader;
+        use parquet::file::properties::WriterProperties;
+        let rows = array.len();
+        let target = array.data_type().clone();
+        let batch = arrow_array::RecordBatch::try_from_iter([("v", array)]).unwrap();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_dictionary_enabled(dictionary)
+            .set_dictionary_page_size_limit(1 << 20)
+            .set_max_row_group_row_count(Some(rows))
+            .build();
+        let mut file = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), Some(props)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        let file = Bytes::from(file);
+        let meta = ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .unwrap();
+        let descr = ArrowSchemaConverter::new()
+            .convert(&batch.schema())
+            .unwrap();
+        let chunk = meta.row_group(0).column(0);
+        let (start, len) = chunk.byte_range();
+        let bytes = file.slice(start as usize..(start + len) as usize);
+        decode_column(bytes, chunk, &descr.column(0), &target, rows)
+            .unwrap_or_else(|e| panic!("{target}: {e:?}"))
+    }
+
+    #[test]
+    fn large_columns_streamed_out_decode_to_what_was_written() {
+        use arrow_array::{Decimal128Array, Float64Array, Int64Array, Int8Array, StringArray};
+        // Enough rows for every output to pass the size that is streamed,
+        // in runs (repeated dictionary indices; long enough for a run of
+        // strings to be staged) and scattered, with and without nulls,
+        // dictionary-encoded and plain.
+        let rows = 300_000usize;
+        let value = |i: usize, runs: bool| {
+            if runs {
+                i / 200 % 1000
+            } else {
+                i * 7919 % 100_003
+            }
+        };
+        let valid = |i: usize, nulls: bool| !nulls || i % 11 != 3;
+        for runs in [false, true] {
+            for nulls in [false, true] {
+                let wanted = |i| valid(i, nulls).then(|| value(i, runs));
+                let arrays: Vec<ArrayRef> = vec![
+                    Arc::new(
+                        (0..rows)
+                            .map(|i| wanted(i).map(|v| v as i64 - 500))
+                            .collect::<Int64Array>(),
+                    ),
+                    Arc::new(
+                        (0..rows)
+                            .map(|i| wanted(i).map(|v| v as f64 / 4.0))
+                            .collect::<Float64Array>(),
+                    ),
+                    Arc::new(
+                        (0..rows)
+                            .map(|i| wanted(i).map(|v| v as i8))
+                            .collect::<Int8Array>(),
+                    ),
+                    Arc::new(
+                        (0..rows)
+                            .map(|i| wanted(i).map(|v| v as i128 * 10_i128.pow(20) - 7))
+                            .collect::<Decimal128Array>()
+                            .with_precision_and_scale(38, 10)
+                            .unwrap(),
+                    ),
+                    Arc::new(
+                        (0..rows)
+                            .map(|i| wanted(i).map(|v| format!("value {v} {}", "x".repeat(v % 30))))
+                            .collect::<StringArray>(),
+                    ),
+                ];
+                for array in arrays {
+                    for dictionary in [false, true] {
+                        let case = format!(
+                            "{} runs {runs} nulls {nulls} dictionary {dictionary}",
+                            array.data_type()
+                        );
+                        crate::nontemporal::STREAMED.with(|n| n.set(0));
+                        let decoded = written_and_decoded(Arc::clone(&array), dictionary);
+                        assert!(decoded.to_data() == array.to_data(), "{case}");
+                        // Each case wrote some of its output with streaming
+                        // stores, but for the bytes of `int8` (300 KB) and
+                        // the strings of plain pages (copied one by one).
+                        let streamed = crate::nontemporal::STREAMED.with(|n| n.get());
+                        let streams = match array.data_type() {
+                            DataType::Int8 => false,
+                            DataType::Utf8 => dictionary,
+                            _ => true,
+                        };
+                        assert_eq!(streamed > 0, streams, "{case}: {streamed} lines streamed");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn bits_append_at_every_offset_as_a_list_of_bools_would() {

@@ -39,6 +39,7 @@ use super::flat::{
 use super::hybrid::{unpack_chunks, Run};
 use super::pages::ChunkPages;
 use crate::memory::reserve_unfaulted;
+use crate::nontemporal::Reads;
 
 /// One list level of a column, outermost first.
 struct ListLevel {
@@ -163,6 +164,9 @@ pub(crate) fn decode_column(
     shape: &Shape,
     rows: usize,
 ) -> Decoded<ArrayRef> {
+    // The output may be written with streaming stores: fenced before it
+    // leaves this thread.
+    let _fence = crate::nontemporal::Fence;
     let pages = ChunkPages::new(bytes, meta.compression()).ok_or(Failure::Unsupported)?;
     // Every buffer is sized once from the chunk's count of levels (a claim
     // of the file's, so capped: past it they grow as they must); grown by
@@ -215,7 +219,7 @@ impl<V: Copy, F: Fn([u8; N]) -> V, const N: usize> Leaf for Numbers<V, F, N> {
 
     fn dictionary(&mut self, page: &[u8], count: usize) -> Decoded<()> {
         let mut entries = Vec::new();
-        plain(page, count, &self.convert, &mut entries)?;
+        plain(page, count, &self.convert, &mut entries, Reads::Soon)?;
         self.dictionary = Some(entries);
         Ok(())
     }
@@ -228,10 +232,17 @@ impl<V: Copy, F: Fn([u8; N]) -> V, const N: usize> Leaf for Numbers<V, F, N> {
         scratch: &mut Vec<u32>,
     ) -> Decoded<()> {
         match encoding {
-            Encoding::PLAIN => plain(values, valid, &self.convert, &mut self.values),
+            Encoding::PLAIN => plain(values, valid, &self.convert, &mut self.values, Reads::Later),
             Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
                 let dictionary = dictionary_of(&self.dictionary)?;
-                gather(values, valid, dictionary, scratch, &mut self.values)
+                gather(
+                    values,
+                    valid,
+                    dictionary,
+                    scratch,
+                    &mut self.values,
+                    Reads::Later,
+                )
             }
             _ => Err(Failure::Unsupported),
         }
