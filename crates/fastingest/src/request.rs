@@ -11,7 +11,11 @@
 use std::fmt::Debug;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+// tokio's clock: the real one, but for tests that pause it (a store's answer
+// time is then the test's to set, not the machine's load).
+use tokio::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use futures::future::BoxFuture;
