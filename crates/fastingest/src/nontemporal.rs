@@ -14,10 +14,10 @@
 //! ordinary stores: they may still be in cache when read, and a partly
 //! written line costs a streaming store more than it saves.
 //!
-//! Streaming stores are weakly ordered: before the values may be read by
-//! another thread, the writing thread must run a store fence. A decoder
-//! holds a [`Fence`] for as long as it writes, which fences when dropped,
-//! however the decoder ends.
+//! Streaming stores are weakly ordered: the thread that made them runs a
+//! store fence before anything reads what they wrote. Each streaming copy
+//! here ends with one ([`copy_out`]; an [`Appender`] when it is dropped),
+//! so callers need not know: a fence per page or per few KB of values.
 
 use std::mem::{size_of, MaybeUninit};
 
@@ -25,22 +25,19 @@ use std::mem::{size_of, MaybeUninit};
 /// with ordinary stores.
 pub(crate) const MIN_OUTPUT_BYTES: usize = 1 << 20;
 
-/// Appends of fewer bytes than this are written with ordinary stores: the
-/// lines at either end are written in part and cost a streaming store more.
-pub(crate) const MIN_APPEND_BYTES: usize = 256;
+/// An appender expecting fewer bytes than this writes with ordinary
+/// stores: the lines at either end are written in part and cost a
+/// streaming store more.
+const MIN_APPEND_BYTES: usize = 256;
 
-/// Runs a store fence when dropped. Held by a decoder for as long as it
-/// may write with an [`Appender`].
-pub(crate) struct Fence;
-
-impl Drop for Fence {
-    fn drop(&mut self) {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: SSE2, which every x86-64 CPU has.
-        unsafe {
-            std::arch::x86_64::_mm_sfence()
-        };
-    }
+/// Orders the streaming stores this thread made before anything after.
+#[inline(always)]
+fn fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2, which every x86-64 CPU has.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
 }
 
 #[cfg(test)]
@@ -73,8 +70,7 @@ const STAGED: usize = CHUNK + 64;
 /// line written in part by a streaming store and in part by an ordinary one
 /// costs more than either (appending runs of 32 values straight to the
 /// output that way made a read of the suite's `rl32` file 60 % slower).
-/// What is staged goes out when the appender is dropped. The caller holds a
-/// [`Fence`].
+/// What is staged goes out, and is fenced, when the appender is dropped.
 pub(crate) struct Appender<'a, T: Copy> {
     out: &'a mut Vec<T>,
     /// Whether values are staged and streamed (else they go straight to
@@ -158,6 +154,10 @@ impl<'a, T: Copy> Appender<'a, T> {
     #[inline(never)]
     fn flush(&mut self, all: bool) {
         let size = size_of::<T>();
+        if self.out.capacity() - self.out.len() < self.len {
+            // Growing copies what was streamed out: fenced first.
+            fence();
+        }
         self.out.reserve(self.len);
         let at = self.out.len();
         // SAFETY: `reserve` made room for the `self.len` staged values,
@@ -195,13 +195,16 @@ impl<T: Copy> Drop for Appender<'_, T> {
         if self.len > 0 {
             self.flush(true);
         }
+        if self.streaming {
+            fence();
+        }
     }
 }
 
 /// Copies `bytes` bytes from `src` to `dst`: the whole cache lines of
 /// `dst` with streaming stores, the lines at either end that are only in
 /// part `dst`'s with ordinary ones (a neighbour writes the rest of them, and
-/// a line written both ways costs more than either).
+/// a line written both ways costs more than either); then fences.
 ///
 /// # Safety
 /// `src` readable and `dst` writable for `bytes` bytes, not overlapping.
@@ -213,6 +216,7 @@ pub(crate) unsafe fn copy_out(src: *const u8, dst: *mut u8, bytes: usize) {
     stream_lines(src.add(head), dst.add(head), lines);
     let done = head + lines;
     std::ptr::copy_nonoverlapping(src.add(done), dst.add(done), bytes - done);
+    fence();
 }
 
 /// Copies `bytes` bytes, whole cache lines, from `src` to `dst` with
@@ -258,7 +262,6 @@ mod tests {
     /// Appends runs and chunks of many lengths at many offsets, checked
     /// against what a vector's own methods make of them.
     fn check<T: Copy + Default + PartialEq + std::fmt::Debug>(value: impl Fn(usize) -> T) {
-        let _fence = Fence;
         let steps = [0, 1, 3, 15, 16, 17, 63, 64, 65, 200, 1000, 1024, 4099];
         let streams = cfg!(target_arch = "x86_64") && 16 % size_of::<T>() == 0;
         for prefix in 0..5 {
@@ -302,7 +305,6 @@ mod tests {
 
     #[test]
     fn copies_out_keep_every_byte_at_every_offset_and_length() {
-        let _fence = Fence;
         let src: Vec<u8> = (0..5000u32).map(|i| (i * 7 + i / 251) as u8).collect();
         for offset in 0..70 {
             for len in [0, 1, 63, 64, 65, 127, 128, 129, 1000, 4900] {

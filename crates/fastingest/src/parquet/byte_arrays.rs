@@ -728,7 +728,7 @@ impl<'a> Output<'a> {
             }
             return;
         };
-        self.batch(len * ends.len(), |dst, mut end| {
+        let write = |dst: *mut u8, mut end: usize, ends: &mut [MaybeUninit<i32>]| {
             for slot in ends {
                 // SAFETY: the copies end at most `len * ends.len()` past the
                 // old end, within `limit`; each block ends within the `BLOCK`
@@ -741,7 +741,15 @@ impl<'a> Output<'a> {
                 slot.write(end as i32);
             }
             end
-        });
+        };
+        let most = len * ends.len();
+        if self.streaming && most >= MIN_BATCH {
+            self.batch(most, |dst, end| write(dst, end, ends));
+        } else {
+            // Straight to the buffer without the batch's closure: runs of
+            // a few hundred bytes (`rl32`) are bound by the work per run.
+            self.end = write(self.bytes.as_mut_ptr(), self.end, ends);
+        }
     }
 
     fn finish(self) {

@@ -16,6 +16,7 @@
 //! taken (the column's natural type); anything else, or an encoding not
 //! handled here, is [`Failure::Unsupported`] and goes to the crate.
 
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use arrow_array::types::{
@@ -173,9 +174,6 @@ pub(crate) fn decode_column(
     if !decodes(column, target) {
         return Err(Failure::Unsupported);
     }
-    // The output may be written with streaming stores: fenced before it
-    // leaves this thread.
-    let _fence = nontemporal::Fence;
     let pages = ChunkPages::new(bytes, meta.compression()).ok_or(Failure::Unsupported)?;
     let nullable = column.max_def_level() == 1;
     // A primitive column of Arrow type `$t` from `$n`-byte physical values.
@@ -789,6 +787,42 @@ pub(super) fn gather<T: Copy>(
     out: &mut Vec<T>,
     reads: Reads,
 ) -> Decoded<()> {
+    // A page mostly of runs (its indices take well under their bit-packed
+    // size) is bound by the work per run, not by writing: it goes straight
+    // to `out`, as it did before streaming (staged for streaming, a steady
+    // read of `mixed-card1000-rl32` was 5 % slower, and through an
+    // appender that does not stream, `mixed-rl32` 3 %).
+    if reads == Reads::Soon || mostly_runs(values, count) {
+        return dictionary_indices(
+            values,
+            count,
+            dictionary.len(),
+            indices,
+            #[inline(always)]
+            |run| {
+                match run {
+                    Indices::Repeated(index, n) => {
+                        out.resize(out.len() + n, dictionary[index as usize]);
+                    }
+                    Indices::Chunk(chunk) => {
+                        out.reserve(chunk.len());
+                        let filled = out.len();
+                        // SAFETY: `gather_chunk` writes each of the chunk's
+                        // slots; `dictionary_indices` checked its indices.
+                        unsafe {
+                            gather_chunk(
+                                &mut out.spare_capacity_mut()[..chunk.len()],
+                                chunk,
+                                dictionary,
+                            );
+                            out.set_len(filled + chunk.len());
+                        }
+                    }
+                }
+                Ok(())
+            },
+        );
+    }
     let mut out = nontemporal::Appender::new(out, count, reads);
     dictionary_indices(
         values,
@@ -801,39 +835,49 @@ pub(super) fn gather<T: Copy>(
                 Indices::Repeated(index, n) => {
                     out.fill(dictionary[index as usize], n);
                 }
-                Indices::Chunk(chunk) => {
-                    // SAFETY: the closure writes a value into each of the
-                    // chunk's slots (a chunk is at most `CHUNK` indices).
-                    unsafe {
-                        out.extend_with(
-                            chunk.len(),
-                            #[inline(always)]
-                            |room| {
-                                // Compiled for AVX2 as well (a quarter faster there).
-                                crate::simd::wide(
-                                    chunk.len(),
-                                    #[inline(always)]
-                                    || {
-                                        for (slot, &i) in room.iter_mut().zip(chunk) {
-                                            // SAFETY: `dictionary_indices` checked every
-                                            // index of the chunk against
-                                            // `dictionary.len()` before handing it over.
-                                            // Without a bounds check per value, a steady
-                                            // read of the suite's `uint` file
-                                            // (dictionary-encoded small ints) is 6 %
-                                            // faster.
-                                            slot.write(*dictionary.get_unchecked(i as usize));
-                                        }
-                                    },
-                                )
-                            },
-                        )
-                    };
-                }
+                // SAFETY: as above (a chunk is at most `CHUNK` indices).
+                Indices::Chunk(chunk) => unsafe {
+                    out.extend_with(
+                        chunk.len(),
+                        #[inline(always)]
+                        |room| gather_chunk(room, chunk, dictionary),
+                    )
+                },
             }
             Ok(())
         },
     )
+}
+
+/// Writes the dictionary's values at `chunk`'s indices into `room`.
+///
+/// # Safety
+/// Every index of `chunk` must be below `dictionary.len()`, and `room` as
+/// long as `chunk`.
+#[inline(always)]
+unsafe fn gather_chunk<T: Copy>(room: &mut [MaybeUninit<T>], chunk: &[u32], dictionary: &[T]) {
+    debug_assert_eq!(room.len(), chunk.len());
+    // Compiled for AVX2 as well (a quarter faster there).
+    crate::simd::wide(
+        chunk.len(),
+        #[inline(always)]
+        || {
+            for (slot, &i) in room.iter_mut().zip(chunk) {
+                // SAFETY: the caller's promise. Without a bounds check per
+                // value, a steady read of the suite's `uint` file
+                // (dictionary-encoded small ints) is 6 % faster.
+                slot.write(unsafe { *dictionary.get_unchecked(i as usize) });
+            }
+        },
+    )
+}
+
+/// Whether a dictionary-encoded page's `values` (bit width byte, then
+/// hybrid runs) take less than half the bytes of its `count` indices
+/// bit-packed: most of them then come in runs of one index.
+fn mostly_runs(values: &[u8], count: usize) -> bool {
+    let width = values.first().copied().unwrap_or(0) as usize;
+    values.len().saturating_mul(2) < count.saturating_mul(width) / 8
 }
 
 /// Dictionary indices as [`dictionary_indices`] hands them over, each
@@ -1092,13 +1136,19 @@ mod tests {
                         let decoded = written_and_decoded(Arc::clone(&array), dictionary);
                         assert!(decoded.to_data() == array.to_data(), "{case}");
                         // Each case wrote some of its output with streaming
-                        // stores, but for the bytes of `int8` (300 KB) and
-                        // the strings of plain pages (copied one by one).
+                        // stores, but for the bytes of `int8` (300 KB), the
+                        // strings of plain pages (copied one by one), and
+                        // numbers gathered from pages of runs without nulls
+                        // (with nulls, their scatter streams).
                         let streamed = crate::nontemporal::STREAMED.with(|n| n.get());
+                        let gathered_runs = dictionary && runs && !nulls;
                         let streams = match array.data_type() {
                             DataType::Int8 => false,
                             DataType::Utf8 => dictionary,
-                            _ => true,
+                            // The crate's `ArrowWriter` writes these 16-byte
+                            // values PLAIN, dictionary asked for or not.
+                            DataType::Decimal128(..) => true,
+                            _ => !gathered_runs,
                         };
                         assert_eq!(streamed > 0, streams, "{case}: {streamed} lines streamed");
                     }

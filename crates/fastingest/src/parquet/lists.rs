@@ -164,9 +164,6 @@ pub(crate) fn decode_column(
     shape: &Shape,
     rows: usize,
 ) -> Decoded<ArrayRef> {
-    // The output may be written with streaming stores: fenced before it
-    // leaves this thread.
-    let _fence = crate::nontemporal::Fence;
     let pages = ChunkPages::new(bytes, meta.compression()).ok_or(Failure::Unsupported)?;
     // Every buffer is sized once from the chunk's count of levels (a claim
     // of the file's, so capped: past it they grow as they must); grown by
