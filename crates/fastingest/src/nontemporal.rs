@@ -56,12 +56,44 @@ pub(crate) enum Reads {
     Later,
 }
 
-/// Most values [`Appender::extend_with`] appends at a time.
+/// Most values [`Append::extend_with`] appends at a time.
 pub(crate) const CHUNK: usize = 1024;
 
 /// Values staged before they are streamed out: a chunk, plus what is left
 /// over from the line a flush ends in.
 const STAGED: usize = CHUNK + 64;
+
+/// Somewhere decoded values are appended to: a vector, with ordinary
+/// stores, or an [`Appender`], which streams them out when that pays. A
+/// decoder generic over it compiles to one loop for each, with no branch
+/// per append between them.
+pub(crate) trait Append<T: Copy> {
+    /// Appends `n` copies of `value`.
+    fn fill(&mut self, value: T, n: usize);
+
+    /// Appends `n` values (at most [`CHUNK`]) that `write` puts into the
+    /// slots it is handed.
+    ///
+    /// # Safety
+    /// `write` must write every one of the `n` slots it is handed.
+    unsafe fn extend_with(&mut self, n: usize, write: impl FnOnce(&mut [MaybeUninit<T>]));
+}
+
+impl<T: Copy> Append<T> for Vec<T> {
+    #[inline(always)]
+    fn fill(&mut self, value: T, n: usize) {
+        self.resize(self.len() + n, value);
+    }
+
+    #[inline(always)]
+    unsafe fn extend_with(&mut self, n: usize, write: impl FnOnce(&mut [MaybeUninit<T>])) {
+        self.reserve(n);
+        let len = self.len();
+        write(&mut self.spare_capacity_mut()[..n]);
+        // SAFETY: the caller's promise: `write` wrote the `n` slots.
+        unsafe { self.set_len(len + n) };
+    }
+}
 
 /// Appends values to an output vector, streaming them out when that pays.
 ///
@@ -100,52 +132,6 @@ impl<'a, T: Copy> Appender<'a, T> {
             staged: [const { MaybeUninit::uninit() }; STAGED],
             len: 0,
         }
-    }
-
-    /// Appends `n` copies of `value`.
-    #[inline(always)]
-    pub(crate) fn fill(&mut self, value: T, mut n: usize) {
-        if !self.streaming {
-            self.out.resize(self.out.len() + n, value);
-            return;
-        }
-        while n > 0 {
-            if self.len == STAGED {
-                self.flush(false);
-            }
-            let take = n.min(STAGED - self.len);
-            for slot in &mut self.staged[self.len..self.len + take] {
-                slot.write(value);
-            }
-            self.len += take;
-            n -= take;
-        }
-    }
-
-    /// Appends `n` values (at most [`CHUNK`]) that `write` puts into the
-    /// slots it is handed.
-    ///
-    /// # Safety
-    /// `write` must write every one of the `n` slots it is handed.
-    #[inline(always)]
-    pub(crate) unsafe fn extend_with(
-        &mut self,
-        n: usize,
-        write: impl FnOnce(&mut [MaybeUninit<T>]),
-    ) {
-        assert!(n <= CHUNK);
-        if !self.streaming {
-            self.out.reserve(n);
-            let len = self.out.len();
-            write(&mut self.out.spare_capacity_mut()[..n]);
-            self.out.set_len(len + n);
-            return;
-        }
-        if self.len + n > STAGED {
-            self.flush(false);
-        }
-        write(&mut self.staged[self.len..self.len + n]);
-        self.len += n;
     }
 
     /// Streams the staged values out up to the last whole cache line of
@@ -187,6 +173,40 @@ impl<'a, T: Copy> Appender<'a, T> {
             );
             self.len = kept;
         }
+    }
+}
+
+impl<T: Copy> Append<T> for Appender<'_, T> {
+    #[inline(always)]
+    fn fill(&mut self, value: T, mut n: usize) {
+        if !self.streaming {
+            return Append::fill(&mut *self.out, value, n);
+        }
+        while n > 0 {
+            if self.len == STAGED {
+                self.flush(false);
+            }
+            let take = n.min(STAGED - self.len);
+            for slot in &mut self.staged[self.len..self.len + take] {
+                slot.write(value);
+            }
+            self.len += take;
+            n -= take;
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn extend_with(&mut self, n: usize, write: impl FnOnce(&mut [MaybeUninit<T>])) {
+        assert!(n <= CHUNK);
+        if !self.streaming {
+            // SAFETY: the caller's promise, passed on.
+            return unsafe { Append::extend_with(&mut *self.out, n, write) };
+        }
+        if self.len + n > STAGED {
+            self.flush(false);
+        }
+        write(&mut self.staged[self.len..self.len + n]);
+        self.len += n;
     }
 }
 

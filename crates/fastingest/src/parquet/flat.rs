@@ -35,7 +35,7 @@ use parquet::schema::types::ColumnDescriptor;
 use super::byte_arrays;
 use super::hybrid::{unpack_chunks, Run, Runs};
 use super::pages::{ChunkPages, Page};
-use crate::nontemporal::{self, Reads};
+use crate::nontemporal::{self, Append, Reads};
 
 /// Why a column was not decoded here (either way the `parquet` crate then
 /// decodes it, and names what is wrong with a damaged one).
@@ -789,41 +789,27 @@ pub(super) fn gather<T: Copy>(
 ) -> Decoded<()> {
     // A page mostly of runs (its indices take well under their bit-packed
     // size) is bound by the work per run, not by writing: it goes straight
-    // to `out`, as it did before streaming (staged for streaming, a steady
-    // read of `mixed-card1000-rl32` was 5 % slower, and through an
-    // appender that does not stream, `mixed-rl32` 3 %).
+    // to `out` (staged for streaming, a steady read of
+    // `mixed-card1000-rl32` was 5 % slower, and through an appender that
+    // does not stream, with its branch per run, `mixed-rl32` 3 %).
     if reads == Reads::Soon || mostly_runs(values, count) {
-        return dictionary_indices(
-            values,
-            count,
-            dictionary.len(),
-            indices,
-            #[inline(always)]
-            |run| {
-                match run {
-                    Indices::Repeated(index, n) => {
-                        out.resize(out.len() + n, dictionary[index as usize]);
-                    }
-                    Indices::Chunk(chunk) => {
-                        out.reserve(chunk.len());
-                        let filled = out.len();
-                        // SAFETY: `gather_chunk` writes each of the chunk's
-                        // slots; `dictionary_indices` checked its indices.
-                        unsafe {
-                            gather_chunk(
-                                &mut out.spare_capacity_mut()[..chunk.len()],
-                                chunk,
-                                dictionary,
-                            );
-                            out.set_len(filled + chunk.len());
-                        }
-                    }
-                }
-                Ok(())
-            },
-        );
+        out.reserve(count);
+        gather_into(values, count, dictionary, indices, out)
+    } else {
+        let mut out = nontemporal::Appender::new(out, count, reads);
+        gather_into(values, count, dictionary, indices, &mut out)
     }
-    let mut out = nontemporal::Appender::new(out, count, reads);
+}
+
+/// [`gather`] into `out`.
+#[inline(always)]
+fn gather_into<T: Copy>(
+    values: &[u8],
+    count: usize,
+    dictionary: &[T],
+    indices: &mut Vec<u32>,
+    out: &mut impl Append<T>,
+) -> Decoded<()> {
     dictionary_indices(
         values,
         count,
@@ -832,10 +818,10 @@ pub(super) fn gather<T: Copy>(
         #[inline(always)]
         |run| {
             match run {
-                Indices::Repeated(index, n) => {
-                    out.fill(dictionary[index as usize], n);
-                }
-                // SAFETY: as above (a chunk is at most `CHUNK` indices).
+                Indices::Repeated(index, n) => out.fill(dictionary[index as usize], n),
+                // SAFETY: `gather_chunk` writes each of the chunk's slots
+                // (at most `CHUNK`); `dictionary_indices` checked its
+                // indices.
                 Indices::Chunk(chunk) => unsafe {
                     out.extend_with(
                         chunk.len(),

@@ -104,6 +104,9 @@ impl<'a> Runs<'a> {
 /// through memory four times: zeroed, unpacked, checked, looked up).
 const CHUNK: usize = 1024;
 
+// A chunk of gathered values goes to an appender in one piece.
+const _: () = assert!(CHUNK <= crate::nontemporal::CHUNK);
+
 /// Unpacks the first `count` values of `width` bits from `bytes` (which
 /// must hold them) [`CHUNK`] values at a time into `indices`, handing each
 /// chunk to `use_chunk`; stops at its first error.
