@@ -731,28 +731,30 @@ impl<'a> Output<'a> {
             }
             return;
         };
-        let write = |dst: *mut u8, mut end: usize, ends: &mut [MaybeUninit<i32>]| {
-            for slot in ends {
-                // SAFETY: the copies end at most `len * ends.len()` past the
-                // old end, within `limit`; each block ends within the `BLOCK`
-                // (`B <= BLOCK`) past it that `dst` has (the buffer's
-                // capacity that `new` reserved, or the stage's).
-                unsafe {
-                    std::ptr::write_unaligned(dst.wrapping_add(end).cast::<[u8; B]>(), block)
-                };
-                end += len;
-                slot.write(end as i32);
-            }
-            end
-        };
+        // SAFETY (each `repeat_block` below): the copies end at most `len *
+        // ends.len()` past the old end, within `limit`; each block ends
+        // within the `BLOCK` (`B <= BLOCK`) past it that `dst` has (the
+        // buffer's capacity that `new` reserved, or the stage's); and ends
+        // within `limit` fit an `i32` (`MAX_BYTES`).
         let most = len * ends.len();
         if self.streaming && most >= MIN_BATCH {
-            self.batch(most, |dst, end| write(dst, end, ends));
-        } else {
-            // Straight to the buffer without the batch's closure: runs of
-            // a few hundred bytes (`rl32`) are bound by the work per run.
-            self.end = write(self.bytes.as_mut_ptr(), self.end, ends);
+            self.batch(most, |dst, end| unsafe {
+                repeat_block(block, len, dst, end, ends)
+            });
+            return;
         }
+        // Straight to the buffer without the batch's closure: runs of a few
+        // hundred bytes (`rl32`) are bound by the work per run.
+        let (dst, end) = (self.bytes.as_mut_ptr(), self.end);
+        self.end = if B >= 32 {
+            // One AVX store per block of 32 bytes instead of two.
+            crate::simd::wide_always(
+                #[inline(always)]
+                || unsafe { repeat_block(block, len, dst, end, ends) },
+            )
+        } else {
+            unsafe { repeat_block(block, len, dst, end, ends) }
+        };
     }
 
     fn finish(self) {
@@ -761,6 +763,35 @@ impl<'a> Output<'a> {
         // within the capacity.
         unsafe { self.bytes.set_len(self.end) }
     }
+}
+
+/// Writes `block` at `dst + end`, then `len` bytes further on, once for
+/// each slot of `ends`, and each copy's end into its slot; returns the end
+/// of the last.
+///
+/// # Safety
+/// `dst` must be valid for writes up to `len * (ends.len() - 1) + B` bytes
+/// past `end`, and every end must fit an `i32`.
+#[inline(always)]
+unsafe fn repeat_block<const B: usize>(
+    block: [u8; B],
+    len: usize,
+    dst: *mut u8,
+    end: usize,
+    ends: &mut [MaybeUninit<i32>],
+) -> usize {
+    let mut at = end;
+    for _ in 0..ends.len() {
+        // SAFETY: the caller's promise.
+        unsafe { std::ptr::write_unaligned(dst.wrapping_add(at).cast::<[u8; B]>(), block) };
+        at += len;
+    }
+    // The ends in a loop of their own, which is vectorised.
+    let (first, step) = (end as i32, len as i32);
+    for (k, slot) in (1..).zip(ends) {
+        slot.write(first.wrapping_add(step.wrapping_mul(k)));
+    }
+    at
 }
 
 /// Copies a value that is not copied as a block. Kept out of line: inlined,
