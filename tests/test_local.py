@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -311,6 +312,39 @@ def test_config_from_kwargs_env_and_errors(numeric_file, monkeypatch):
     # Spans within the footer request's bytes are served from them; the rest
     # go out as 4 KiB requests.
     assert 10 < stats.requests <= 1 + plan["num_requests"]
+
+
+def test_a_rotational_local_disk_is_read_in_fewer_longer_requests(tmp_path):
+    # 24 MB of incompressible values in one row group, read with `pread`
+    # (not mapped) so that every request is a read of the disk.
+    n = 3_000_000
+    rng = np.random.default_rng(7)
+    path = tmp_path / "wide_values.parquet"
+    pq.write_table(
+        pa.table({"v": rng.integers(0, 2**62, n)}),
+        path,
+        compression="none",
+        row_group_size=n,
+    )
+    want = pq.read_table(path)
+    longest = {}
+    for disk in ("ssd", "rotational"):
+        config = fastingest.Config(slice_size="1M", map_local_files=False, local_disk=disk)
+        assert config.local_disk == disk
+        plan = fastingest.plan_parquet(path, config=config)[0]
+        longest[disk] = max(e - s for s, e in plan["requests"])
+        stats = fastingest.ReadStats()
+        assert_tables_equal(fastingest.read_parquet(path, config=config, stats=stats), want)
+        assert stats.requests <= 1 + plan["num_requests"]
+    # An SSD keeps `slice_size`; a rotational disk gets a near store's slices
+    # (`near_slice_size`, 16 MiB): the read goes as about eight long requests
+    # instead of 24 of 1 MiB.
+    assert longest["ssd"] <= 1 << 20
+    assert 2 << 20 < longest["rotational"] <= 16 << 20
+    assert fastingest.Config().local_disk == "auto"
+    assert fastingest.Config().to_dict()["local_disk"] == "auto"
+    with pytest.raises(fastingest.InvalidArgumentError, match="local_disk"):
+        fastingest.Config(local_disk="spinning")
 
 
 def test_a_small_local_file_is_one_read_and_its_tiny_row_groups_stay_in_order(tmp_path):

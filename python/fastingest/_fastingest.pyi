@@ -94,7 +94,8 @@ class Config:
       (loopback, the same rack): there each request costs the server more
       than its round trip costs the link, so fewer, larger requests bring the
       bytes sooner; a stream's first row group then goes as the plan's
-      slices too, not spread over 16 requests. At most ``memory_budget``;
+      slices too, not spread over 16 requests. The same for a local file on
+      a rotational disk (``local_disk``). At most ``memory_budget``;
       0: ``slice_size``.
     - ``max_in_flight`` (32): requests in flight at once, all files together;
       requests of at most 1 MiB (footers, small files) count half and those
@@ -124,6 +125,13 @@ class Config:
       other fault to the handler before it). Decoded data never points into
       the mapping. ``False`` reads with ``pread``. Linux only; elsewhere
       always ``pread``.
+    - ``local_disk`` (``"auto"``): how local bytes that must come from disk
+      are read. ``"rotational"``: few long reads (a near store's slices,
+      ``near_slice_size``, and reads of 4 MiB or more two at a time), for a disk that seeks or a
+      virtual disk that reads concurrent streams slower than one after
+      another; ``"ssd"``: many reads at once (deep queues pay on SSDs and
+      NVMe); ``"auto"``: as the device says (Linux's
+      ``/sys/dev/block/*/queue/rotational``), ``"ssd"`` where nothing says.
     """
 
     footer_prefetch: int
@@ -143,6 +151,7 @@ class Config:
     decode_parallelism: int
     summary_files: str
     map_local_files: bool
+    local_disk: str
     def __new__(cls, **kwargs: float | str) -> Self: ...
     def to_dict(self) -> dict[str, int | float | str]: ...
 

@@ -55,6 +55,7 @@ impl PyConfig {
         d.set_item("decode_parallelism", c.decode_parallelism)?;
         d.set_item("summary_files", c.summary_files.as_str())?;
         d.set_item("map_local_files", c.map_local_files)?;
+        d.set_item("local_disk", c.local_disk.as_str())?;
         Ok(d)
     }
 

@@ -47,7 +47,8 @@ pub struct Config {
     /// Largest single request to a near store: one that answered a footer
     /// request of the read within 5 ms (loopback, the same rack), where a
     /// request costs the server more than its round trip costs the link, so
-    /// fewer, larger requests bring the bytes sooner (`Fetcher::max_slice`).
+    /// fewer, larger requests bring the bytes sooner (`Fetcher::max_slice`);
+    /// and to a local file on a rotational disk ([`LocalDisk`]).
     /// At most `memory_budget`; 0: `slice_size`.
     pub near_slice_size: u64,
     /// Most requests in flight at once for one read (all files together);
@@ -75,6 +76,37 @@ pub struct Config {
     /// the page cache; a file cut short meanwhile fails the read) rather than
     /// with `pread`.
     pub map_local_files: bool,
+    /// How local files' bytes that must come from disk are read: a
+    /// rotational disk gets few long reads (see [`LocalDisk`]).
+    pub local_disk: LocalDisk,
+}
+
+/// What kind of device local files are read from, for how their bytes are
+/// read from disk (bytes in the page cache are mapped either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LocalDisk {
+    /// As the device says (Linux: `queue/rotational` in sysfs); solid when
+    /// nothing says.
+    #[default]
+    Auto,
+    /// Many reads at once (an SSD, NVMe: deep queues pay).
+    Solid,
+    /// Few long reads: a near store's slices (`near_slice_size`), and reads
+    /// of 4 MiB or more two at a time (a disk that seeks, or a virtual disk
+    /// that reads concurrent streams of a file slower than one after
+    /// another).
+    Rotational,
+}
+
+impl LocalDisk {
+    /// The knob's text (`auto`, `ssd`, `rotational`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocalDisk::Auto => "auto",
+            LocalDisk::Solid => "ssd",
+            LocalDisk::Rotational => "rotational",
+        }
+    }
 }
 
 /// What a read does with a `_metadata` summary file at the top of a
@@ -124,6 +156,7 @@ impl Config {
             decode_parallelism: 0,
             summary_files: SummaryFiles::Check,
             map_local_files: true,
+            local_disk: LocalDisk::Auto,
         }
     }
 
@@ -162,6 +195,7 @@ impl Config {
         "decode_parallelism",
         "summary_files",
         "map_local_files",
+        "local_disk",
     ];
 
     /// Sets one knob from text: sizes take `K`/`M`/`G` suffixes (binary), and
@@ -214,6 +248,14 @@ impl Config {
                     "1" | "true" | "yes" | "on" => true,
                     "0" | "false" | "no" | "off" => false,
                     _ => return Err(bad("true or false (1 or 0)")),
+                }
+            }
+            "local_disk" => {
+                self.local_disk = match value.trim().to_ascii_lowercase().as_str() {
+                    "auto" => LocalDisk::Auto,
+                    "ssd" => LocalDisk::Solid,
+                    "rotational" => LocalDisk::Rotational,
+                    _ => return Err(bad("\"auto\", \"ssd\" or \"rotational\"")),
                 }
             }
             _ => {
@@ -337,6 +379,12 @@ mod tests {
         c.set("summary_files", "Trust").unwrap();
         assert_eq!(c.summary_files, SummaryFiles::Trust);
         assert!(c.set("summary_files", "always").is_err());
+        assert_eq!(c.local_disk, LocalDisk::Auto);
+        c.set("local_disk", " Rotational").unwrap();
+        assert_eq!(c.local_disk, LocalDisk::Rotational);
+        c.set("local_disk", "ssd").unwrap();
+        assert_eq!(c.local_disk.as_str(), "ssd");
+        assert!(c.set("local_disk", "hdd").is_err());
         c.max_in_flight = 0;
         assert!(c.validate().is_err());
     }

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::io::{Guess, ObjectVersion, Tail};
 use crate::known::{from_start, joined, GuessedBytes, Known, LongTail, StartSlice};
 use crate::plan::{FilePlan, PlanUnit, Span, MIN_SLICE};
-use crate::request::{closed, ByteSource};
+use crate::request::{closed, reads_as_rotational, ByteSource};
 use crate::source::Source;
 use crate::stats::ReadStats;
 
@@ -96,11 +96,18 @@ impl Fetcher {
     /// against 184 with 8 MiB (polars 172), `mixed` in 182 against 206,
     /// `string` in 205 against 212; 32 MiB did no better.
     pub(crate) fn max_slice(&self) -> u64 {
-        let config = self.config();
-        match (self.store_is_near(), config.near_slice_size) {
-            (true, near) if near > 0 => near.min(config.memory_budget),
-            _ => config.slice_size,
-        }
+        near_or_not(self.config(), self.store_is_near())
+    }
+
+    /// The largest request to `source`: [`Fetcher::max_slice`]; a local file
+    /// read as a rotational disk's gets a near store's (`near_slice_size`):
+    /// there too fewer, longer reads bring the bytes sooner (see
+    /// [`crate::config::LocalDisk`]).
+    pub(crate) fn max_slice_for(&self, source: &Source) -> u64 {
+        near_or_not(
+            self.config(),
+            self.store_is_near() || reads_as_rotational(self.config(), source),
+        )
     }
 
     /// Waits for a decode slot (bounds CPU-heavy work to the cores).
@@ -207,7 +214,7 @@ impl Fetcher {
     /// One range outside any plan (a footer larger than the prefetch, a page
     /// index, a decoder asking for something unforeseen).
     pub async fn fetch_range(&self, source: &Source, range: Range<u64>) -> Result<Bytes> {
-        let slices = crate::plan::split(range.clone(), self.max_slice());
+        let slices = crate::plan::split(range.clone(), self.max_slice_for(source));
         let span = Span { range, slices };
         fetch_span(self.clone(), Arc::clone(source), span).await
     }
@@ -509,6 +516,15 @@ where
         .await
 }
 
+/// The largest request: `near_slice_size` (within the memory budget) for a
+/// near source, else (or when it is 0) `slice_size`.
+fn near_or_not(config: &Config, near: bool) -> u64 {
+    match (near, config.near_slice_size) {
+        (true, near) if near > 0 => near.min(config.memory_budget),
+        _ => config.slice_size,
+    }
+}
+
 /// A span shorter than this is read, not mapped: copying it costs less than
 /// mapping the file, checking its pages and dropping them again (a cold
 /// read of 10 of 500 columns, 80 spans of ~40 KB: 7.2 ms read, 7.7 mapped).
@@ -552,7 +568,12 @@ async fn fetch_span_after(
     from: u64,
 ) -> Result<BytesMut> {
     let len = (span.range.end - span.range.start) as usize;
-    // calloc'd: the kernel hands out zero pages lazily, so this costs no memset.
+    // Zeroed: fresh memory comes zero from the kernel, but memory the
+    // allocator reuses (it keeps what reads free, see the binding's
+    // allocator) is cleared with a memset here, on the runtime thread, before
+    // the slices' requests go out: ~6 ms of a steady cold read of a 141 MB
+    // local file (perf, docs/benchmarks.md). Reading into uninitialised
+    // capacity would save it, but the slices split this one buffer by length.
     let mut rest = BytesMut::zeroed(len);
     let room = rest.split_to((from - span.range.start) as usize);
     let mut parts = Vec::with_capacity(span.slices.len());

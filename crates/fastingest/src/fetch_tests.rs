@@ -569,13 +569,13 @@ async fn a_store_that_answers_the_footer_at_once_is_near_and_gets_its_own_slices
         let src: Source = Arc::new(source);
         fetcher.fetch_tail(&src, 64 * 1024).await.unwrap();
         assert_eq!(fetcher.store_is_near(), near);
-        let planned = crate::pipeline::checked_plan("x", 1 << 30, vec![], &fetcher, 1).unwrap();
+        let planned = crate::pipeline::checked_plan(&src, 1 << 30, vec![], &fetcher, 1).unwrap();
         assert_eq!(planned.slice_size, 1 << 20, "a small read keeps its spread");
         let big = vec![PlanUnit {
             index: 0,
             ranges: std::iter::once(0..(256 << 20)).collect(),
         }];
-        let planned = crate::pipeline::checked_plan("x", 1 << 30, big, &fetcher, 1).unwrap();
+        let planned = crate::pipeline::checked_plan(&src, 1 << 30, big, &fetcher, 1).unwrap();
         let want = if near { 8 << 20 } else { 4 << 20 };
         assert_eq!((fetcher.max_slice(), planned.slice_size), (want, want));
         assert_eq!(planned.num_requests() as u64, (256 << 20) / want);
@@ -596,6 +596,45 @@ async fn a_local_file_does_not_make_the_store_near() {
     // Local reads are planned as before: no store was asked anything.
     assert!(!fetcher.store_is_near());
     assert_eq!(fetcher.max_slice(), 4 << 20);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_local_file_on_a_rotational_disk_gets_a_near_store_s_slices() {
+    use crate::config::LocalDisk;
+    let dir = std::env::temp_dir().join(format!("fastingest-spin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("file.bin");
+    std::fs::write(&path, vec![7u8; 4096]).unwrap();
+    let local: Source = Arc::new(crate::io::LocalSource::open(path, "file.bin".into()).unwrap());
+    let remote: Source = Arc::new(Instrumented::new(1 << 20, 0));
+    for (disk, near_slice_size, budget, want_local) in [
+        (LocalDisk::Solid, 16 << 20, 512 << 20, 4 << 20),
+        (LocalDisk::Rotational, 16 << 20, 512 << 20, 16 << 20),
+        (LocalDisk::Rotational, 32 << 20, 12 << 20, 12 << 20),
+        (LocalDisk::Rotational, 0, 512 << 20, 4 << 20),
+    ] {
+        let cfg = Config {
+            local_disk: disk,
+            near_slice_size,
+            memory_budget: budget,
+            ..config(8, 4 << 20)
+        };
+        let fetcher = Fetcher::new(cfg, ReadStats::new());
+        assert_eq!(fetcher.max_slice_for(&local), want_local, "{disk:?}");
+        assert_eq!(
+            fetcher.max_slice_for(&remote),
+            4 << 20,
+            "a far store is no disk"
+        );
+    }
+    // `auto` is what the device says.
+    let auto = Fetcher::new(config(8, 4 << 20), ReadStats::new());
+    let says = match local.on_rotational_disk() {
+        true => auto.config().near_slice_size,
+        false => 4 << 20,
+    };
+    assert_eq!(auto.max_slice_for(&local), says);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

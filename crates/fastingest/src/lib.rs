@@ -54,7 +54,7 @@ pub mod stats;
 // binding's helpers: the shared runtime, the object-store clients).
 pub use cache::{Cache, CacheInfo, CacheOptions, Validate};
 pub use clients::StorageOptions;
-pub use config::Config;
+pub use config::{Config, LocalDisk};
 pub use dataset::Partitioning;
 pub use error::{Error, Result};
 pub use filter::{CmpOp, Filter, Predicate};

@@ -22,7 +22,7 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use tokio::sync::{Semaphore, SemaphorePermit};
 
-use crate::config::Config;
+use crate::config::{Config, LocalDisk};
 use crate::error::{Error, Result};
 use crate::io::{with_retries, Guess, ObjectVersion, Retry, Tail};
 use crate::source::Source;
@@ -109,6 +109,8 @@ pub struct StoreRequests {
     stats: ReadStats,
     requests: Semaphore,
     local_reads: Semaphore,
+    /// The slots of `local_reads` ([`local_read_limit`]).
+    local_slots: usize,
     budget: Semaphore,
     budget_units: u32,
     /// [`ByteSource::quickest_answer`] in nanoseconds (`u64::MAX`: none yet).
@@ -124,6 +126,7 @@ impl StoreRequests {
             // Counted in quarter slots (see `slot_quarters`).
             requests: Semaphore::new(4 * config.max_in_flight),
             local_reads: Semaphore::new(local_read_limit(config.max_in_flight)),
+            local_slots: local_read_limit(config.max_in_flight),
             budget: Semaphore::new(budget_units as usize),
             budget_units,
             quickest_answer_ns: AtomicU64::new(u64::MAX),
@@ -169,7 +172,11 @@ impl StoreRequests {
         mut part: BytesMut,
     ) -> Result<BytesMut> {
         let _local = match file.is_local() {
-            true => Some(self.local_reads.acquire().await.map_err(closed)?),
+            true => {
+                let rotational = reads_as_rotational(&self.config, file);
+                let slots = local_read_slots(range.end - range.start, rotational, self.local_slots);
+                Some(self.local_reads.acquire_many(slots).await.map_err(closed)?)
+            }
             false => None,
         };
         let _permits = self.permits(range.end - range.start).await?;
@@ -274,8 +281,59 @@ fn local_read_limit(max_in_flight: usize) -> usize {
     max_in_flight.min(4 * crate::runtime::cores()).max(1)
 }
 
+/// Whether `file` is a local file whose bytes from disk are read as a
+/// rotational disk's, in few long reads ([`LocalDisk`]).
+pub(crate) fn reads_as_rotational(config: &Config, file: &Source) -> bool {
+    file.is_local()
+        && match config.local_disk {
+            LocalDisk::Auto => file.on_rotational_disk(),
+            LocalDisk::Solid => false,
+            LocalDisk::Rotational => true,
+        }
+}
+
+/// A local read of at least this many bytes is a long one: on a rotational
+/// disk two of those run at once.
+const LONG_LOCAL_READ: u64 = 4 * 1024 * 1024;
+
+/// The slots of `local_reads` that a local read of `len` bytes takes out of
+/// `slots`: one; or half of them for a long read from a rotational disk, so
+/// that two long reads run at once while short ones (a few columns of a
+/// wide file, scattered) still go many at a time.
+fn local_read_slots(len: u64, rotational: bool, slots: usize) -> u32 {
+    match rotational && len >= LONG_LOCAL_READ {
+        true => (slots / 2).max(1) as u32,
+        false => 1,
+    }
+}
+
 /// The semaphores are never closed; should that change, a read fails
 /// cleanly rather than panicking.
 pub(crate) fn closed(_: tokio::sync::AcquireError) -> Error {
     Error::InvalidArgument("the read was shut down".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_reads_of_a_rotational_disk_take_half_the_local_slots() {
+        let mib = 1024 * 1024;
+        assert_eq!(
+            local_read_slots(40 * 1024, true, 8),
+            1,
+            "short: many at once"
+        );
+        assert_eq!(local_read_slots(4 * mib - 1, true, 8), 1);
+        assert_eq!(local_read_slots(4 * mib, true, 8), 4, "long: two at once");
+        assert_eq!(local_read_slots(32 * mib, true, 8), 4);
+        assert_eq!(local_read_slots(32 * mib, false, 8), 1, "solid: as before");
+        assert_eq!(
+            local_read_slots(32 * mib, true, 1),
+            1,
+            "one slot: still runs"
+        );
+        assert_eq!(local_read_slots(32 * mib, true, 3), 1);
+    }
 }

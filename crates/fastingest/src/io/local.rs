@@ -5,7 +5,7 @@
 use std::fs::File;
 use std::ops::Range;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -30,6 +30,8 @@ pub struct LocalSource {
     mapping: Mutex<Weak<MappedFile>>,
     /// Set when the file was cut short under one of its mappings.
     cut_short: Arc<AtomicBool>,
+    /// Whether its device says it is rotational.
+    rotational: bool,
 }
 
 impl LocalSource {
@@ -54,6 +56,7 @@ impl LocalSource {
             modified_millis,
             mapping: Mutex::new(Weak::new()),
             cut_short: Arc::default(),
+            rotational: super::disk::device_is_rotational(meta.dev()),
         })
     }
 
@@ -175,6 +178,10 @@ impl RangeSource for LocalSource {
 
     fn is_local(&self) -> bool {
         true
+    }
+
+    fn on_rotational_disk(&self) -> bool {
+        self.rotational
     }
 
     fn known_size(&self) -> Option<u64> {

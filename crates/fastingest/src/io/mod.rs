@@ -5,6 +5,7 @@
 //! objects in an `object_store` backend, and plain `http(s)://` URLs (which may
 //! be presigned, so only GET with a `Range` header is used).
 
+mod disk;
 mod http;
 mod local;
 mod mapped;
@@ -132,6 +133,13 @@ pub trait RangeSource: Send + Sync + Debug {
 
     /// Whether reads go to local disk (no network, no retries needed, no cache).
     fn is_local(&self) -> bool {
+        false
+    }
+
+    /// Whether a local file lies on a device that says it is rotational
+    /// (Linux's sysfs, asked once per device); what that changes is
+    /// [`crate::config::LocalDisk`]'s to decide.
+    fn on_rotational_disk(&self) -> bool {
         false
     }
 

@@ -248,7 +248,7 @@ async fn prepare(fetcher: &Fetcher, source: Source, scope: &FileScope<'_>) -> Re
         .map(|&i| stripe_streams(&location, &tail, &columns.projected, i, &footers))
         .collect::<Result<Vec<_>>>()?;
     let plan = checked_plan(
-        &location,
+        &source,
         tail.file_size,
         units,
         fetcher,
@@ -369,7 +369,7 @@ async fn fetch_stripe_footers(
         })
         .collect::<Result<Vec<_>>>()?;
     // Stripe footers: small ranges, one file.
-    let plan = checked_plan(location, tail.file_size, units, fetcher, 1)?;
+    let plan = checked_plan(source, tail.file_size, units, fetcher, 1)?;
     let (futs, _guards) = fetcher.start(source, &plan);
     let all: Vec<_> = plan
         .spans

@@ -90,13 +90,8 @@ pub async fn read_orc_stripes(sources: &[String], options: &ReadOptions) -> Resu
             });
             set.stripes.push(meta);
         }
-        let plan = pipeline::checked_plan(
-            file.source.location(),
-            file.tail.file_size,
-            units,
-            &fetcher,
-            count,
-        )?;
+        let plan =
+            pipeline::checked_plan(&file.source, file.tail.file_size, units, &fetcher, count)?;
         files.push(RawFile {
             source: Arc::clone(&file.source),
             plan,

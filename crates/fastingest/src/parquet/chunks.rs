@@ -227,7 +227,7 @@ async fn plan_file(
     }
     // Planned as a decoded read is: the same slices, the same bounds check.
     let plan = checked_plan(
-        &location,
+        &prepared.source,
         prepared.footer.file_size,
         units,
         fetcher,

@@ -337,7 +337,7 @@ pub(crate) async fn prepare(
         })
         .collect();
     let plan = checked_plan(
-        &location,
+        &source,
         footer.file_size,
         units,
         fetcher,

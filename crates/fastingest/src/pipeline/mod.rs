@@ -336,20 +336,21 @@ pub(crate) fn chosen_units<F: Format>(
     }
 }
 
-/// The plan of `units`, checked to lie inside the file (a footer may say
-/// anything). `files`: how many files the read holds, which about
+/// The plan of `units` of `source`, checked to lie inside the file (a footer
+/// may say anything). `files`: how many files the read holds, which about
 /// multiplies its size; a small read gets smaller slices
-/// ([`crate::plan::slice_for`]), a read from a near store its own
-/// ([`Fetcher::max_slice`]).
+/// ([`crate::plan::slice_for`]), a read from a near store or a rotational
+/// disk its own ([`Fetcher::max_slice_for`]).
 pub(crate) fn checked_plan(
-    location: &str,
+    source: &Source,
     file_size: u64,
     units: Vec<crate::plan::PlanUnit>,
     fetcher: &Fetcher,
     files: usize,
 ) -> Result<FilePlan> {
+    let location = source.location();
     let read_bytes = FilePlan::bytes_of(&units).saturating_mul(files.max(1) as u64);
-    let slice_size = crate::plan::slice_for(read_bytes, fetcher.max_slice());
+    let slice_size = crate::plan::slice_for(read_bytes, fetcher.max_slice_for(source));
     let plan = FilePlan::new(
         location.to_string(),
         file_size,
