@@ -570,10 +570,11 @@ async fn fetch_span_after(
     let len = (span.range.end - span.range.start) as usize;
     // Zeroed: fresh memory comes zero from the kernel, but memory the
     // allocator reuses (it keeps what reads free, see the binding's
-    // allocator) is cleared with a memset here, on the runtime thread, before
-    // the slices' requests go out: ~6 ms of a steady cold read of a 141 MB
-    // local file (perf, docs/benchmarks.md). Reading into uninitialised
-    // capacity would save it, but the slices split this one buffer by length.
+    // allocator) is cleared with a memset here, on the runtime thread: ~6 ms
+    // of CPU in a steady cold read of a 141 MB local file (perf). Local
+    // slices read by `pread` into uninitialised room instead measured no
+    // quicker (14 interleaved rounds, docs/benchmarks.md): the read waits on
+    // the disk, not on this thread.
     let mut rest = BytesMut::zeroed(len);
     let room = rest.split_to((from - span.range.start) as usize);
     let mut parts = Vec::with_capacity(span.slices.len());

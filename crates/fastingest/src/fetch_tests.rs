@@ -599,6 +599,30 @@ async fn a_local_file_does_not_make_the_store_near() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_range_in_many_slices_is_read_into_one_buffer_whole() {
+    let dir = std::env::temp_dir().join(format!("fastingest-slices-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("file.bin");
+    let data: Vec<u8> = (0..1_000_000u32).map(|i| (i % 253) as u8).collect();
+    std::fs::write(&path, &data).unwrap();
+    let src: Source = Arc::new(crate::io::LocalSource::open(path, "file.bin".into()).unwrap());
+    // Read, not mapped; slices of 64 KiB whatever the disk says it is.
+    let cfg = Config {
+        map_local_files: false,
+        local_disk: crate::config::LocalDisk::Solid,
+        ..config(8, 64 << 10)
+    };
+    let stats = ReadStats::new();
+    let fetcher = Fetcher::new(cfg, stats.clone());
+    let got = fetcher.fetch_range(&src, 1_000..900_001).await.unwrap();
+    assert_eq!(&got[..], &data[1_000..900_001]);
+    let slices = crate::plan::split(1_000..900_001, 64 << 10).len() as u64;
+    assert!(slices > 10);
+    assert_eq!(stats.snapshot().requests, slices);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_local_file_on_a_rotational_disk_gets_a_near_store_s_slices() {
     use crate::config::LocalDisk;
