@@ -236,12 +236,9 @@ impl Config {
             "connect_timeout" => self.connect_timeout = secs()?,
             "decode_parallelism" => self.decode_parallelism = count()?,
             "summary_files" => {
-                self.summary_files = match value.trim().to_ascii_lowercase().as_str() {
-                    "check" => SummaryFiles::Check,
-                    "trust" => SummaryFiles::Trust,
-                    "ignore" => SummaryFiles::Ignore,
-                    _ => return Err(bad("\"check\", \"trust\" or \"ignore\"")),
-                }
+                use SummaryFiles::*;
+                self.summary_files = named(value, &[Check, Trust, Ignore], SummaryFiles::as_str)
+                    .ok_or_else(|| bad("\"check\", \"trust\" or \"ignore\""))?
             }
             "map_local_files" => {
                 self.map_local_files = match value.trim().to_ascii_lowercase().as_str() {
@@ -251,12 +248,9 @@ impl Config {
                 }
             }
             "local_disk" => {
-                self.local_disk = match value.trim().to_ascii_lowercase().as_str() {
-                    "auto" => LocalDisk::Auto,
-                    "ssd" => LocalDisk::Solid,
-                    "rotational" => LocalDisk::Rotational,
-                    _ => return Err(bad("\"auto\", \"ssd\" or \"rotational\"")),
-                }
+                use LocalDisk::*;
+                self.local_disk = named(value, &[Auto, Solid, Rotational], LocalDisk::as_str)
+                    .ok_or_else(|| bad("\"auto\", \"ssd\" or \"rotational\""))?
             }
             _ => {
                 return Err(Error::InvalidConfig(format!(
@@ -322,6 +316,13 @@ impl Default for Config {
     fn default() -> Self {
         Config::builtin()
     }
+}
+
+/// The one of `choices` whose knob text (`text_of`) `value` is, ignoring
+/// case and surrounding spaces.
+fn named<T: Copy>(value: &str, choices: &[T], text_of: fn(T) -> &'static str) -> Option<T> {
+    let value = value.trim().to_ascii_lowercase();
+    choices.iter().copied().find(|c| text_of(*c) == value)
 }
 
 /// Parses `65536`, `64K`, `8M`, `8MiB`, `1G` into bytes.
