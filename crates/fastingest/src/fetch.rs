@@ -104,10 +104,10 @@ impl Fetcher {
     /// there too fewer, longer reads bring the bytes sooner (see
     /// [`crate::config::LocalDisk`]).
     pub(crate) fn max_slice_for(&self, source: &Source) -> u64 {
-        near_or_not(
-            self.config(),
-            self.store_is_near() || reads_as_rotational(self.config(), source),
-        )
+        match reads_as_rotational(self.config(), source) {
+            true => near_or_not(self.config(), true),
+            false => self.max_slice(),
+        }
     }
 
     /// Waits for a decode slot (bounds CPU-heavy work to the cores).

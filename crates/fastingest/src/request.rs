@@ -122,11 +122,12 @@ impl StoreRequests {
     pub fn new(config: Config, stats: ReadStats) -> Self {
         let budget_units =
             (config.memory_budget / BUDGET_UNIT).clamp(1, u32::MAX as u64 >> 3) as u32;
+        let local_slots = local_read_limit(config.max_in_flight);
         StoreRequests {
             // Counted in quarter slots (see `slot_quarters`).
             requests: Semaphore::new(4 * config.max_in_flight),
-            local_reads: Semaphore::new(local_read_limit(config.max_in_flight)),
-            local_slots: local_read_limit(config.max_in_flight),
+            local_reads: Semaphore::new(local_slots),
+            local_slots,
             budget: Semaphore::new(budget_units as usize),
             budget_units,
             quickest_answer_ns: AtomicU64::new(u64::MAX),

@@ -72,9 +72,10 @@ pub(crate) async fn stream<F: Format>(
     let config = fetcher.config();
     let local = prepared.iter().all(|f| f.source().is_local());
     let ahead = super::fetch_ahead(config, local);
-    // At most MAX_WINDOW, yet at least one slice (which a config may make
-    // larger than that).
-    let window_bytes = (ahead / 4).min(MAX_WINDOW).max(fetcher.max_slice());
+    // At most MAX_WINDOW, yet at least one slice of any file's plan (which a
+    // config, a near store or a rotational disk may make larger than that).
+    let largest_slice = prepared.iter().map(|f| f.plan().slice_size).max();
+    let window_bytes = (ahead / 4).min(MAX_WINDOW).max(largest_slice.unwrap_or(0));
     let mut windows = windows_of::<F>(&prepared, window_bytes);
     first_unit_alone::<F>(&prepared, &mut windows);
     let budget = AheadBudget::new(ahead);
