@@ -75,7 +75,7 @@ class Config:
       0 (or anything up to ``footer_prefetch``) turns it off.
     - ``small_file`` (1 MiB): a remote file that a glob listed at most this big
       is fetched whole in its first request (one request per file, not two).
-    - ``start_prefetch`` (8 MiB): ``read_parquet`` or ``iter_batches`` of all
+    - ``start_prefetch`` (16 MiB): ``read_parquet`` or ``iter_batches`` of all
       of one remote file whose size no listing gave (one path, not a glob or
       a list) asks for up to this many bytes of the file's start beside its
       footer, in requests of 1 MiB, before the size is known: a file this

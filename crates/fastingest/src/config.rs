@@ -142,7 +142,7 @@ impl Config {
             footer_prefetch: 64 * KIB,
             long_footer_prefetch: MIB,
             small_file: MIB,
-            start_prefetch: 8 * MIB,
+            start_prefetch: 16 * MIB,
             hole_limit: 64 * KIB,
             slice_size: 8 * MIB,
             near_slice_size: 16 * MIB,
