@@ -106,9 +106,9 @@ def test_s3_fetches_only_the_projected_columns(s3, wide):
 
 def test_a_small_file_read_whole_comes_in_the_footer_s_round_trip(s3, toxi, wide):
     """A single path's size is unknown until the first response, so a read of
-    all of it through a link with latency asks for the file's start (1 MiB
-    slices of `start_prefetch`) beside the footer: a small file needs no
-    second round trip. A read of some columns, a plan, the knob at 0, or a
+    all of it (decoded, streamed, or as raw chunks) through a link with
+    latency asks for the file's start (1 MiB slices of `start_prefetch`)
+    beside the footer: a small file needs no second round trip. A read of some columns, a plan, the knob at 0, or a
     store that answers at once asks for no byte of the start. (A long tail is
     asked for beside the footer too, and cancelled when the footer proves
     short: one more request, see the test after the next.)"""
@@ -139,6 +139,20 @@ def test_a_small_file_read_whole_comes_in_the_footer_s_round_trip(s3, toxi, wide
     batches = list(fastingest.iter_batches(url, storage_options=opts, stats=streamed))
     assert sum(b.num_rows for b in batches) == table.num_rows
     assert streamed.requests == 2 + slices, streamed
+
+    # Raw chunks fetched at once (to host memory or through the staging
+    # pipeline) take the same single round trip, and are the file's bytes.
+    chunked = fastingest.ReadStats()
+    chunks = fastingest.read_chunks(url, storage_options=opts, stats=chunked)
+    assert chunked.requests == 2 + slices, chunked
+    meta = pq.ParquetFile(pa.BufferReader(data)).metadata
+    assert len(chunks) == meta.num_row_groups * meta.num_columns > 0
+    for c in chunks:
+        assert bytes(memoryview(c)) == data[c.file_offset : c.file_offset + c.length]
+    staged = fastingest.ReadStats()
+    dev = fastingest.read_chunks(url, storage_options=opts, stats=staged, device="cpu")
+    assert staged.requests == 2 + slices, staged
+    assert len(dev) == len(chunks)
 
     planned = fastingest.ReadStats()
     plan = fastingest.plan_parquet(url, storage_options=opts, stats=planned)[0]

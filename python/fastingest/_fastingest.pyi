@@ -75,12 +75,12 @@ class Config:
       0 (or anything up to ``footer_prefetch``) turns it off.
     - ``small_file`` (1 MiB): a remote file that a glob listed at most this big
       is fetched whole in its first request (one request per file, not two).
-    - ``start_prefetch`` (16 MiB): ``read_parquet`` or ``iter_batches`` of all
-      of one remote file whose size no listing gave (one path, not a glob or
-      a list) asks for up to this many bytes of the file's start beside its
-      footer, in requests of 1 MiB, before the size is known: a file this
-      small is read in one round trip instead of two, and a larger one's
-      first row groups come a round trip early. Not with ``columns``,
+    - ``start_prefetch`` (16 MiB): ``read_parquet``, ``iter_batches`` or
+      ``read_chunks`` of all of one remote file whose size no listing gave
+      (one path, not a glob or a list) asks for up to this many bytes of the
+      file's start beside its footer, in requests of 1 MiB, before the size
+      is known: a file this small is read in one round trip instead of two,
+      and a larger one's first row groups come a round trip early. Not with ``columns``,
       ``filters``, ``row_groups`` or a cache, nor for plans and metadata
       (the bytes might not be wanted), nor when the footer request is
       answered within 5 ms (a store on loopback). 0 turns it off.

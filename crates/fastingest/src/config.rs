@@ -31,9 +31,10 @@ pub struct Config {
     /// this big is fetched whole in that first request: footer and column
     /// chunks together, one request per file instead of two.
     pub small_file: u64,
-    /// A read (or stream) of all of one remote file whose size no listing
-    /// gave asks, beside the footer request and before the size is known,
-    /// for up to this many bytes of the file's start, in requests of 1 MiB:
+    /// A read (a stream, or raw chunks) of all of one remote file whose size
+    /// no listing gave asks, beside the footer request and before the size
+    /// is known, for up to this many bytes of the file's start, in requests
+    /// of 1 MiB:
     /// a file of about this size or less is read in one round trip instead
     /// of two, and a larger one's first row groups come a round trip early
     /// (see `FileScope::reads_whole_file` for when). 0: never.

@@ -162,8 +162,9 @@ pub(crate) struct FileScope<'a> {
     several: bool,
     files: usize,
     summary: Option<InSummary>,
-    /// Whether the file's data is read right after its footer (a read or a
-    /// stream), not only planned or inspected.
+    /// Whether the file's data is read right after its footer (a read, a
+    /// stream, or raw chunks fetched at once), not only planned or
+    /// inspected.
     decoded_next: bool,
 }
 
@@ -185,8 +186,9 @@ impl<'a> FileScope<'a> {
         matches!(&self.columns, Some(c) if c.is_empty()) && !self.filters()
     }
 
-    /// The scope, saying whether the file's data is decoded right after its
-    /// footer (a read or a stream) or not (a plan, a loader's units).
+    /// The scope, saying whether the file's data is read right after its
+    /// footer (a read, a stream, raw chunks fetched at once) or not (a plan,
+    /// a loader's units).
     pub fn decoded_next(mut self, yes: bool) -> Self {
         self.decoded_next = yes;
         self

@@ -12,7 +12,7 @@ use bytes::Bytes;
 
 use super::target::{Device, DeviceMemory, DeviceTarget, StagingBuffer, Ticket};
 use crate::error::{Error, Result};
-use crate::parquet::chunks::{plan_chunks, ChunkLayout, ChunkSet};
+use crate::parquet::chunks::{plan_chunks_fetched_next, ChunkLayout, ChunkSet};
 use crate::pipeline::ReadOptions;
 
 /// Tuning of the upload pipeline.
@@ -198,7 +198,7 @@ pub async fn read_chunks_to_device(
     target: Arc<dyn DeviceTarget>,
     upload_options: UploadOptions,
 ) -> Result<(ChunkLayout, DeviceChunks)> {
-    let plan = plan_chunks(sources, options).await?;
+    let plan = plan_chunks_fetched_next(sources, options).await?;
     let (layout, mut arriving) = plan.fetch();
     let lengths: Vec<u64> = layout.chunks.iter().map(|c| c.length).collect();
     // Staging copies and waits for copies block: a thread of their own, fed

@@ -105,7 +105,7 @@ pub type ChunkReceiver = PieceReceiver;
 /// Reads the column chunks `options` select (columns, row groups, and row
 /// groups a filter's statistics leave) from `sources`.
 pub async fn read_chunks(sources: &[String], options: &ReadOptions) -> Result<ChunkSet> {
-    let plan = plan_chunks(sources, options).await?;
+    let plan = plan_chunks_fetched_next(sources, options).await?;
     let (layout, mut arriving) = plan.fetch();
     let mut bytes = vec![Bytes::new(); layout.chunks.len()];
     while let Some(next) = arriving.recv().await {
@@ -117,13 +117,34 @@ pub async fn read_chunks(sources: &[String], options: &ReadOptions) -> Result<Ch
 
 /// Reads the footers and plans a chunk read without fetching column data.
 pub async fn plan_chunks(sources: &[String], options: &ReadOptions) -> Result<ChunkPlan> {
+    plan_chunks_scoped(sources, options, false).await
+}
+
+/// [`plan_chunks`] for a plan fetched as soon as it is made
+/// ([`read_chunks`], the upload to a device): all of one remote file may
+/// then have its start asked for beside its footer, as a decoded read's does
+/// (see `Config::start_prefetch`).
+pub(crate) async fn plan_chunks_fetched_next(
+    sources: &[String],
+    options: &ReadOptions,
+) -> Result<ChunkPlan> {
+    plan_chunks_scoped(sources, options, true).await
+}
+
+async fn plan_chunks_scoped(
+    sources: &[String],
+    options: &ReadOptions,
+    fetched_next: bool,
+) -> Result<ChunkPlan> {
     let fetcher = options.fetcher();
     let planned = each_source(
         sources,
         options,
         "row_groups",
         &fetcher,
-        |f: Fetcher, (s, scope)| async move { plan_file(&f, s, &scope).await },
+        |f: Fetcher, (s, scope)| async move {
+            plan_file(&f, s, &scope.decoded_next(fetched_next)).await
+        },
     )
     .await?;
     let mut layout = ChunkLayout::default();
