@@ -160,6 +160,11 @@ impl StoreRequests {
         if !file.is_local() {
             let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
             self.quickest_answer_ns.fetch_min(ns, Ordering::Relaxed);
+            // A small file fetched whole in this request takes its transfer
+            // time too: only a footer-sized answer says how far the store is.
+            if len <= self.config.footer_prefetch {
+                crate::link::note_footer_answer(file, took);
+            }
         }
         self.stats.add_fetch_time(took);
         self.stats.add_fetched(tail.bytes.len() as u64);
