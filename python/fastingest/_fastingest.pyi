@@ -80,7 +80,8 @@ class Config:
       (one path, not a glob or a list) asks for up to this many bytes of the
       file's start beside its footer, in requests of 1 MiB, before the size
       is known: a file this small is read in one round trip instead of two,
-      and a larger one's first row groups come a round trip early. Not with ``columns``,
+      and a larger one's first row groups come a round trip early (a file
+      over twice this big keeps only the first half of those requests). Not with ``columns``,
       ``filters``, ``row_groups`` or a cache, nor for plans and metadata
       (the bytes might not be wanted), nor when the footer request is
       answered within 5 ms (a store on loopback); asked with the footer

@@ -40,7 +40,15 @@ pub(crate) async fn read<F: Format>(sources: &[String], options: &ReadOptions) -
                     let units = match file.source().is_local() {
                         true => start_local_units::<F>(&fetcher, &file, local_ahead, ahead_bytes)
                             .boxed(),
-                        false => stream::iter(start_units::<F>(&fetcher, &file)).boxed(),
+                        false => {
+                            let units = start_units::<F>(&fetcher, &file);
+                            // Every unit's fetch has started and holds what it
+                            // needs of the footer request's bytes; the file's
+                            // own hold would keep the file's start (up to
+                            // `start_prefetch` bytes) until the read's end.
+                            file.release_known_bytes();
+                            stream::iter(units).boxed()
+                        }
                     };
                     let per_unit: Vec<Vec<RecordBatch>> = units
                         .buffered(file.plan().units.len().max(1))
