@@ -108,8 +108,9 @@ def test_a_small_file_read_whole_comes_in_the_footer_s_round_trip(s3, toxi, wide
     """A single path's size is unknown until the first response, so a read of
     all of it (decoded, streamed, or as raw chunks) through a link with
     latency asks for the file's start (1 MiB slices of `start_prefetch`)
-    beside the footer: a small file needs no second round trip. A read of some columns, a plan, the knob at 0, or a
-    store that answers at once asks for no byte of the start. (A long tail is
+    beside the footer: a small file needs no second round trip. A read of
+    some columns, a plan, the knob at 0, or a store that answers at once
+    asks for no byte of the start. (A long tail is
     asked for beside the footer too, and cancelled when the footer proves
     short: one more request, see the test after the next.)"""
     table = wide.slice(0, 12_000)
