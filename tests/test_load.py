@@ -104,9 +104,10 @@ def test_speculative_requests_leave_no_connection_behind(s3, toxi):
         # The tail, the long tail and the start's slices: the speculation ran.
         assert stats.requests >= 3, stats
         counts.append(descriptors_by_kind()[0])
-    # The pool's size moves with each read's overlap (3-10 here); 20 reads
-    # that each kept a socket would add 20.
-    assert max(counts[-4:]) <= max(counts[:4]) + 4, counts
+    # The pool's size moves with each read's overlap (up to the 16 slices of
+    # a 16 MiB start, and their timing, from read to read); the 16 reads
+    # between the first 8 and the last 4, each keeping a socket, would add 16.
+    assert max(counts[-4:]) <= max(counts[:8]) + 8, counts
 
 
 def test_a_cancelled_async_read_stops_fetching(s3, toxi):
@@ -149,10 +150,14 @@ def test_soak_with_resets_and_cut_bodies_levels_off(s3, toxi):
     url = s3.put("soak/t.parquet", parquet_bytes(table, row_group_size=10_000, compression="none"))
     options = s3.options(proxied=True)
     # Requests under the 150 kB cut, whether the proxy on loopback answers
-    # like a near store or not.
+    # like a near store or not: no speculative 1 MiB requests for the file's
+    # start or a long tail either (a retried footer takes past the 5 ms gate,
+    # and an earlier test's latency makes the store look far).
     config = fastingest.Config(
         slice_size="64K",
         near_slice_size="64K",
+        start_prefetch=0,
+        long_footer_prefetch=0,
         max_retries=50,
         retry_backoff=0.005,
         retry_backoff_max=0.05,
@@ -169,7 +174,11 @@ def test_soak_with_resets_and_cut_bodies_levels_off(s3, toxi):
         name = toxi.add_toxic("s3", kind, attributes, toxicity=toxicity)
         stats = fastingest.ReadStats()
         got = fastingest.read_parquet(url, storage_options=options, config=config, stats=stats)
+        # The pooled connections' links hold a toxic's removal up (see the
+        # `toxi` fixture): closed first, as the fixture does.
+        toxi.set_enabled("s3", False)
         toxi.remove_toxic("s3", name)
+        toxi.set_enabled("s3", True)
         assert_tables_equal(got, table)
         reads += 1
         retries += stats.retries
