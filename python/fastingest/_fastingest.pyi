@@ -81,8 +81,9 @@ class Config:
       file's start beside its footer, in requests of 1 MiB, before the size
       is known: a file this small is read in one round trip instead of two,
       and a larger one's first row groups come a round trip early (a file
-      over twice this big keeps only the first half of those requests). Not with ``columns``,
-      ``filters``, ``row_groups`` or a cache, nor for plans and metadata
+      over twice this big keeps only the first half of those requests). Not
+      with ``columns``, ``filters``, ``row_groups`` or a cache, nor for plans
+      and metadata
       (the bytes might not be wanted), nor when the footer request is
       answered within 5 ms (a store on loopback). 0 turns it off.
     - ``hole_limit`` (64 KiB): ranges closer than this are fetched together.
