@@ -85,7 +85,9 @@ class Config:
       with ``columns``, ``filters``, ``row_groups`` or a cache, nor for plans
       and metadata
       (the bytes might not be wanted), nor when the footer request is
-      answered within 5 ms (a store on loopback). 0 turns it off.
+      answered within 5 ms (a store on loopback); asked with the footer
+      where the store's latest footer answer in this process came later.
+      0 turns it off.
     - ``hole_limit`` (64 KiB): ranges closer than this are fetched together.
     - ``slice_size`` (8 MiB): the largest single request; longer ranges are
       split and fetched in parallel into one buffer. A read smaller than 8

@@ -37,7 +37,8 @@ pub struct Config {
     /// of 1 MiB:
     /// a file of about this size or less is read in one round trip instead
     /// of two, and a larger one's first row groups come a round trip early
-    /// (see `FileScope::reads_whole_file` for when). 0: never.
+    /// (see `FileScope::reads_whole_file` for when, and
+    /// `Fetcher::fetch_tail_and_beside` for how soon). 0: never.
     pub start_prefetch: u64,
     /// Ranges whose gap is at most this many bytes are merged into one request.
     pub hole_limit: u64,

@@ -132,7 +132,10 @@ impl Fetcher {
     /// speculation: what they fail to bring is fetched as planned. They are
     /// asked for only when the tail has not come within [`START_AFTER`]: a
     /// link that answers sooner saves little by them, and the extra
-    /// requests cost a store on loopback the reader's CPU.
+    /// requests cost a store on loopback the reader's CPU. The start of a
+    /// file in a store whose latest footer answer came later than that is
+    /// asked for at once ([`crate::link`]); the long tail still waits, as
+    /// most footers fit in the tail and would leave its bytes unused.
     pub async fn fetch_tail_and_beside(
         &self,
         source: &Source,
@@ -145,12 +148,33 @@ impl Fetcher {
         if beside.start == 0 && long_tail_len.is_none() {
             return Ok(FooterRound::alone(tail.await?));
         }
+        let mut start = match crate::link::known_far(source) {
+            true => self.start_slices(source, beside.start),
+            false => Vec::new(),
+        };
         if let Ok(tail) = tokio::time::timeout(START_AFTER, &mut tail).await {
-            return Ok(FooterRound::alone(tail?));
+            return Ok(FooterRound {
+                tail: tail?,
+                start,
+                long_tail: None,
+            });
         }
         // First the long tail: a footer that needs it waits for it.
         let long_tail = long_tail_len.map(|len| LongTail(self.guess(source, Guess::Last(len))));
-        let start: Vec<StartSlice> = crate::plan::split(START..START + beside.start, MIN_SLICE)
+        if start.is_empty() {
+            start = self.start_slices(source, beside.start);
+        }
+        Ok(FooterRound {
+            tail: tail.await?,
+            start,
+            long_tail,
+        })
+    }
+
+    /// Requests for the first `len` bytes of the file (after the leading
+    /// magic), in the background, in slices of [`MIN_SLICE`] bytes.
+    fn start_slices(&self, source: &Source, len: u64) -> Vec<StartSlice> {
+        crate::plan::split(START..START + len, MIN_SLICE)
             .into_iter()
             .map(|range| {
                 // Cancelled when the last holder of the slice lets go (a
@@ -163,12 +187,7 @@ impl Fetcher {
                     bytes: bytes.shared(),
                 }
             })
-            .collect();
-        Ok(FooterRound {
-            tail: tail.await?,
-            start,
-            long_tail,
-        })
+            .collect()
     }
 
     /// A speculative request in the background (see

@@ -41,6 +41,10 @@ struct Instrumented {
     /// Every speculative read asked for, and how many were answered.
     guesses: Mutex<Vec<Guess>>,
     guesses_answered: AtomicUsize,
+    /// When each speculative read was asked for.
+    guessed_at: Mutex<Vec<tokio::time::Instant>>,
+    /// The store it says it is in (`RangeSource::link_id`).
+    link: Option<&'static str>,
 }
 
 impl Instrumented {
@@ -59,6 +63,8 @@ impl Instrumented {
             guess_delay: Duration::ZERO,
             guesses: Mutex::new(Vec::new()),
             guesses_answered: AtomicUsize::new(0),
+            guessed_at: Mutex::new(Vec::new()),
+            link: None,
         }
     }
 }
@@ -84,8 +90,16 @@ impl RangeSource for Instrumented {
         Some(version_with(self.size, "a"))
     }
 
+    fn link_id(&self) -> Option<String> {
+        self.link.map(String::from)
+    }
+
     fn read_guess(&self, guess: Guess) -> Option<Guessed<'_>> {
         self.guesses.lock().unwrap().push(guess.clone());
+        self.guessed_at
+            .lock()
+            .unwrap()
+            .push(tokio::time::Instant::now());
         // As a store answers: cut at the object's end, 416 past it.
         let range = match guess {
             Guess::Range(range) => range,
@@ -432,6 +446,62 @@ async fn assert_fetched_as_planned(source: Instrumented) {
 async fn a_footer_that_answers_at_once_gets_no_start_beside_it() {
     // A store on loopback: the start's requests would only cost its CPU.
     assert_fetched_as_planned(Instrumented::new(2_500_000, 0)).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_store_whose_footer_answered_late_gets_the_next_start_asked_with_the_footer() {
+    // Two sources in one store: one behind a slow link, one answering at
+    // once. How long after the footer request the first request for the
+    // file's start goes (None: none goes), read after read; the long tail
+    // always waits for the gate.
+    let store = Some("instrumented://a-store-far-then-near");
+    let mut slow = slow_link(2_500_000);
+    slow.link = store;
+    let mut quick = Instrumented::new(2_500_000, 0);
+    quick.link = store;
+    let (slow, quick) = (Arc::new(slow), Arc::new(quick));
+    let fetcher = Fetcher::new(config(8, 8 << 20), ReadStats::new());
+    let beside = Beside {
+        start: 4 << 20,
+        long_tail: Some(1 << 20),
+    };
+    let after = crate::fetch::START_AFTER;
+    for (read, source, want) in [
+        (1, &slow, Some(after)),
+        (2, &slow, Some(Duration::ZERO)),
+        (3, &quick, Some(Duration::ZERO)),
+        (4, &quick, None),
+        (5, &slow, Some(after)),
+    ] {
+        source.guessed_at.lock().unwrap().clear();
+        source.guesses.lock().unwrap().clear();
+        let src: Source = source.clone();
+        let asked = tokio::time::Instant::now();
+        let round = fetcher
+            .fetch_tail_and_beside(&src, 64 * 1024, beside)
+            .await
+            .unwrap();
+        assert_eq!(round.tail.size, source.size);
+        // The speculative requests are tasks of their own: let them start.
+        tokio::task::yield_now().await;
+        let guesses = source.guesses.lock().unwrap().clone();
+        let at = source.guessed_at.lock().unwrap().clone();
+        let start_at = guesses
+            .iter()
+            .zip(&at)
+            .filter(|(g, _)| matches!(g, Guess::Range(_)))
+            .map(|(_, at)| *at - asked)
+            .min();
+        assert_eq!(start_at, want, "read {read}");
+        let long_tail_at = guesses
+            .iter()
+            .zip(&at)
+            .find(|(g, _)| matches!(g, Guess::Last(_)))
+            .map(|(_, at)| *at - asked);
+        let slow_one = Arc::ptr_eq(source, &slow);
+        assert_eq!(long_tail_at, slow_one.then_some(after), "read {read}");
+        source.guesses.lock().unwrap().clear();
+    }
 }
 
 /// The footer's round trip of `source` with a 1 MiB long tail beside a

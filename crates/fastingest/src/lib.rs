@@ -36,6 +36,7 @@ pub mod filter;
 pub mod gpu;
 pub mod io;
 pub(crate) mod known;
+pub(crate) mod link;
 pub mod memory;
 pub(crate) mod nontemporal;
 pub mod orc;

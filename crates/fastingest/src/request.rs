@@ -151,15 +151,25 @@ impl StoreRequests {
     async fn fetch_tail(&self, file: &Source, len: u64) -> Result<Tail> {
         let _p = self.permits(len).await?;
         let started = Instant::now();
-        let tail = with_retries(&self.config, &self.stats, file.location(), None, || {
-            file.read_tail(len)
-        })
-        .await
-        .map_err(|e| e.reading(&format!("reading the last {len} bytes (the footer)")))?;
+        // Each attempt timed on its own: the answer's, not the failures'
+        // before it, says how far the store is.
+        let (tail, answered_in) =
+            with_retries(&self.config, &self.stats, file.location(), None, || {
+                let attempt = Instant::now();
+                file.read_tail(len)
+                    .map(move |r| r.map(|tail| (tail, attempt.elapsed())))
+            })
+            .await
+            .map_err(|e| e.reading(&format!("reading the last {len} bytes (the footer)")))?;
         let took = started.elapsed();
         if !file.is_local() {
             let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
             self.quickest_answer_ns.fetch_min(ns, Ordering::Relaxed);
+            // A small file fetched whole in this request takes its transfer
+            // time too: only a footer-sized answer says how far the store is.
+            if len <= self.config.footer_prefetch {
+                crate::link::note_footer_answer(file, answered_in);
+            }
         }
         self.stats.add_fetch_time(took);
         self.stats.add_fetched(tail.bytes.len() as u64);

@@ -174,6 +174,17 @@ impl RangeSource for HttpSource {
         Some(&self.identity)
     }
 
+    fn link_id(&self) -> Option<String> {
+        // The server the requests go to: scheme, host and port.
+        let url = url::Url::parse(&self.url).ok()?;
+        Some(format!(
+            "{}://{}:{}",
+            url.scheme(),
+            url.host_str()?,
+            url.port_or_known_default()?
+        ))
+    }
+
     fn version(&self) -> Option<ObjectVersion> {
         self.seen.get().cloned()
     }

@@ -150,6 +150,14 @@ pub trait RangeSource: Send + Sync + Debug {
         None
     }
 
+    /// Names the store the requests go to (one client, one endpoint), so
+    /// that what a read learns of the link to it serves later reads (see
+    /// [`crate::link`]). `None`: nothing is kept (local files, sources that
+    /// say nothing).
+    fn link_id(&self) -> Option<String> {
+        None
+    }
+
     /// The version the first response reported, or the one pinned.
     fn version(&self) -> Option<ObjectVersion> {
         None

@@ -211,6 +211,13 @@ impl RangeSource for ObjectStoreSource {
         (!self.identity.starts_with("memory:")).then_some(self.identity.as_str())
     }
 
+    fn link_id(&self) -> Option<String> {
+        // Clients are kept for the life of the process, one per endpoint and
+        // set of options (`clients::store_for`): the client's address names
+        // the link its requests take.
+        Some(format!("{:p}", Arc::as_ptr(&self.store).cast::<()>()))
+    }
+
     fn version(&self) -> Option<ObjectVersion> {
         self.seen.get().cloned()
     }
