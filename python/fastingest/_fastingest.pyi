@@ -72,7 +72,9 @@ class Config:
       first answer, nor does the page index before it that a filtered read
       uses. It is cancelled as soon as that answer shows the footer fits
       (and, with a filter, once the footer shows where the page index is).
-      0 (or anything up to ``footer_prefetch``) turns it off.
+      Not asked for a Parquet object whose footer this process decoded
+      before (the answer will most likely confirm that version). 0 (or
+      anything up to ``footer_prefetch``) turns it off.
     - ``small_file`` (1 MiB): a remote file that a glob listed at most this big
       is fetched whole in its first request (one request per file, not two).
     - ``start_prefetch`` (16 MiB): ``read_parquet``, ``iter_batches`` or

@@ -99,7 +99,15 @@ pub async fn read_footer(
     with_page_index: bool,
     wants_whole_file: bool,
 ) -> Result<Footer> {
-    let beside = Beside::footer_of(fetcher, source, wants_whole_file);
+    let mut beside = Beside::footer_of(fetcher, source, wants_whole_file);
+    if super::memo::holds_object(source, with_page_index) {
+        // A later read of an object whose footer this process decoded: the
+        // footer request's answer will most likely confirm the same
+        // version, and the long tail (1 MiB by default) would be cancelled
+        // unused. A rewritten object with a longer footer costs one more
+        // request instead.
+        beside.long_tail = None;
+    }
     read_any_footer(fetcher, source, with_page_index, FooterOf::DataFile, beside).await
 }
 

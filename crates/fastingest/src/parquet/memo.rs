@@ -74,6 +74,13 @@ impl Memo {
             .map(|kept| Arc::clone(&kept.metadata))
     }
 
+    /// Whether a footer of the object `identity` is kept, of any version.
+    fn holds_object(&self, identity: &str, with_page_index: bool) -> bool {
+        self.order.iter().any(|key| {
+            matches!(key, Key::Versioned(id, _, index) if id == identity && *index == with_page_index)
+        })
+    }
+
     fn put(&mut self, key: Key, kept: Kept) {
         if kept.held > self.budget / 4 {
             return; // one footer would push out most of the others
@@ -136,6 +143,16 @@ fn unversioned_key(source: &Source, size: u64, with_page_index: bool) -> Option<
 pub(crate) fn get(source: &Source, with_page_index: bool) -> Option<Arc<ParquetMetaData>> {
     let key = versioned_key(source, with_page_index)?;
     with_memo(|m| m.get(&key))
+}
+
+/// Whether a footer of the object `source` names is kept, of any version:
+/// its next read will most likely find its footer here once the footer
+/// request's answer tells the version.
+pub(crate) fn holds_object(source: &Source, with_page_index: bool) -> bool {
+    let Some(identity) = source.cache_identity() else {
+        return false;
+    };
+    with_memo(|m| m.holds_object(identity, with_page_index))
 }
 
 /// The decoded footer of unversioned `source` (`size` bytes long), if one
@@ -225,6 +242,20 @@ mod tests {
         assert!(memo.get_by_bytes(&file(1), b"footer one").is_none());
         assert!(memo.get_by_bytes(&file(1), b"footer two").is_some());
         assert_eq!((memo.held, memo.map.len(), memo.order.len()), (300, 1, 1));
+    }
+
+    #[test]
+    fn an_object_is_known_by_any_of_its_versions_but_not_by_its_page_index_alone() {
+        let mut memo = Memo::default();
+        assert!(!memo.holds_object("s3://b/f.parquet", false));
+        memo.put(object(1), by_version(100));
+        memo.put(file(1), unversioned(b"footer", 100));
+        assert!(memo.holds_object("s3://b/f.parquet", false));
+        // Kept without its page index: a read that wants it is not served.
+        assert!(!memo.holds_object("s3://b/f.parquet", true));
+        assert!(!memo.holds_object("s3://b/g.parquet", false));
+        // A local file's entry names no object.
+        assert!(!memo.holds_object("/data/f.parquet", false));
     }
 
     #[test]
