@@ -100,7 +100,7 @@ pub async fn read_footer(
     wants_whole_file: bool,
 ) -> Result<Footer> {
     let mut beside = Beside::footer_of(fetcher, source, wants_whole_file);
-    if super::memo::holds_object(source, with_page_index) {
+    if beside.long_tail.is_some() && super::memo::holds_object(source, with_page_index) {
         // A later read of an object whose footer this process decoded: the
         // footer request's answer will most likely confirm the same
         // version, and the long tail (1 MiB by default) would be cancelled
