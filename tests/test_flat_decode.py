@@ -33,6 +33,9 @@ TYPES = {
     "date": pa.date32(),
     "str": pa.string(),
     "bin": pa.binary(),
+    # What polars and pandas write into a file's Arrow schema.
+    "lstr": pa.large_string(),
+    "lbin": pa.large_binary(),
     # pyarrow stores these as fixed-length arrays of 3, 4, 8 and 16 bytes
     # (or INT32/INT64 with `store_decimal_as_integer`).
     "dec5": pa.decimal128(5, 1),
@@ -56,10 +59,10 @@ def column(kind: pa.DataType, rows: int, null_share: float, distinct: int, seed:
     if kind == pa.bool_():
         values = rng.random(rows) < 0.3
         return pa.array(values, mask=mask)
-    if kind in (pa.string(), pa.binary()):
+    if kind in (pa.string(), pa.binary(), pa.large_string(), pa.large_binary()):
         pool = ["".join(rng.choice(WORDS, 1 + i % 3)) + str(i) for i in range(distinct)]
         values = [pool[i] for i in rng.integers(0, distinct, rows)]
-        if kind == pa.binary():
+        if kind in (pa.binary(), pa.large_binary()):
             return pa.array([v.encode() + b"\xff" for v in values], type=kind, mask=mask)
         return pa.array(values, type=kind, mask=mask)
     if pa.types.is_decimal(kind):
@@ -210,7 +213,8 @@ def test_runs_of_one_string_and_a_dictionary_of_one(tmp_path):
 
 def test_large_and_dictionary_string_types_keep_their_types(tmp_path):
     # The schema pyarrow stores asks for other Arrow types than the
-    # natural `string`: those columns are the crate's, and keep them.
+    # natural `string`: `large_string` gets `i64` offsets, a dictionary
+    # type its keys, and each keeps its type.
     words = [f"w{i % 7}é" for i in range(ROWS)]
     data = pa.table(
         {
@@ -221,6 +225,30 @@ def test_large_and_dictionary_string_types_keep_their_types(tmp_path):
     )
     path = tmp_path / "t.parquet"
     pq.write_table(data, path)
+    assert_same(path)
+
+
+def test_a_file_polars_wrote(tmp_path):
+    # zstd, large_string and large_list in the Arrow schema, pages of its
+    # own sizes; short strings of a few values (a dictionary of 3 entries
+    # must not size the values as if they were long), nulls and lists.
+    import polars as pl
+
+    rng = np.random.default_rng(12)
+    rows = 20_000
+    frame = pl.DataFrame(
+        {
+            "flag": rng.choice(["A", "N", "R"], rows),
+            "mode": [("REG AIR", "TRUCK", None)[i] for i in rng.integers(0, 3, rows)],
+            "comment": [f"comment {i % 997} é" for i in range(rows)],
+            "tags": [[f"t{j}" for j in range(i % 4)] for i in range(rows)],
+            "ints": [list(range(i % 5)) if i % 7 else None for i in range(rows)],
+            "n": rng.integers(0, 1000, rows),
+        }
+    )
+    path = tmp_path / "polars.parquet"
+    frame.write_parquet(path, row_group_size=6_000)
+    assert pq.read_schema(path).field("flag").type == pa.large_string()
     assert_same(path)
 
 

@@ -1,7 +1,7 @@
-"""Lists of numbers (`list<int32>`, `list<list<float>>`, ...) are decoded by
-fastingest's own list decoder (`parquet/lists.rs`); what it does not take
-(other layouts, other item types, `large_list`) goes to the `parquet`
-crate. Either way the table must be pyarrow's: every depth, null or empty
+"""Lists of numbers and strings (`list<int32>`, `large_list<list<float>>`,
+...) are decoded by fastingest's own list decoder (`parquet/lists.rs`);
+what it does not take (other layouts, other item types) goes to the
+`parquet` crate. Either way the table must be pyarrow's: every depth, null or empty
 list at every level, required and optional levels, item type, encoding,
 page format and codec."""
 
@@ -27,23 +27,31 @@ ITEMS = {
 }
 
 
-def list_type(item: pa.DataType, depth: int, nullable: bool) -> pa.DataType:
-    """`depth` lists around `item`; every level nullable or none."""
+def list_type(item: pa.DataType, depth: int, nullable: bool, large: bool = False) -> pa.DataType:
+    """`depth` lists around `item`; every level nullable or none; the
+    outermost `large_list` when `large`."""
     kind = item
-    for _ in range(depth):
-        kind = pa.list_(pa.field("element", kind, nullable=nullable))
+    for level in range(depth):
+        make = pa.large_list if large and level == depth - 1 else pa.list_
+        kind = make(pa.field("element", kind, nullable=nullable))
     return kind
+
+
+def is_list(kind: pa.DataType) -> bool:
+    return pa.types.is_list(kind) or pa.types.is_large_list(kind)
 
 
 def leaf_values(item: pa.DataType, n: int, rng: np.random.Generator) -> list:
     """`n` Python values of `item`, extremes included."""
     if pa.types.is_floating(item):
         return [float(x) for x in rng.normal(size=n)]
-    if item in (pa.string(), pa.binary()):
+    if item in (pa.string(), pa.binary(), pa.large_string(), pa.large_binary()):
         # Empty, multi-byte and longer than a 64-byte block.
         words = ["", "é", "日本", "🦀x", "y" * 70]
         text = [words[i % len(words)] + str(i) for i in rng.integers(0, 10**6, n)]
-        return text if item == pa.string() else [t.encode() + b"\xff" for t in text]
+        if item in (pa.string(), pa.large_string()):
+            return text
+        return [t.encode() + b"\xff" for t in text]
     if item == pa.date32():
         days = pa.array(rng.integers(-50_000, 50_000, n), type=pa.int32())
         return days.cast(item).to_pylist()
@@ -61,7 +69,7 @@ def leaf_values(item: pa.DataType, n: int, rng: np.random.Generator) -> list:
 def nested(kind: pa.DataType, rng, null_share: float, empty_share: float, pool: list):
     """One random value of `kind`: at each list level, a null (where the
     level is nullable), an empty list, or up to 5 items."""
-    if not pa.types.is_list(kind):
+    if not is_list(kind):
         return pool[rng.integers(0, len(pool))]
     roll = rng.random()
     if roll < empty_share:
@@ -78,7 +86,7 @@ def nested(kind: pa.DataType, rng, null_share: float, empty_share: float, pool: 
 
 def column(kind, nullable, rng, null_share=0.15, empty_share=0.15, distinct=50):
     leaf = kind
-    while pa.types.is_list(leaf):
+    while is_list(leaf):
         leaf = leaf.value_type
     pool = leaf_values(leaf, distinct, rng)
     rows = []
@@ -103,13 +111,14 @@ def write_and_compare(path, data: pa.Table, **write) -> None:
 @pytest.mark.parametrize("nullable", [True, False])
 @pytest.mark.parametrize("page_version", ["1.0", "2.0"])
 @pytest.mark.parametrize("dictionary", [True, False])
+@pytest.mark.parametrize("large", [False, True], ids=["list", "large_list"])
 def test_every_item_type_depth_and_null_pattern(
-    tmp_path, depth, nullable, page_version, dictionary
+    tmp_path, depth, nullable, page_version, dictionary, large
 ):
     rng = np.random.default_rng(depth * 10 + nullable)
     fields, arrays = [], []
     for name, item in ITEMS.items():
-        kind = list_type(item, depth, nullable)
+        kind = list_type(item, depth, nullable, large)
         fields.append(pa.field(name, kind, nullable=nullable))
         arrays.append(column(kind, nullable, rng))
     write_and_compare(
@@ -157,8 +166,8 @@ def test_all_null_all_empty_and_long_lists(tmp_path):
 
 
 def test_lists_the_crate_decodes_stay_right(tmp_path):
-    # Large lists, lists of strings and of structs, and a fixed-size list
-    # go to the crate, between lists this decoder takes.
+    # Lists of structs and a fixed-size list go to the crate, between lists
+    # this decoder takes.
     rng = np.random.default_rng(8)
     ints = list_type(pa.int32(), 1, True)
     data = pa.table(

@@ -92,7 +92,14 @@ fn page_size() -> usize {
 /// Whether a block of `size` bytes, allocated now on this thread, should be
 /// faulted in ahead. Allocates nothing: an allocator may call it.
 pub fn should_prefault(size: usize) -> bool {
-    (PREFAULT_FROM..=PREFAULT_UP_TO).contains(&size) && prefault_enabled() && on_decode_thread()
+    worth_prefaulting(size) && on_decode_thread()
+}
+
+/// Whether faulting in ahead is on and `size` bytes are in the range it is
+/// done for, whichever thread asks: for a caller that knows the bytes are
+/// decoded output about to be written.
+pub(crate) fn worth_prefaulting(size: usize) -> bool {
+    (PREFAULT_FROM..=PREFAULT_UP_TO).contains(&size) && prefault_enabled()
 }
 
 /// Faults in the pages of `[block, block + size)` that are not resident,

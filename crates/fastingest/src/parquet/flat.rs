@@ -32,7 +32,7 @@ use parquet::basic::{ConvertedType, Encoding, LogicalType, TimeUnit, Type as Phy
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::schema::types::ColumnDescriptor;
 
-use super::byte_arrays;
+use super::byte_arrays::{self, Offsets};
 use super::hybrid::{unpack_chunks, Run, Runs};
 use super::pages::{ChunkPages, Page};
 use crate::nontemporal::{self, Append, Reads};
@@ -152,6 +152,10 @@ pub(super) fn value_type(column: &ColumnDescriptor) -> Option<DataType> {
 pub(crate) fn decodes(column: &ColumnDescriptor, target: &DataType) -> bool {
     match (natural_type(column), target) {
         (Some(DataType::Timestamp(unit, _)), DataType::Timestamp(want, _)) => unit == *want,
+        // The same values with `i64` offsets (a file's Arrow schema asks
+        // for them: polars and pandas write `large_string`).
+        (Some(DataType::Utf8), DataType::LargeUtf8)
+        | (Some(DataType::Binary), DataType::LargeBinary) => true,
         // `read_dictionary`: a string or binary column's own dictionary.
         (Some(natural @ (DataType::Utf8 | DataType::Binary)), DataType::Dictionary(key, value)) => {
             matches!(**key, DataType::Int8 | DataType::Int16 | DataType::Int32)
@@ -202,8 +206,10 @@ pub(crate) fn decode_column(
             }
             _ => return Err(Failure::Unsupported),
         },
-        DataType::Utf8 => byte_arrays::decode(pages, nullable, rows, true)?,
-        DataType::Binary => byte_arrays::decode(pages, nullable, rows, false)?,
+        DataType::Utf8 => byte_arrays::decode(pages, nullable, rows, true, Offsets::Narrow)?,
+        DataType::Binary => byte_arrays::decode(pages, nullable, rows, false, Offsets::Narrow)?,
+        DataType::LargeUtf8 => byte_arrays::decode(pages, nullable, rows, true, Offsets::Large)?,
+        DataType::LargeBinary => byte_arrays::decode(pages, nullable, rows, false, Offsets::Large)?,
         DataType::Dictionary(key, value) => {
             let utf8 = value.as_ref() == &DataType::Utf8;
             match key.as_ref() {

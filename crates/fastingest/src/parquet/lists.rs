@@ -12,9 +12,10 @@
 //!
 //! Only the standard three-level LIST layout (an annotated group holding one
 //! repeated group holding the element) with a numeric, string or binary
-//! leaf is taken, and only into `List` (32-bit offsets) with the
-//! nullability the file says; anything else is [`Failure::Unsupported`] and
-//! goes to the crate.
+//! leaf is taken, into `List` or `LargeList` (and strings into `Utf8` or
+//! `LargeUtf8`: polars writes the large types into a file's Arrow schema)
+//! with the nullability the file says; anything else is
+//! [`Failure::Unsupported`] and goes to the crate.
 
 use std::sync::Arc;
 
@@ -23,7 +24,7 @@ use arrow_array::types::{
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, UInt16Type,
     UInt32Type, UInt64Type, UInt8Type,
 };
-use arrow_array::{ArrayRef, ArrowPrimitiveType, ListArray, PrimitiveArray};
+use arrow_array::{ArrayRef, ArrowPrimitiveType, LargeListArray, ListArray, PrimitiveArray};
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, FieldRef, TimeUnit as ArrowTimeUnit};
 use bytes::Bytes;
@@ -31,7 +32,7 @@ use parquet::basic::{ConvertedType, Encoding, LogicalType, Repetition};
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::schema::types::{ColumnDescriptor, Type};
 
-use super::byte_arrays;
+use super::byte_arrays::{self, Offsets};
 use super::flat::{
     self, dictionary_of, each_run, gather, i32_of, next_page_with, numeric_values, plain, scatter,
     Bits, Decoded, Failure, NextPage,
@@ -49,6 +50,9 @@ struct ListLevel {
     present: u8,
     /// Whether the list can be null.
     nullable: bool,
+    /// Whether its offsets are `i64` (`LargeList`): built as `i32` (a
+    /// row group's chunk holds fewer items) and widened at the end.
+    large: bool,
 }
 
 /// How a list column is laid out in its levels.
@@ -88,7 +92,8 @@ pub(crate) fn shape(
     }
     let mut def: u8 = 0;
     let mut lists = Vec::new();
-    while let DataType::List(item) = ty {
+    while let DataType::List(item) | DataType::LargeList(item) = ty {
+        let large = matches!(ty, DataType::LargeList(_));
         // An annotated group holding one repeated group holding the element.
         if !node.is_group() || !is_list(node) || repetition(node)? == Repetition::REPEATED {
             return None;
@@ -107,6 +112,7 @@ pub(crate) fn shape(
             item: Arc::clone(item),
             present: def,
             nullable: optional,
+            large,
         });
         def = def.checked_add(1)?;
         optional = match repetition(element)? {
@@ -140,9 +146,12 @@ pub(crate) fn shape(
             | DataType::Timestamp(..)
             | DataType::Utf8
             | DataType::Binary
+            | DataType::LargeUtf8
+            | DataType::LargeBinary
     );
     let same_values = match (flat::value_type(column)?, ty) {
         (DataType::Timestamp(unit, _), DataType::Timestamp(want, _)) => unit == *want,
+        (DataType::Utf8, DataType::LargeUtf8) | (DataType::Binary, DataType::LargeBinary) => true,
         (natural, _) => natural == *ty,
     };
     let levels_match = i16::from(def) == column.max_def_level()
@@ -177,8 +186,10 @@ pub(crate) fn decode_column(
         };
     }
     Ok(match &shape.leaf {
-        DataType::Utf8 => lists_of_bytes(pages, shape, rows, levels, true)?,
-        DataType::Binary => lists_of_bytes(pages, shape, rows, levels, false)?,
+        DataType::Utf8 => lists_of_bytes(pages, shape, rows, levels, true, Offsets::Narrow)?,
+        DataType::Binary => lists_of_bytes(pages, shape, rows, levels, false, Offsets::Narrow)?,
+        DataType::LargeUtf8 => lists_of_bytes(pages, shape, rows, levels, true, Offsets::Large)?,
+        DataType::LargeBinary => lists_of_bytes(pages, shape, rows, levels, false, Offsets::Large)?,
         numeric => numeric_values!(numeric, values, return Err(Failure::Unsupported)),
     })
 }
@@ -285,15 +296,16 @@ fn lists_of<T: ArrowPrimitiveType, const N: usize>(
     wrap(shape, built, Arc::new(leaf))
 }
 
-/// A list column of strings (`utf8`) or binary.
+/// A list column of strings (`utf8`) or binary, with `width` offsets.
 fn lists_of_bytes(
     mut pages: ChunkPages,
     shape: &Shape,
     rows: usize,
     expected: usize,
     utf8: bool,
+    width: Offsets,
 ) -> Decoded<ArrayRef> {
-    let mut leaf = byte_arrays::Values::new(utf8, expected);
+    let mut leaf = byte_arrays::Values::new(utf8, width, expected);
     let mut built = read_lists(&mut pages, shape, rows, expected, &mut leaf)?;
     let validity = built.leaf_validity.take();
     let array = leaf.into_array(validity, built.leaf_slots)?;
@@ -340,12 +352,18 @@ fn wrap(shape: &Shape, built: Assembled, leaf: ArrayRef) -> Decoded<ArrayRef> {
         list.offsets.push(slots as i32);
         slots = list.offsets.len() - 1;
         let nulls = list.validity.and_then(Bits::into_nulls);
+        let item = Arc::clone(&level.item);
         // The offsets only ever grow, so `OffsetBuffer::new` cannot panic;
         // `try_new` checks the rest (lengths, the item's type and nulls).
-        let offsets = OffsetBuffer::new(ScalarBuffer::from(list.offsets));
-        let array = ListArray::try_new(Arc::clone(&level.item), offsets, child, nulls)
-            .map_err(|e| Failure::Corrupt(e.to_string()))?;
-        child = Arc::new(array);
+        child = if level.large {
+            let wide: Vec<i64> = list.offsets.iter().map(|&o| i64::from(o)).collect();
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(wide));
+            LargeListArray::try_new(item, offsets, child, nulls).map(|a| Arc::new(a) as ArrayRef)
+        } else {
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(list.offsets));
+            ListArray::try_new(item, offsets, child, nulls).map(|a| Arc::new(a) as ArrayRef)
+        }
+        .map_err(|e| Failure::Corrupt(e.to_string()))?;
     }
     Ok(child)
 }
@@ -561,6 +579,7 @@ mod tests {
                 item: Arc::new(Field::new("element", DataType::Int32, nullable)),
                 present: def,
                 nullable,
+                large: false,
             });
             def += 1;
         }
