@@ -17,8 +17,8 @@ use std::sync::Arc;
 
 use arrow_array::types::ArrowDictionaryKeyType;
 use arrow_array::{
-    ArrayRef, BinaryArray, DictionaryArray, LargeBinaryArray, LargeStringArray, PrimitiveArray,
-    StringArray,
+    ArrayRef, DictionaryArray, GenericBinaryArray, GenericStringArray, OffsetSizeTrait,
+    PrimitiveArray,
 };
 use arrow_buffer::ArrowNativeType;
 use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
@@ -52,24 +52,38 @@ pub(super) enum Offsets {
 /// A flat string (`utf8`) or binary column of `rows` rows, plain or
 /// dictionary-encoded, with `width` offsets.
 ///
-/// A chunk's values are decoded with `i32` offsets either way (one chunk
-/// holds at most [`MAX_BYTES`] of them, or goes to the `parquet` crate),
-/// and widened at the end for a large type: one pass over the offsets,
-/// while the crate's own large-string path was 3-6× slower than polars.
+/// Either way one chunk holds at most [`MAX_BYTES`] of values (or goes to
+/// the `parquet` crate), so every end fits an `i32`; the offsets are
+/// written at their width as the values are (the crate's own large-string
+/// path was 3-6× slower than polars; decoded as `i32` and widened after,
+/// a column of short values spent a tenth of its read widening).
 pub(super) fn decode(
-    mut pages: ChunkPages,
+    pages: ChunkPages,
     nullable: bool,
     rows: usize,
     utf8: bool,
     width: Offsets,
 ) -> Decoded<ArrayRef> {
-    let mut offsets: Vec<i32> = Vec::with_capacity(rows + 1);
-    offsets.push(0);
+    match width {
+        Offsets::Narrow => decode_with::<i32>(pages, nullable, rows, utf8),
+        Offsets::Large => decode_with::<i64>(pages, nullable, rows, utf8),
+    }
+}
+
+/// [`decode`] with offsets of type `O`.
+fn decode_with<O: OffsetSizeTrait>(
+    mut pages: ChunkPages,
+    nullable: bool,
+    rows: usize,
+    utf8: bool,
+) -> Decoded<ArrayRef> {
+    let mut offsets: Vec<O> = Vec::with_capacity(rows + 1);
+    offsets.push(O::usize_as(0));
     let mut bytes: Vec<u8> = Vec::new();
     let mut validity = nullable.then(|| Bits::with_capacity(rows));
     let mut dictionary: Option<Dictionary> = None;
     // The ends of a page's valid values, and a run's dictionary indices.
-    let mut ends: Vec<i32> = Vec::new();
+    let mut ends: Vec<O> = Vec::new();
     let mut indices: Vec<u32> = Vec::new();
     let mut done = 0usize;
     let ahead = pages.ahead();
@@ -144,35 +158,21 @@ pub(super) fn decode(
             "the pages hold {done} of the row group's {rows} rows"
         )));
     }
-    finish(offsets, bytes, validity, utf8, width)
+    finish(offsets, bytes, validity, utf8)
 }
 
-/// The string (`utf8`) or binary array of `offsets` into `bytes`, with
-/// offsets of `width`.
-fn finish(
-    offsets: Vec<i32>,
+/// The string (`utf8`) or binary array of `offsets` into `bytes`.
+fn finish<O: OffsetSizeTrait>(
+    offsets: Vec<O>,
     bytes: Vec<u8>,
     validity: Option<Bits>,
     utf8: bool,
-    width: Offsets,
 ) -> Decoded<ArrayRef> {
     let nulls = validity.and_then(Bits::into_nulls);
-    debug_assert!(offsets.first() == Some(&0) && offsets.windows(2).all(|w| w[0] <= w[1]));
+    debug_assert!(
+        offsets.first() == Some(&O::usize_as(0)) && offsets.windows(2).all(|w| w[0] <= w[1])
+    );
     let values = Buffer::from_vec(bytes);
-    if width == Offsets::Large {
-        let offsets: Vec<i64> = offsets.iter().map(|&end| i64::from(end)).collect();
-        // SAFETY: as below; widening keeps every offset's value.
-        let offsets = unsafe { OffsetBuffer::new_unchecked(ScalarBuffer::from(offsets)) };
-        return Ok(if utf8 {
-            // SAFETY: as below.
-            Arc::new(unsafe { LargeStringArray::new_unchecked(offsets, values, nulls) })
-        } else {
-            Arc::new(
-                LargeBinaryArray::try_new(offsets, values, nulls)
-                    .map_err(|e| Failure::Corrupt(e.to_string()))?,
-            )
-        });
-    }
     // SAFETY: the offsets start at 0 and only grow (each is the values'
     // length after a value, or the one before it for a null), and every
     // length was kept within `MAX_BYTES`, so none is negative. The checked
@@ -184,10 +184,10 @@ fn finish(
         // value is valid UTF-8: a plain page's values were checked as they
         // were appended, a dictionary's entries when it was read (a value
         // copied from one is one of its entries).
-        Arc::new(unsafe { StringArray::new_unchecked(offsets, values, nulls) })
+        Arc::new(unsafe { GenericStringArray::<O>::new_unchecked(offsets, values, nulls) })
     } else {
         Arc::new(
-            BinaryArray::try_new(offsets, values, nulls)
+            GenericBinaryArray::<O>::try_new(offsets, values, nulls)
                 .map_err(|e| Failure::Corrupt(e.to_string()))?,
         )
     })
@@ -280,7 +280,7 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
         // Every row null, no dictionary page: an empty dictionary.
         None => (Vec::new(), vec![0]),
     };
-    let values = finish(offsets, bytes, None, utf8, Offsets::Narrow)?;
+    let values = finish(offsets, bytes, None, utf8)?;
     let nulls = validity.and_then(Bits::into_nulls);
     // A null row's key may be any number; only valid keys are checked.
     let keys = PrimitiveArray::<K>::new(ScalarBuffer::from(keys), nulls);
@@ -291,22 +291,20 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
 
 /// A list column's string or binary values (see [`super::lists`]): the
 /// valid ones end to end, each one's end, as pages are read.
-pub(super) struct Values {
+pub(super) struct Values<O> {
     utf8: bool,
-    width: Offsets,
     bytes: Vec<u8>,
-    ends: Vec<i32>,
+    ends: Vec<O>,
     dictionary: Option<Dictionary>,
     indices: Vec<u32>,
 }
 
-impl Values {
+impl<O: OffsetSizeTrait> Values<O> {
     /// Values of a chunk of about `expected` levels, for an array with
-    /// `width` offsets.
-    pub(super) fn new(utf8: bool, width: Offsets, expected: usize) -> Self {
+    /// offsets of type `O`.
+    pub(super) fn new(utf8: bool, expected: usize) -> Self {
         Values {
             utf8,
-            width,
             bytes: Vec::new(),
             ends: Vec::with_capacity(expected),
             dictionary: None,
@@ -318,17 +316,17 @@ impl Values {
     /// which hold the values, in order.
     pub(super) fn into_array(self, validity: Option<Bits>, slots: usize) -> Decoded<ArrayRef> {
         let mut offsets = Vec::with_capacity(slots + 1);
-        offsets.push(0);
+        offsets.push(O::usize_as(0));
         match &validity {
             Some(validity) => spread(validity, 0, slots, &self.ends, &mut offsets),
             None => offsets.extend_from_slice(&self.ends),
         }
         // `lists` checked the values against the valid slots.
-        finish(offsets, self.bytes, validity, self.utf8, self.width)
+        finish(offsets, self.bytes, validity, self.utf8)
     }
 }
 
-impl super::lists::Leaf for Values {
+impl<O: OffsetSizeTrait> super::lists::Leaf for Values<O> {
     fn len(&self) -> usize {
         self.ends.len()
     }
@@ -543,7 +541,12 @@ impl Dictionary {
 /// Appends `count` plain-encoded byte arrays of `page` (each a 4-byte
 /// little-endian length, then its bytes) to `bytes`, and each one's end in
 /// `bytes` to `ends`.
-fn plain(page: &[u8], count: usize, bytes: &mut Vec<u8>, ends: &mut Vec<i32>) -> Decoded<()> {
+fn plain<O: OffsetSizeTrait>(
+    page: &[u8],
+    count: usize,
+    bytes: &mut Vec<u8>,
+    ends: &mut Vec<O>,
+) -> Decoded<()> {
     // Every value takes at least its length's 4 bytes: a count the page
     // cannot hold is refused before anything is sized by it.
     if count > page.len() / 4 {
@@ -576,7 +579,7 @@ fn plain(page: &[u8], count: usize, bytes: &mut Vec<u8>, ends: &mut Vec<i32>) ->
                 count - 1 - i
             )));
         }
-        ends.push(out.push(page, at, len) as i32);
+        ends.push(O::usize_as(out.push(page, at, len)));
         at += len;
     }
     out.finish();
@@ -712,11 +715,11 @@ impl<'a> Output<'a> {
     /// at most `B` bytes long, and the room asked for in [`Output::new`]
     /// must hold the chunk's values.
     #[inline(always)]
-    unsafe fn push_entries<const B: usize>(
+    unsafe fn push_entries<const B: usize, O: OffsetSizeTrait>(
         &mut self,
         dictionary: &Dictionary,
         chunk: &[u32],
-        ends: &mut [MaybeUninit<i32>],
+        ends: &mut [MaybeUninit<O>],
     ) {
         const { assert!(B <= BLOCK) };
         let src = dictionary.bytes.as_ptr();
@@ -736,7 +739,7 @@ impl<'a> Output<'a> {
                     std::ptr::copy_nonoverlapping(src.add(start), dst.wrapping_add(end), B);
                     end += stop - start;
                 }
-                slot.write(end as i32);
+                slot.write(O::usize_as(end));
             }
             end
         });
@@ -748,14 +751,20 @@ impl<'a> Output<'a> {
     /// Each copy is one block of the smallest size that holds this value
     /// (not the dictionary's longest): in a run of one short value, bytes
     /// stored past each copy were most of the time taken.
-    fn repeat(&mut self, src: &[u8], at: usize, len: usize, ends: &mut [MaybeUninit<i32>]) {
+    fn repeat<O: OffsetSizeTrait>(
+        &mut self,
+        src: &[u8],
+        at: usize,
+        len: usize,
+        ends: &mut [MaybeUninit<O>],
+    ) {
         match len {
-            0..=16 => self.repeat_in::<16>(src, at, len, ends),
-            17..=32 => self.repeat_in::<32>(src, at, len, ends),
-            33..=BLOCK => self.repeat_in::<BLOCK>(src, at, len, ends),
+            0..=16 => self.repeat_in::<16, O>(src, at, len, ends),
+            17..=32 => self.repeat_in::<32, O>(src, at, len, ends),
+            33..=BLOCK => self.repeat_in::<BLOCK, O>(src, at, len, ends),
             _ => {
                 for slot in ends {
-                    slot.write(self.push(src, at, len) as i32);
+                    slot.write(O::usize_as(self.push(src, at, len)));
                 }
             }
         }
@@ -763,12 +772,12 @@ impl<'a> Output<'a> {
 
     /// [`Output::repeat`] of a value of at most `B` bytes.
     #[inline(always)]
-    fn repeat_in<const B: usize>(
+    fn repeat_in<const B: usize, O: OffsetSizeTrait>(
         &mut self,
         src: &[u8],
         at: usize,
         len: usize,
-        ends: &mut [MaybeUninit<i32>],
+        ends: &mut [MaybeUninit<O>],
     ) {
         const { assert!(B <= BLOCK) };
         let end = self.end;
@@ -783,7 +792,7 @@ impl<'a> Output<'a> {
             // No block's worth of bytes after it (or a caller's room that
             // does not hold the run): copied value by value, checked.
             for slot in ends {
-                slot.write(self.push(src, at, len) as i32);
+                slot.write(O::usize_as(self.push(src, at, len)));
             }
             return;
         };
@@ -829,12 +838,12 @@ impl<'a> Output<'a> {
 /// `dst` must be valid for writes up to `len * (ends.len() - 1) + B` bytes
 /// past `end`, and every end must fit an `i32`.
 #[inline(always)]
-unsafe fn repeat_block<const B: usize>(
+unsafe fn repeat_block<const B: usize, O: OffsetSizeTrait>(
     block: [u8; B],
     len: usize,
     dst: *mut u8,
     end: usize,
-    ends: &mut [MaybeUninit<i32>],
+    ends: &mut [MaybeUninit<O>],
 ) -> usize {
     let mut at = end;
     for _ in 0..ends.len() {
@@ -843,9 +852,8 @@ unsafe fn repeat_block<const B: usize>(
         at += len;
     }
     // The ends in a loop of their own, which is vectorised.
-    let (first, step) = (end as i32, len as i32);
     for (k, slot) in (1..).zip(ends) {
-        slot.write(first.wrapping_add(step.wrapping_mul(k)));
+        slot.write(O::usize_as(end + len * k));
     }
     at
 }
@@ -865,43 +873,45 @@ unsafe fn copy_long(from: &[u8], dst: *mut u8) {
 /// Whether the values that start at `start` of `bytes` and end at `ends`
 /// are each valid UTF-8: their bytes together are, and no value ends
 /// inside a character (so none starts inside one either).
-fn is_utf8(bytes: &[u8], start: usize, ends: &[i32]) -> bool {
+fn is_utf8<O: OffsetSizeTrait>(bytes: &[u8], start: usize, ends: &[O]) -> bool {
     let is_continuation = |b: u8| (b as i8) < -0x40;
     simdutf8::basic::from_utf8(&bytes[start..]).is_ok()
-        && ends
-            .iter()
-            .all(|&end| bytes.get(end as usize).is_none_or(|&b| !is_continuation(b)))
+        && ends.iter().all(|&end| {
+            bytes
+                .get(end.as_usize())
+                .is_none_or(|&b| !is_continuation(b))
+        })
 }
 
 /// Appends `count` dictionary-encoded values (bit width byte, then hybrid
 /// runs of indices) of `dictionary` to `bytes`, and each one's end to
 /// `ends`.
-fn gather(
+fn gather<O: OffsetSizeTrait>(
     values: &[u8],
     count: usize,
     dictionary: &Dictionary,
     indices: &mut Vec<u32>,
     bytes: &mut Vec<u8>,
-    ends: &mut Vec<i32>,
+    ends: &mut Vec<O>,
 ) -> Decoded<()> {
     // Every entry fits the block size picked here, so the copies are all
     // fixed-size (the dictionary has a block of slack past its end).
     match dictionary.longest {
-        0..=16 => gather_in::<16>(values, count, dictionary, indices, bytes, ends),
-        17..=32 => gather_in::<32>(values, count, dictionary, indices, bytes, ends),
-        33..=48 => gather_in::<48>(values, count, dictionary, indices, bytes, ends),
-        _ => gather_in::<BLOCK>(values, count, dictionary, indices, bytes, ends),
+        0..=16 => gather_in::<16, O>(values, count, dictionary, indices, bytes, ends),
+        17..=32 => gather_in::<32, O>(values, count, dictionary, indices, bytes, ends),
+        33..=48 => gather_in::<48, O>(values, count, dictionary, indices, bytes, ends),
+        _ => gather_in::<BLOCK, O>(values, count, dictionary, indices, bytes, ends),
     }
 }
 
 /// [`gather`], copying values in blocks of `B` bytes.
-fn gather_in<const B: usize>(
+fn gather_in<const B: usize, O: OffsetSizeTrait>(
     values: &[u8],
     count: usize,
     dictionary: &Dictionary,
     indices: &mut Vec<u32>,
     bytes: &mut Vec<u8>,
-    ends: &mut Vec<i32>,
+    ends: &mut Vec<O>,
 ) -> Decoded<()> {
     ends.reserve(count);
     dictionary_indices(
@@ -949,12 +959,16 @@ fn gather_in<const B: usize>(
                         crate::simd::wide(
                             chunk.len(),
                             #[inline(always)]
-                            || unsafe { out.push_entries::<B>(dictionary, chunk, room) },
+                            || unsafe { out.push_entries::<B, O>(dictionary, chunk, room) },
                         );
                     } else {
                         for (slot, &i) in room.iter_mut().zip(chunk) {
                             let (start, len) = dictionary.span(i);
-                            slot.write(out.push_in::<B>(&dictionary.bytes, start, len) as i32);
+                            slot.write(O::usize_as(out.push_in::<B>(
+                                &dictionary.bytes,
+                                start,
+                                len,
+                            )));
                         }
                     }
                     // SAFETY: the first `chunk.len()` spare slots were written.
@@ -978,9 +992,16 @@ fn make_room(bytes: &mut Vec<u8>, more: usize) -> Decoded<Output<'_>> {
 
 /// Appends the offsets of `rows` rows from bit `at` of `validity`: a valid
 /// row ends at the next of `ends`, a null one where the row before it did.
-fn spread(validity: &Bits, at: usize, rows: usize, ends: &[i32], offsets: &mut Vec<i32>) {
+fn spread<O: OffsetSizeTrait>(
+    validity: &Bits,
+    at: usize,
+    rows: usize,
+    ends: &[O],
+    offsets: &mut Vec<O>,
+) {
     offsets.reserve(rows);
-    let mut last = offsets.last().copied().unwrap_or(0);
+    let zero = O::usize_as(0);
+    let mut last = offsets.last().copied().unwrap_or(zero);
     let mut k = 0usize;
     for (word, n) in validity.words_in(at, rows) {
         if word == low_bits(n) && k + n <= ends.len() {
@@ -995,13 +1016,14 @@ fn spread(validity: &Bits, at: usize, rows: usize, ends: &[i32], offsets: &mut V
                 last
             }));
         }
-        last = offsets.last().copied().unwrap_or(0);
+        last = offsets.last().copied().unwrap_or(zero);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::StringArray;
     use parquet::basic::Compression;
 
     thread_local! {
@@ -1066,7 +1088,7 @@ mod tests {
             // No spare capacity (the room is summed from the chunk) and ample
             // (the room is the longest entry for each value).
             for spare in [0, 1 << 20] {
-                let (mut bytes, mut ends) = (Vec::with_capacity(spare), Vec::new());
+                let (mut bytes, mut ends) = (Vec::with_capacity(spare), Vec::<i32>::new());
                 let mut scratch = Vec::new();
                 gather(
                     &page,
@@ -1109,7 +1131,7 @@ mod tests {
             }
             count += n;
         }
-        let (mut bytes, mut ends, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut bytes, mut ends, mut scratch) = (Vec::new(), Vec::<i32>::new(), Vec::new());
         gather(
             &page,
             count,
@@ -1147,7 +1169,7 @@ mod tests {
             (&page[..], 3),
             (&page[..], 1 << 40),
         ] {
-            let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+            let (mut bytes, mut ends) = (Vec::new(), Vec::<i32>::new());
             assert!(matches!(
                 plain(page, count, &mut bytes, &mut ends),
                 Err(Failure::Corrupt(_))
@@ -1185,7 +1207,7 @@ mod tests {
         let page = plain_page(&refs);
         for prefix in [0usize, 5] {
             let mut bytes = vec![9u8; prefix];
-            let mut ends = Vec::new();
+            let mut ends = Vec::<i32>::new();
             plain(&page, values.len(), &mut bytes, &mut ends).unwrap();
             assert_eq!(&bytes[..prefix], &vec![9u8; prefix][..]);
             assert_eq!(bytes[prefix..], values.concat()[..]);
@@ -1196,7 +1218,7 @@ mod tests {
             }
             // Cut off near the end: refused, not read past the page.
             let cut = &page[..page.len() - 3];
-            let (mut bytes, mut ends) = (Vec::new(), Vec::new());
+            let (mut bytes, mut ends) = (Vec::new(), Vec::<i32>::new());
             assert!(matches!(
                 plain(cut, values.len(), &mut bytes, &mut ends),
                 Err(Failure::Corrupt(_))
@@ -1306,6 +1328,8 @@ mod tests {
                 .map(|i| match i {
                     _ if nulls && i % 7 == 0 => None,
                     0..2_000 => Some(format!("v{}", i % 40)),
+                    // Runs of one value (RLE runs of one index).
+                    2_000..3_000 => Some(format!("run {}", i / 250)),
                     _ => Some(format!("a longer, plain value {i:06}")),
                 })
                 .collect();

@@ -24,7 +24,9 @@ use arrow_array::types::{
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType, UInt16Type,
     UInt32Type, UInt64Type, UInt8Type,
 };
-use arrow_array::{ArrayRef, ArrowPrimitiveType, LargeListArray, ListArray, PrimitiveArray};
+use arrow_array::{
+    ArrayRef, ArrowPrimitiveType, LargeListArray, ListArray, OffsetSizeTrait, PrimitiveArray,
+};
 use arrow_buffer::{OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, FieldRef, TimeUnit as ArrowTimeUnit};
 use bytes::Bytes;
@@ -305,11 +307,27 @@ fn lists_of_bytes(
     utf8: bool,
     width: Offsets,
 ) -> Decoded<ArrayRef> {
-    let mut leaf = byte_arrays::Values::new(utf8, width, expected);
-    let mut built = read_lists(&mut pages, shape, rows, expected, &mut leaf)?;
+    let (built, array) = match width {
+        Offsets::Narrow => string_leaf::<i32>(&mut pages, shape, rows, expected, utf8)?,
+        Offsets::Large => string_leaf::<i64>(&mut pages, shape, rows, expected, utf8)?,
+    };
+    wrap(shape, built, array)
+}
+
+/// The string or binary leaf of a list column, with offsets of type `O`,
+/// and its list levels.
+fn string_leaf<O: OffsetSizeTrait>(
+    pages: &mut ChunkPages,
+    shape: &Shape,
+    rows: usize,
+    expected: usize,
+    utf8: bool,
+) -> Decoded<(Assembled, ArrayRef)> {
+    let mut leaf = byte_arrays::Values::<O>::new(utf8, expected);
+    let mut built = read_lists(pages, shape, rows, expected, &mut leaf)?;
     let validity = built.leaf_validity.take();
     let array = leaf.into_array(validity, built.leaf_slots)?;
-    wrap(shape, built, array)
+    Ok((built, array))
 }
 
 /// Reads the chunk's pages into `leaf` and builds its list levels, checking
