@@ -252,6 +252,35 @@ def test_a_file_polars_wrote(tmp_path):
     assert_same(path)
 
 
+@pytest.mark.parametrize("dictionary", [True, False])
+def test_int96_timestamps_in_every_unit(tmp_path, dictionary):
+    # Spark's and Hive's legacy INT96 timestamps, with nulls and a few
+    # distinct values (dictionary-encoded when asked), read in the unit the
+    # file's Arrow schema asks for, seconds to nanoseconds. (pyarrow reads
+    # them all as nanoseconds unless told a unit: compared with that unit.)
+    rng = np.random.default_rng(13)
+    mask = rng.random(ROWS) < 0.1
+    # Within the nanosecond range (1677-2262), before 1970 included.
+    pool = rng.integers(-(2**62), 2**62, 300)
+    ticks = pool[rng.integers(0, 300, ROWS)]
+    per_unit = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+    data = pa.table(
+        {
+            unit: pa.array(ticks // n, pa.int64(), mask=mask).cast(pa.timestamp(unit))
+            for unit, n in per_unit.items()
+        }
+    )
+    path = tmp_path / "int96.parquet"
+    pq.write_table(data, path, use_deprecated_int96_timestamps=True, use_dictionary=dictionary)
+    assert pq.ParquetFile(path).schema.column(0).physical_type == "INT96"
+    ours = fastingest.read_parquet(str(path))
+    for unit in per_unit:
+        theirs = pq.read_table(path, columns=[unit], coerce_int96_timestamp_unit=unit)[unit]
+        assert ours[unit].type == pa.timestamp(unit) == theirs.type
+        assert ours[unit].equals(theirs), unit
+        assert ours[unit].equals(data[unit]), unit
+
+
 def invalid_utf8_file(path, dictionary: bool) -> None:
     # A string column whose bytes are not UTF-8, written as pyarrow would
     # write them (it does not check): "é" split over two values, and a

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use arrow_array::types::{
     Date32Type, Decimal128Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type,
     Int8Type, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
-    UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{ArrayRef, ArrowPrimitiveType, BooleanArray, PrimitiveArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
@@ -55,6 +55,11 @@ pub(crate) fn natural_type(column: &ColumnDescriptor) -> Option<DataType> {
     if column.max_rep_level() != 0 || column.max_def_level() > 1 || column.path().parts().len() != 1
     {
         return None;
+    }
+    // Spark's and Hive's legacy timestamps: what the crate makes of them
+    // unhinted (a flat column only: lists of them are the crate's).
+    if column.physical_type() == PhysicalType::INT96 {
+        return Some(DataType::Timestamp(ArrowTimeUnit::Nanosecond, None));
     }
     value_type(column)
 }
@@ -151,7 +156,11 @@ pub(super) fn value_type(column: &ColumnDescriptor) -> Option<DataType> {
 /// time zone (the same values, labelled otherwise).
 pub(crate) fn decodes(column: &ColumnDescriptor, target: &DataType) -> bool {
     match (natural_type(column), target) {
-        (Some(DataType::Timestamp(unit, _)), DataType::Timestamp(want, _)) => unit == *want,
+        // An INT96 timestamp converts to any unit the file's Arrow schema
+        // asks for, as the crate converts it.
+        (Some(DataType::Timestamp(unit, _)), DataType::Timestamp(want, _)) => {
+            unit == *want || column.physical_type() == PhysicalType::INT96
+        }
         // The same values with `i64` offsets (a file's Arrow schema asks
         // for them: polars and pandas write `large_string`).
         (Some(DataType::Utf8), DataType::LargeUtf8)
@@ -225,8 +234,50 @@ pub(crate) fn decode_column(
                 _ => return Err(Failure::Unsupported),
             }
         }
+        DataType::Timestamp(unit, _) if column.physical_type() == PhysicalType::INT96 => match unit
+        {
+            ArrowTimeUnit::Second => {
+                values!(TimestampSecondType, 12, int96_as::<86_400, 1_000_000_000>)
+            }
+            ArrowTimeUnit::Millisecond => {
+                values!(
+                    TimestampMillisecondType,
+                    12,
+                    int96_as::<86_400_000, 1_000_000>
+                )
+            }
+            ArrowTimeUnit::Microsecond => {
+                values!(
+                    TimestampMicrosecondType,
+                    12,
+                    int96_as::<86_400_000_000, 1_000>
+                )
+            }
+            ArrowTimeUnit::Nanosecond => {
+                values!(
+                    TimestampNanosecondType,
+                    12,
+                    int96_as::<86_400_000_000_000, 1>
+                )
+            }
+        },
         numeric => numeric_values!(numeric, values, return Err(Failure::Unsupported)),
     })
+}
+
+/// An INT96 timestamp (the nanoseconds of its day, then its Julian day,
+/// little-endian) in a unit of which a day holds `PER_DAY` and that is
+/// `NANOS` nanoseconds long: the `parquet` crate's conversion, wrapping
+/// where it wraps (days far from 1970 overflow nanoseconds).
+fn int96_as<const PER_DAY: i64, const NANOS: i64>(b: [u8; 12]) -> i64 {
+    /// The Julian day of 1970-01-01.
+    const EPOCH_DAY: i64 = 2_440_588;
+    let [n0, n1, n2, n3, n4, n5, n6, n7, d0, d1, d2, d3] = b;
+    let nanos = i64::from_le_bytes([n0, n1, n2, n3, n4, n5, n6, n7]);
+    let day = i64::from(i32::from_le_bytes([d0, d1, d2, d3]));
+    (day - EPOCH_DAY)
+        .wrapping_mul(PER_DAY)
+        .wrapping_add(nanos / NANOS)
 }
 
 /// Matches `$target` against the numeric Arrow types (integers, floats,
@@ -1035,6 +1086,63 @@ fn decode_booleans(mut pages: ChunkPages, nullable: bool, rows: usize) -> Decode
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn int96_converts_as_the_crate_converts() {
+        use parquet::data_type::Int96;
+        fn int96(day: i32, nanos: i64) -> [u8; 12] {
+            let mut b = [0u8; 12];
+            b[..8].copy_from_slice(&nanos.to_le_bytes());
+            b[8..].copy_from_slice(&day.to_le_bytes());
+            b
+        }
+        // The epoch, a second and a half into the next day, an hour into
+        // the day before, and days whose nanoseconds overflow (wrapping).
+        for (day, nanos) in [
+            (2_440_588, 0),
+            (2_440_589, 1_500_000_000),
+            (2_440_587, 3_600_000_000_000),
+            (0, 86_399_999_999_999),
+            (i32::MAX, 12_345),
+        ] {
+            let bytes = int96(day, nanos);
+            let mut crate_value = Int96::new();
+            crate_value.set_data(
+                u32::from_le_bytes(bytes[0..4].try_into().unwrap()),
+                u32::from_le_bytes(bytes[4..8].try_into().unwrap()),
+                u32::from_le_bytes(bytes[8..12].try_into().unwrap()),
+            );
+            let case = format!("day {day}, nanos {nanos}");
+            assert_eq!(
+                int96_as::<86_400, 1_000_000_000>(bytes),
+                crate_value.to_seconds(),
+                "{case}"
+            );
+            assert_eq!(
+                int96_as::<86_400_000, 1_000_000>(bytes),
+                crate_value.to_millis(),
+                "{case}"
+            );
+            assert_eq!(
+                int96_as::<86_400_000_000, 1_000>(bytes),
+                crate_value.to_micros(),
+                "{case}"
+            );
+            assert_eq!(
+                int96_as::<86_400_000_000_000, 1>(bytes),
+                crate_value.to_nanos(),
+                "{case}"
+            );
+        }
+        assert_eq!(
+            int96_as::<86_400, 1_000_000_000>(int96(2_440_589, 1_500_000_000)),
+            86_401
+        );
+        assert_eq!(
+            int96_as::<86_400, 1_000_000_000>(int96(2_440_587, 3_600_000_000_000)),
+            -82_800
+        );
+    }
 
     /// One row group of `array` as a column written by the `parquet` crate
     /// (dictionary-encoded or plain), decoded by [`decode_column`].
