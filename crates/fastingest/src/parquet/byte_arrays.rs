@@ -560,13 +560,21 @@ fn plain<O: OffsetSizeTrait>(
         return Err(Failure::Unsupported);
     }
     ends.reserve(count);
+    let filled = ends.len();
+    let slots = &mut ends.spare_capacity_mut()[..count];
     let mut out = Output::new(bytes, page.len() - 4 * count);
+    // The buffer's address and the values' end stay in registers (through
+    // `Output::push` and `Vec::push` both were stored back for every value:
+    // those stores were 40 % of this loop's samples on a dictionary of
+    // 70,000 comments).
+    let dst = out.bytes.as_mut_ptr();
+    let mut end = out.end;
     let mut at = 0;
-    for i in 0..count {
-        let Some(len) = page.get(at..at + 4) else {
+    for (i, slot) in slots.iter_mut().enumerate() {
+        let Some(&[l0, l1, l2, l3]) = page.get(at..at + 4) else {
             return Err(Failure::Corrupt("a byte array's length is cut off".into()));
         };
-        let len = u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        let len = u32::from_le_bytes([l0, l1, l2, l3]) as usize;
         at += 4;
         // The values after this one take at least their lengths' 4 bytes:
         // a value that leaves less is cut off, or the count is too high
@@ -579,10 +587,29 @@ fn plain<O: OffsetSizeTrait>(
                 count - 1 - i
             )));
         }
-        ends.push(O::usize_as(out.push(page, at, len)));
+        // SAFETY (both copies): the check above keeps all the values
+        // together within the page's bytes less the lengths' (`at` never
+        // passes the page's end), the room `Output::new` asked for, so this
+        // value ends within it and a block from its start within the
+        // `BLOCK` past it; the source is the page, a live slice elsewhere.
+        unsafe {
+            match page.get(at..at + BLOCK) {
+                // A constant length: inlined as vector moves.
+                Some(block) if len <= BLOCK => {
+                    std::ptr::copy_nonoverlapping(block.as_ptr(), dst.add(end), BLOCK)
+                }
+                _ => copy_long(&page[at..at + len], dst.add(end)),
+            }
+        }
+        end += len;
+        slot.write(O::usize_as(end));
         at += len;
     }
+    debug_assert!(end <= out.limit);
+    out.end = end;
     out.finish();
+    // SAFETY: every one of the `count` spare slots was written.
+    unsafe { ends.set_len(filled + count) };
     Ok(())
 }
 
