@@ -40,38 +40,17 @@ const MAX_BYTES: usize = i32::MAX as usize;
 /// reserving for a chunk's values before any page is decoded.
 const FIRST_GUESS_MAX: usize = 64 << 20;
 
-/// How wide an array's offsets are: `i32` for `Utf8` and `Binary`, `i64`
-/// for `LargeUtf8` and `LargeBinary` (what a file's Arrow schema asks for
-/// when polars or pandas wrote it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Offsets {
-    Narrow,
-    Large,
-}
-
 /// A flat string (`utf8`) or binary column of `rows` rows, plain or
-/// dictionary-encoded, with `width` offsets.
+/// dictionary-encoded, with offsets of type `O`: `i32` for `Utf8` and
+/// `Binary`, `i64` for `LargeUtf8` and `LargeBinary` (what a file's Arrow
+/// schema asks for when polars or pandas wrote it).
 ///
 /// Either way one chunk holds at most [`MAX_BYTES`] of values (or goes to
 /// the `parquet` crate), so every end fits an `i32`; the offsets are
 /// written at their width as the values are (the crate's own large-string
 /// path was 3-6× slower than polars; decoded as `i32` and widened after,
 /// a column of short values spent a tenth of its read widening).
-pub(super) fn decode(
-    pages: ChunkPages,
-    nullable: bool,
-    rows: usize,
-    utf8: bool,
-    width: Offsets,
-) -> Decoded<ArrayRef> {
-    match width {
-        Offsets::Narrow => decode_with::<i32>(pages, nullable, rows, utf8),
-        Offsets::Large => decode_with::<i64>(pages, nullable, rows, utf8),
-    }
-}
-
-/// [`decode`] with offsets of type `O`.
-fn decode_with<O: OffsetSizeTrait>(
+pub(super) fn decode<O: OffsetSizeTrait>(
     mut pages: ChunkPages,
     nullable: bool,
     rows: usize,
@@ -1334,7 +1313,7 @@ mod tests {
                 "{ahead:?}"
             );
             REGROWN.with(|n| n.set(0));
-            let Ok(array) = decode(pages, nulls, values.len(), true, Offsets::Narrow) else {
+            let Ok(array) = decode::<i32>(pages, nulls, values.len(), true) else {
                 panic!("decoded");
             };
             let want: StringArray = values.iter().map(|v| v.as_deref()).collect();
@@ -1363,7 +1342,7 @@ mod tests {
             let (chunk, codec) = falling_back(&values);
             for utf8 in [true, false] {
                 let pages = ChunkPages::new(chunk.clone(), codec).unwrap();
-                let Ok(array) = decode(pages, nulls, values.len(), utf8, Offsets::Large) else {
+                let Ok(array) = decode::<i64>(pages, nulls, values.len(), utf8) else {
                     panic!("decoded");
                 };
                 assert_eq!(

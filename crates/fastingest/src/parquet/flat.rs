@@ -32,7 +32,7 @@ use parquet::basic::{ConvertedType, Encoding, LogicalType, TimeUnit, Type as Phy
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::schema::types::ColumnDescriptor;
 
-use super::byte_arrays::{self, Offsets};
+use super::byte_arrays;
 use super::hybrid::{unpack_chunks, Run, Runs};
 use super::pages::{ChunkPages, Page};
 use crate::nontemporal::{self, Append, Reads};
@@ -215,10 +215,10 @@ pub(crate) fn decode_column(
             }
             _ => return Err(Failure::Unsupported),
         },
-        DataType::Utf8 => byte_arrays::decode(pages, nullable, rows, true, Offsets::Narrow)?,
-        DataType::Binary => byte_arrays::decode(pages, nullable, rows, false, Offsets::Narrow)?,
-        DataType::LargeUtf8 => byte_arrays::decode(pages, nullable, rows, true, Offsets::Large)?,
-        DataType::LargeBinary => byte_arrays::decode(pages, nullable, rows, false, Offsets::Large)?,
+        DataType::Utf8 => byte_arrays::decode::<i32>(pages, nullable, rows, true)?,
+        DataType::Binary => byte_arrays::decode::<i32>(pages, nullable, rows, false)?,
+        DataType::LargeUtf8 => byte_arrays::decode::<i64>(pages, nullable, rows, true)?,
+        DataType::LargeBinary => byte_arrays::decode::<i64>(pages, nullable, rows, false)?,
         DataType::Dictionary(key, value) => {
             let utf8 = value.as_ref() == &DataType::Utf8;
             match key.as_ref() {

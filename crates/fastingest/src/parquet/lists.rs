@@ -34,7 +34,7 @@ use parquet::basic::{ConvertedType, Encoding, LogicalType, Repetition};
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::schema::types::{ColumnDescriptor, Type};
 
-use super::byte_arrays::{self, Offsets};
+use super::byte_arrays;
 use super::flat::{
     self, dictionary_of, each_run, gather, i32_of, next_page_with, numeric_values, plain, scatter,
     Bits, Decoded, Failure, NextPage,
@@ -188,10 +188,10 @@ pub(crate) fn decode_column(
         };
     }
     Ok(match &shape.leaf {
-        DataType::Utf8 => lists_of_bytes(pages, shape, rows, levels, true, Offsets::Narrow)?,
-        DataType::Binary => lists_of_bytes(pages, shape, rows, levels, false, Offsets::Narrow)?,
-        DataType::LargeUtf8 => lists_of_bytes(pages, shape, rows, levels, true, Offsets::Large)?,
-        DataType::LargeBinary => lists_of_bytes(pages, shape, rows, levels, false, Offsets::Large)?,
+        DataType::Utf8 => lists_of_bytes::<i32>(pages, shape, rows, levels, true)?,
+        DataType::Binary => lists_of_bytes::<i32>(pages, shape, rows, levels, false)?,
+        DataType::LargeUtf8 => lists_of_bytes::<i64>(pages, shape, rows, levels, true)?,
+        DataType::LargeBinary => lists_of_bytes::<i64>(pages, shape, rows, levels, false)?,
         numeric => numeric_values!(numeric, values, return Err(Failure::Unsupported)),
     })
 }
@@ -298,36 +298,20 @@ fn lists_of<T: ArrowPrimitiveType, const N: usize>(
     wrap(shape, built, Arc::new(leaf))
 }
 
-/// A list column of strings (`utf8`) or binary, with `width` offsets.
-fn lists_of_bytes(
+/// A list column of strings (`utf8`) or binary, whose leaf has offsets of
+/// type `O`.
+fn lists_of_bytes<O: OffsetSizeTrait>(
     mut pages: ChunkPages,
     shape: &Shape,
     rows: usize,
     expected: usize,
     utf8: bool,
-    width: Offsets,
 ) -> Decoded<ArrayRef> {
-    let (built, array) = match width {
-        Offsets::Narrow => string_leaf::<i32>(&mut pages, shape, rows, expected, utf8)?,
-        Offsets::Large => string_leaf::<i64>(&mut pages, shape, rows, expected, utf8)?,
-    };
-    wrap(shape, built, array)
-}
-
-/// The string or binary leaf of a list column, with offsets of type `O`,
-/// and its list levels.
-fn string_leaf<O: OffsetSizeTrait>(
-    pages: &mut ChunkPages,
-    shape: &Shape,
-    rows: usize,
-    expected: usize,
-    utf8: bool,
-) -> Decoded<(Assembled, ArrayRef)> {
     let mut leaf = byte_arrays::Values::<O>::new(utf8, expected);
-    let mut built = read_lists(pages, shape, rows, expected, &mut leaf)?;
+    let mut built = read_lists(&mut pages, shape, rows, expected, &mut leaf)?;
     let validity = built.leaf_validity.take();
     let array = leaf.into_array(validity, built.leaf_slots)?;
-    Ok((built, array))
+    wrap(shape, built, array)
 }
 
 /// Reads the chunk's pages into `leaf` and builds its list levels, checking
