@@ -163,7 +163,9 @@ impl StoreRequests {
             .map_err(|e| e.reading(&format!("reading the last {len} bytes (the footer)")))?;
         let took = started.elapsed();
         if !file.is_local() {
-            let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+            // The answering attempt's time, as the link memo takes it: a
+            // retried footer request says nothing of the link by its total.
+            let ns = u64::try_from(answered_in.as_nanos()).unwrap_or(u64::MAX);
             self.quickest_answer_ns.fetch_min(ns, Ordering::Relaxed);
             // A small file fetched whole in this request takes its transfer
             // time too: only a footer-sized answer says how far the store is.
