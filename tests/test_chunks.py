@@ -368,3 +368,53 @@ def test_to_torch_on_cpu_equals_the_table(tmp_path):
     assert torch.equal(got["id"], torch.arange(2000))
     assert np.array_equal(got["x"].numpy(), table["x"].to_numpy())
     assert got["flag"].dtype == torch.bool
+
+
+def test_packed_host_arrays_equal_the_concatenated_ones():
+    """The CUDA path of to_torch writes each chunk straight into one block:
+    every array must read back as host_arrays makes it from the whole column
+    (nulls in some chunks only, an empty chunk, a sliced one, offsets shifted
+    chunk by chunk), and each array is reported once all its bytes are in."""
+    from fastingest._torch import host_arrays, pack_host, pack_layout
+
+    rng = np.random.default_rng(5)
+
+    def chunk(n: int, nulls: bool) -> pa.RecordBatch:
+        mask = (rng.random(n) < 0.3) if nulls else None
+        words = [f"w{i % 13}" * (i % 4) for i in range(n)]
+        return pa.record_batch(
+            {
+                "i": pa.array(rng.integers(-50, 50, n), pa.int16(), mask=mask),
+                "x": pa.array(rng.random(n)),
+                "b": pa.array(rng.random(n) < 0.5, mask=mask),
+                "d": pa.array(rng.integers(0, 20_000, n).astype(np.int32), pa.date32()),
+                "t": pa.array(rng.integers(0, 1 << 40, n), pa.timestamp("us"), mask=mask),
+                "s": pa.array(words, pa.string(), mask=mask),
+                "ls": pa.array(words, pa.large_string()),
+                "k": pa.array(words, pa.string()).dictionary_encode(),
+            }
+        )
+
+    batches = [chunk(5000, False), chunk(0, True), chunk(3000, True), chunk(7001, False)]
+    batches.append(chunk(4000, True).slice(123, 2500))
+    table = pa.Table.from_batches(batches)
+    want = host_arrays(table, strings="offsets")
+    layout = pack_layout(table, strings="offsets")
+    seen = []
+    block = pack_host(
+        layout, lambda size: np.full(size, 0xAB, np.uint8), lambda k, slot: seen.append(k)
+    )
+    assert seen == list(want) == list(layout.slots)
+    for key, arr in want.items():
+        slot = layout.slots[key]
+        assert slot.start % 64 == 0
+        got = block[slot.start : slot.start + slot.nbytes].view(slot.dtype)
+        assert got.dtype == arr.dtype and got.shape == arr.shape, key
+        if key + ".validity" in want and key + ".offsets" not in want:
+            # Values under nulls are unspecified.
+            valid = want[key + ".validity"]
+            assert np.array_equal(got[valid], arr[valid]), key
+        else:
+            assert np.array_equal(got, arr), key
+    with pytest.raises(fastingest.InvalidArgumentError, match="'s'"):
+        pack_layout(table)

@@ -82,3 +82,38 @@ def test_to_torch_cuda_equals_the_table(gpu, tmp_path):
     valid = got["n.validity"].cpu().numpy()
     assert np.array_equal(valid, np.arange(50_000) % 7 != 0)
     assert np.array_equal(got["n"].cpu().numpy()[valid], np.arange(50_000)[valid])
+
+
+def test_to_torch_cuda_of_many_chunks_equals_the_cpu_tensors(gpu):
+    """The CUDA path packs chunk by chunk into pinned memory on several
+    threads: many chunks, nulls in some, booleans and strings as offsets
+    must come out as the CPU path makes them."""
+    torch = need_torch()
+    rng = np.random.default_rng(9)
+    batches = []
+    for n, nulls in [(70_000, False), (0, True), (130_000, True), (55_555, False)]:
+        mask = (rng.random(n) < 0.2) if nulls else None
+        words = [f"v{i % 17}" * (i % 3) for i in range(n)]
+        batches.append(
+            pa.record_batch(
+                {
+                    "i": pa.array(rng.integers(0, 1 << 40, n), pa.int64(), mask=mask),
+                    "f": pa.array(rng.random(n).astype(np.float32)),
+                    "b": pa.array(rng.random(n) < 0.5, mask=mask),
+                    "s": pa.array(words, pa.string(), mask=mask),
+                }
+            )
+        )
+    table = pa.Table.from_batches(batches)
+    cpu = fastingest.to_torch(table, "cpu", strings="offsets")
+    cuda = fastingest.to_torch(table, "cuda:0", strings="offsets")
+    assert list(cuda) == list(cpu)
+    for key, want in cpu.items():
+        got = cuda[key]
+        assert got.device.type == "cuda" and got.dtype == want.dtype, key
+        got = got.cpu()
+        valid = cpu.get(f"{key}.validity")
+        if valid is not None and f"{key}.offsets" not in cpu:
+            assert torch.equal(got[valid], want[valid]), key
+        else:
+            assert torch.equal(got, want), key

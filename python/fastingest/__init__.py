@@ -302,8 +302,10 @@ def read_chunks(
     With ``device`` (``0``, ``"cuda:1"``; ``"cpu"`` runs the same pipeline
     into host memory) each chunk is uploaded while later ones are still on
     the network, through ``staging_buffers`` pinned buffers of
-    ``staging_size`` bytes (default 4 x 8 MiB) on ``streams`` copy streams
-    (default 2), and a :class:`DeviceChunkSet` is returned."""
+    ``staging_size`` bytes (default 8 MiB, two per staging thread: one per
+    core, up to 4) on ``streams`` copy streams (default 2), and a
+    :class:`DeviceChunkSet` is returned. The pinned buffers are kept for the
+    process's later uploads (at most 256 MiB a device)."""
     args = _args("read_chunks", dict(options), PARQUET_READ_KEYS)
     with _cache_warnings(args), _reporting(args, options.get("progress"), "read_chunks"):
         return _read_chunks(source, args, device, staging_size, staging_buffers, streams)

@@ -368,8 +368,9 @@ class ChunkSet:
         """Uploads every chunk to ``device`` (``0``, ``"cuda:1"``; ``"cpu"``
         runs the same pipeline into host memory) through a bounded pool of
         pinned staging buffers (``staging_buffers`` × ``staging_size``,
-        default 4 × 8 MiB) on ``streams`` copy streams (default 2). Returns
-        when every copy has completed, so ``stream`` needs no synchronisation.
+        default 8 MiB, two per staging thread: one per core, up to 4), kept for
+        later uploads, on ``streams`` copy streams (default 2). Returns when
+        every copy has completed, so ``stream`` needs no synchronisation.
         Raises :class:`DeviceUnavailableError` without a GPU."""
 
 @final
@@ -417,7 +418,8 @@ class DeviceChunkSet:
     def upload_report(self) -> dict[str, Any]:
         """``bytes``, ``copies``, ``staging_allocated``, ``staging_waits``,
         ``copies_before_last_arrival`` (> 0: the upload overlapped the fetch),
-        ``wait_for_data_s``, ``staging_copy_s``, ``total_s``."""
+        ``wait_for_data_s``, ``staging_copy_s`` (summed over the staging threads),
+        ``staging_threads``, ``total_s``."""
 
 # The raw calls. `args` is the dict `fastingest._options.read_args` builds:
 # columns, filters, row_groups, read_dictionary, storage_options, config, stats,

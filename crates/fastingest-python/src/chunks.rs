@@ -52,7 +52,7 @@ pub fn upload_options(
         staging_size: staging_size.unwrap_or(d.staging_size),
         staging_buffers: staging_buffers.unwrap_or(d.staging_buffers),
         streams: streams.unwrap_or(d.streams),
-        alignment: d.alignment,
+        ..d
     }
 }
 
@@ -376,6 +376,7 @@ impl PyDeviceChunkSet {
         d.set_item("copies_before_last_arrival", r.copies_before_last_arrival)?;
         d.set_item("wait_for_data_s", r.wait_for_data_s)?;
         d.set_item("staging_copy_s", r.staging_copy_s)?;
+        d.set_item("staging_threads", r.staging_threads)?;
         d.set_item("total_s", r.total_s)?;
         Ok(d)
     }

@@ -2,7 +2,8 @@
 //!
 //! cudarc panics on any driver call when libcuda cannot be loaded, so every
 //! entry point checks `is_culib_present` first and turns its absence into
-//! `Error::Unavailable`. Staging buffers are page-locked (`cuMemHostAlloc`),
+//! `Error::Unavailable`. Staging buffers are page-locked (`cuMemHostAlloc`)
+//! and kept for later uploads (page-locking costs about what copying does),
 //! copies are `cuMemcpyHtoDAsync` on the target's streams, and each copy's
 //! completion is an event the pipeline waits on before reusing its buffer.
 
@@ -10,7 +11,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, sys, CudaContext, CudaEvent, CudaStream, DriverError};
 
-use super::target::{check_copy, Device, DeviceMemory, DeviceTarget, StagingBuffer, Ticket};
+use super::target::{
+    check_copy, Device, DeviceMemory, DeviceTarget, KeptStaging, StagingBuffer, Ticket,
+};
 use crate::error::{Error, Result};
 
 fn device_error(what: &str) -> impl Fn(DriverError) -> Error + '_ {
@@ -30,11 +33,16 @@ pub fn device_count() -> Result<usize> {
     Ok(n.max(0) as usize)
 }
 
+/// Pinned staging bytes a target keeps between uploads (the default pool,
+/// 2 buffers of 8 MiB per staging thread, is at most 64 MiB).
+const KEPT_STAGING: usize = 256 << 20;
+
 /// Uploads to one CUDA device.
 pub struct CudaTarget {
     ordinal: usize,
     ctx: Arc<CudaContext>,
     streams: Vec<Arc<CudaStream>>,
+    kept: KeptStaging,
 }
 
 impl CudaTarget {
@@ -59,6 +67,7 @@ impl CudaTarget {
             ordinal,
             ctx,
             streams,
+            kept: KeptStaging::new(KEPT_STAGING),
         })
     }
 }
@@ -103,6 +112,9 @@ impl StagingBuffer for PinnedStaging {
     fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: `len` bytes allocated by `cuMemHostAlloc`, owned here.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+    fn size(&self) -> usize {
+        self.len
     }
 }
 
@@ -150,6 +162,9 @@ impl DeviceTarget for CudaTarget {
     }
 
     fn alloc_staging(&self, len: usize) -> Result<Box<dyn StagingBuffer>> {
+        if let Some(kept) = self.kept.take(len) {
+            return Ok(kept);
+        }
         self.ctx
             .bind_to_thread()
             .map_err(device_error("binding the context"))?;
@@ -162,6 +177,10 @@ impl DeviceTarget for CudaTarget {
             len,
             ctx: Arc::clone(&self.ctx),
         }))
+    }
+
+    fn recycle_staging(&self, staging: Box<dyn StagingBuffer>) {
+        self.kept.keep(staging);
     }
 
     fn streams(&self) -> usize {

@@ -8,7 +8,9 @@ use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread;
 
-use super::target::{check_copy, Device, DeviceMemory, DeviceTarget, StagingBuffer, Ticket};
+use super::target::{
+    check_copy, Device, DeviceMemory, DeviceTarget, KeptStaging, StagingBuffer, Ticket,
+};
 use crate::error::{Error, Result};
 
 /// Device allocations are aligned like CUDA's (256 bytes).
@@ -64,6 +66,9 @@ impl StagingBuffer for HostStaging {
     fn as_mut_slice(&mut self) -> &mut [u8] {
         &mut self.0
     }
+    fn size(&self) -> usize {
+        self.0.len()
+    }
 }
 
 /// A raw pointer sent to a copy worker.
@@ -82,9 +87,13 @@ enum Job {
     Barrier(mpsc::SyncSender<()>),
 }
 
+/// Staging bytes a host target keeps between uploads.
+const KEPT_STAGING: usize = 64 << 20;
+
 /// The host target: `streams` copy workers.
 pub struct HostTarget {
     workers: Vec<mpsc::Sender<Job>>,
+    kept: KeptStaging,
 }
 
 impl HostTarget {
@@ -120,7 +129,15 @@ impl HostTarget {
             .collect::<std::io::Result<Vec<_>>>()
             // Without threads there are no streams; copies then run inline.
             .unwrap_or_default();
-        HostTarget { workers }
+        HostTarget {
+            workers,
+            kept: KeptStaging::new(KEPT_STAGING),
+        }
+    }
+
+    /// Staging bytes kept for the next upload.
+    pub fn kept_staging_bytes(&self) -> usize {
+        self.kept.bytes()
     }
 }
 
@@ -147,7 +164,14 @@ impl DeviceTarget for HostTarget {
     }
 
     fn alloc_staging(&self, len: usize) -> Result<Box<dyn StagingBuffer>> {
-        Ok(Box::new(HostStaging(vec![0; len])))
+        match self.kept.take(len) {
+            Some(kept) => Ok(kept),
+            None => Ok(Box::new(HostStaging(vec![0; len]))),
+        }
+    }
+
+    fn recycle_staging(&self, staging: Box<dyn StagingBuffer>) {
+        self.kept.keep(staging);
     }
 
     fn streams(&self) -> usize {

@@ -45,17 +45,42 @@ pub fn cuda_device_count() -> Result<usize> {
     }
 }
 
-/// The target for `device`, with `streams` copy streams.
+/// The target for `device`, with `streams` copy streams. A CUDA target is
+/// made once per device and stream count and kept for the process: its
+/// streams and pinned staging buffers then serve every later upload.
 pub fn target_for(device: Device, streams: usize) -> Result<Arc<dyn DeviceTarget>> {
     match device {
         Device::Cpu => Ok(Arc::new(host::HostTarget::new(streams))),
         #[cfg(feature = "cuda")]
-        Device::Cuda(ordinal) => Ok(Arc::new(cuda::CudaTarget::new(ordinal, streams)?)),
+        Device::Cuda(ordinal) => Ok(kept_cuda_target(ordinal, streams)?),
         #[cfg(not(feature = "cuda"))]
         Device::Cuda(_) => Err(crate::error::Error::Unavailable(
             "CUDA uploads need fastingest built with the `cuda` feature".into(),
         )),
     }
+}
+
+/// The CUDA target for `ordinal` and `streams`, made on first use.
+#[cfg(feature = "cuda")]
+fn kept_cuda_target(ordinal: usize, streams: usize) -> Result<Arc<cuda::CudaTarget>> {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+    type Targets = HashMap<(usize, usize), Arc<cuda::CudaTarget>>;
+    static KEPT: Mutex<Option<(u32, Targets)>> = Mutex::new(None);
+    let pid = std::process::id();
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    if kept.as_ref().is_some_and(|(owner, _)| *owner != pid) {
+        // A forked child: the parent's CUDA objects mean nothing here, and
+        // releasing them through the driver is not safe either.
+        std::mem::forget(kept.take());
+    }
+    let (_, targets) = kept.get_or_insert_with(|| (pid, HashMap::new()));
+    if let Some(target) = targets.get(&(ordinal, streams)) {
+        return Ok(Arc::clone(target));
+    }
+    let target = Arc::new(cuda::CudaTarget::new(ordinal, streams)?);
+    targets.insert((ordinal, streams), Arc::clone(&target));
+    Ok(target)
 }
 
 #[cfg(test)]

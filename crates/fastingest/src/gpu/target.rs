@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 
@@ -62,6 +62,8 @@ pub trait DeviceMemory: Send + Sync + fmt::Debug {
 pub trait StagingBuffer: Send {
     /// The buffer, for the CPU to fill.
     fn as_mut_slice(&mut self) -> &mut [u8];
+    /// Its size in bytes.
+    fn size(&self) -> usize;
 }
 
 /// A copy in flight; `wait` returns when its staging buffer may be reused.
@@ -76,8 +78,14 @@ pub trait DeviceTarget: Send + Sync {
     fn device(&self) -> Device;
     /// Allocates `len` bytes on the device.
     fn alloc(&self, len: usize) -> Result<Arc<dyn DeviceMemory>>;
-    /// Allocates a staging buffer of `len` bytes.
+    /// A staging buffer of at least `len` bytes: one kept from an earlier
+    /// upload where the target keeps them, else a new one.
     fn alloc_staging(&self, len: usize) -> Result<Box<dyn StagingBuffer>>;
+    /// Takes back a staging buffer no copy reads any more, for a later
+    /// upload (by default it is freed).
+    fn recycle_staging(&self, staging: Box<dyn StagingBuffer>) {
+        drop(staging);
+    }
     /// How many copy streams there are (copies are spread round-robin).
     fn streams(&self) -> usize;
     /// Starts copying `staging[..len]` to `dst` at `offset`, on `stream`.
@@ -94,6 +102,49 @@ pub trait DeviceTarget: Send + Sync {
     ) -> Result<Box<dyn Ticket>>;
     /// Waits for every copy started so far.
     fn synchronize(&self) -> Result<()>;
+}
+
+/// Staging buffers a target keeps between uploads, up to a byte budget.
+pub(crate) struct KeptStaging {
+    budget: usize,
+    kept: Mutex<Vec<Box<dyn StagingBuffer>>>,
+}
+
+impl KeptStaging {
+    /// Keeps at most `budget` bytes of buffers.
+    pub(crate) fn new(budget: usize) -> Self {
+        KeptStaging {
+            budget,
+            kept: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Box<dyn StagingBuffer>>> {
+        self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The smallest kept buffer of at least `len` bytes.
+    pub(crate) fn take(&self, len: usize) -> Option<Box<dyn StagingBuffer>> {
+        let mut kept = self.lock();
+        let at = (0..kept.len())
+            .filter(|&i| kept[i].size() >= len)
+            .min_by_key(|&i| kept[i].size())?;
+        Some(kept.swap_remove(at))
+    }
+
+    /// Keeps `staging` if the budget has room for it (else frees it).
+    pub(crate) fn keep(&self, staging: Box<dyn StagingBuffer>) {
+        let mut kept = self.lock();
+        let held: usize = kept.iter().map(|b| b.size()).sum();
+        if held + staging.size() <= self.budget {
+            kept.push(staging);
+        }
+    }
+
+    /// Bytes kept now.
+    pub(crate) fn bytes(&self) -> usize {
+        self.lock().iter().map(|b| b.size()).sum()
+    }
 }
 
 /// Checks a copy request against its buffers (every target does the same).
