@@ -303,7 +303,8 @@ def test_config_from_kwargs_env_and_errors(numeric_file, monkeypatch):
     assert fastingest.Config().near_slice_size == 0  # 0: slice_size
     with pytest.raises(ValueError, match="near_slice_size"):
         fastingest.Config(near_slice_size="1K")
-    tiny = fastingest.Config(slice_size="4K", hole_limit=0)
+    # small_file=0: not read whole in the footer's request, for all its columns.
+    tiny = fastingest.Config(slice_size="4K", hole_limit=0, small_file=0)
     stats = fastingest.ReadStats()
     got = fastingest.read_parquet(numeric_file, config=tiny, stats=stats)
     assert_tables_equal(got, pq.read_table(numeric_file))
@@ -363,12 +364,13 @@ def test_a_small_local_file_is_one_read_and_its_tiny_row_groups_stay_in_order(tm
         fastingest.read_parquet(path, columns=["x", "id"], filters=filters),
         pq.read_table(path, columns=["x", "id"], filters=filters),
     )
-    # A file over twice the prefetch: the tail first, then what it lacks.
+    # A file over twice the prefetch, read for some of its columns: the tail
+    # first, then what it lacks (read whole, it would be one read: see below).
     big = tmp_path / "big.parquet"
     pq.write_table(numeric_table(), big, row_group_size=1000)
     assert big.stat().st_size > 2 * 64 * 1024
     stats = fastingest.ReadStats()
-    fastingest.read_parquet(big, stats=stats)
+    fastingest.read_parquet(big, stats=stats, columns=["id", "x", "name"])
     assert stats.requests == 2
 
 
@@ -434,6 +436,41 @@ def test_a_file_rewritten_in_place_is_read_with_what_it_holds_now(tmp_path):
                 assert got.column("v").to_pylist() == [v for v in values if v < 250_000]
         assert len({len(d) for d in seen}) == 1  # same size each time
         assert len({footer(d) for d in seen}) == (3 if statistics else 1)
+
+
+def test_a_local_file_under_small_file_read_whole_is_one_read(tmp_path):
+    """Past twice the footer prefetch, a local file of at most `small_file`
+    is still one read when every column chunk is wanted (a cold disk then
+    serves one request per file, not two); a file over `small_file` reads
+    its footer first."""
+    path = tmp_path / "mid.parquet"
+    table = numeric_table(20_000)
+    pq.write_table(table, path, row_group_size=5_000, compression="none")
+    size = path.stat().st_size
+    assert 2 * 64 * 1024 < size <= 1 << 20, size
+
+    def requests(at=path, config=None, **options):
+        # Read, not mapped: a mapped file's spans all come from its mapping.
+        config = config or fastingest.Config()
+        config = fastingest.Config(**{**config.to_dict(), "map_local_files": False})
+        stats = fastingest.ReadStats()
+        got = fastingest.read_parquet(at, stats=stats, config=config, **options)
+        columns = options.get("columns")
+        assert_tables_equal(got, pq.read_table(at, columns=columns))
+        return stats.requests
+
+    assert requests() == 1
+    assert requests(columns=["x"]) >= 1
+    # A file over `small_file` (a copy: no footer kept): the tail, then the rest.
+    copy = tmp_path / "copy.parquet"
+    copy.write_bytes(path.read_bytes())
+    assert requests(copy, config=fastingest.Config(small_file=size - 5)) == 2
+    # Several such files: each one read.
+    other = tmp_path / "mid2.parquet"
+    other.write_bytes(path.read_bytes())
+    stats = fastingest.ReadStats()
+    fastingest.read_parquet([path, other], stats=stats)
+    assert stats.requests == 2
 
 
 def test_stats_and_plan_agree(numeric_file):

@@ -76,7 +76,8 @@ class Config:
       before (the answer will most likely confirm that version). 0 (or
       anything up to ``footer_prefetch``) turns it off.
     - ``small_file`` (1 MiB): a remote file that a glob listed at most this big
-      is fetched whole in its first request (one request per file, not two).
+      is fetched whole in its first request (one request per file, not two);
+      so is a local file this big read for all its column chunks.
     - ``start_prefetch`` (16 MiB): ``read_parquet``, ``iter_batches`` or
       ``read_chunks`` of all of one remote file whose size no listing gave
       (one path, not a glob or a list) asks for up to this many bytes of the

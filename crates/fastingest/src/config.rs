@@ -29,7 +29,9 @@ pub struct Config {
     pub long_footer_prefetch: u64,
     /// A remote file whose size a listing already gave and that is at most
     /// this big is fetched whole in that first request: footer and column
-    /// chunks together, one request per file instead of two.
+    /// chunks together, one request per file instead of two. So is a local
+    /// file of at most this size read for all of its column chunks (one
+    /// `pread` instead of two; a cold disk serves one request per file).
     pub small_file: u64,
     /// A read (a stream, or raw chunks) of all of one remote file whose size
     /// no listing gave asks, beside the footer request and before the size

@@ -208,6 +208,15 @@ impl<'a> FileScope<'a> {
             && self.options.cache.is_none()
     }
 
+    /// Whether the read wants every column chunk of each of its files: all
+    /// columns, all rows, no choice of row groups (so nothing read whole
+    /// goes unused).
+    pub fn wants_all_chunks(&self) -> bool {
+        self.columns.is_none()
+            && matches!(self.rows, Rows::All)
+            && self.options.row_groups.is_none()
+    }
+
     /// The file's entry in its directory's `_metadata` summary, if any.
     pub fn summary(&self) -> Option<&InSummary> {
         self.summary.as_ref()

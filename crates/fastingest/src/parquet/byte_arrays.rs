@@ -1085,7 +1085,9 @@ mod tests {
         for longest in &longests {
             let entries: [&[u8]; 4] = [b"", b"short", longest, b"0123456789"];
             let dictionary = Dictionary::from_plain(&plain_page(&entries), 4, false).unwrap();
-            let indices: Vec<u8> = (0..100u8).map(|i| (i * 7 + i / 5) % 4).collect();
+            let indices: Vec<u8> = (0..100u8)
+                .map(|i| i.wrapping_mul(7).wrapping_add(i / 5) % 4)
+                .collect();
             let expected: Vec<u8> = indices
                 .iter()
                 .flat_map(|&i| entries[i as usize].iter().copied())

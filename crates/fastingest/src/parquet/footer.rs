@@ -55,14 +55,18 @@ impl Footer {
 ///
 /// Small: for a remote file, a listing said it is at most `small_file` (a
 /// round trip costs more than fetching columns not asked for); for a local
-/// file, at most twice the prefetch (a second `pread` costs tens of
-/// microseconds, about what copying 100 KiB not asked for does).
-fn first_request_len(fetcher: &Fetcher, source: &Source) -> u64 {
+/// file, at most `small_file` when the read wants every column chunk of it
+/// (`wants_all_chunks`: nothing fetched goes unused, and a cold disk serves
+/// one read of the file instead of two), else at most twice the prefetch (a
+/// second `pread` costs tens of microseconds, about what copying 100 KiB
+/// not asked for does).
+fn first_request_len(fetcher: &Fetcher, source: &Source, wants_all_chunks: bool) -> u64 {
     let config = fetcher.config();
     let small = match source.is_local() {
-        true => source
-            .known_size()
-            .filter(|&size| size <= config.footer_prefetch.saturating_mul(2)),
+        true => source.known_size().filter(|&size| {
+            size <= config.footer_prefetch.saturating_mul(2)
+                || (wants_all_chunks && size <= config.small_file)
+        }),
         false => source
             .listed_version()
             .map(|v| v.size)
@@ -92,12 +96,15 @@ fn keep_of_start(mut start: Vec<StartSlice>, size: u64, start_prefetch: u64) -> 
 
 /// Reads and decodes the footer of `source`; for a read that wants all of
 /// the file (`wants_whole_file`), the file's start may come beside it (see
-/// [`Beside::footer_of`] and `Config::start_prefetch`).
+/// [`Beside::footer_of`] and `Config::start_prefetch`); a small local file
+/// whose every column chunk the read wants (`wants_all_chunks`) is read
+/// whole (see [`first_request_len`]).
 pub async fn read_footer(
     fetcher: &Fetcher,
     source: &Source,
     with_page_index: bool,
     wants_whole_file: bool,
+    wants_all_chunks: bool,
 ) -> Result<Footer> {
     let mut beside = Beside::footer_of(fetcher, source, wants_whole_file);
     if beside.long_tail.is_some() && super::memo::holds_object(source, with_page_index) {
@@ -108,7 +115,16 @@ pub async fn read_footer(
         // request instead.
         beside.long_tail = None;
     }
-    read_any_footer(fetcher, source, with_page_index, FooterOf::DataFile, beside).await
+    let first = first_request_len(fetcher, source, wants_all_chunks);
+    read_any_footer(
+        fetcher,
+        source,
+        with_page_index,
+        FooterOf::DataFile,
+        beside,
+        first,
+    )
+    .await
 }
 
 /// Reads and decodes the footer of a `_metadata` summary file: its column
@@ -116,7 +132,8 @@ pub async fn read_footer(
 /// (see `summary.rs`), and it is not kept with the data files' footers.
 pub(super) async fn read_summary_footer(fetcher: &Fetcher, source: &Source) -> Result<Footer> {
     let beside = Beside::footer_of(fetcher, source, false);
-    read_any_footer(fetcher, source, false, FooterOf::Summary, beside).await
+    let first = first_request_len(fetcher, source, false);
+    read_any_footer(fetcher, source, false, FooterOf::Summary, beside, first).await
 }
 
 /// Whose footer is read.
@@ -134,6 +151,7 @@ async fn read_any_footer(
     with_page_index: bool,
     of: FooterOf,
     beside: Beside,
+    first_request_len: u64,
 ) -> Result<Footer> {
     let location = source.location();
     let FooterRound {
@@ -141,7 +159,7 @@ async fn read_any_footer(
         start,
         long_tail,
     } = fetcher
-        .fetch_tail_and_beside(source, first_request_len(fetcher, source), beside)
+        .fetch_tail_and_beside(source, first_request_len, beside)
         .await?;
     let size = tail.size;
     let start = keep_of_start(start, size, fetcher.config().start_prefetch);

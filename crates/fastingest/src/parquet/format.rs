@@ -282,7 +282,14 @@ async fn footer_for(
     }
     // A read that wants all of a remote file of unknown size gets its start
     // in the footer's round trip (a small file needs no second one).
-    read_footer(fetcher, source, with_page_index, scope.reads_whole_file()).await
+    read_footer(
+        fetcher,
+        source,
+        with_page_index,
+        scope.reads_whole_file(),
+        needs_data && scope.wants_all_chunks(),
+    )
+    .await
 }
 
 /// Reads the footer and plans the fetch of one file.

@@ -424,8 +424,12 @@ mod tests {
         // next run's header and value, which must not leak into it.
         for width in [3usize, 10, 14, 17, 24] {
             let mask = (1u32 << width) - 1;
-            let first: Vec<u32> = (0..8).map(|i| (i * 2_654_435_761u32) & mask).collect();
-            let second: Vec<u32> = (0..16).map(|i| !(i * 40_503u32) & mask).collect();
+            let first: Vec<u32> = (0..8)
+                .map(|i: u32| i.wrapping_mul(2_654_435_761) & mask)
+                .collect();
+            let second: Vec<u32> = (0..16)
+                .map(|i: u32| !i.wrapping_mul(40_503) & mask)
+                .collect();
             let mut data = vec![1 << 1 | 1];
             data.extend(pack(&first, width));
             data.push(9 << 1);
