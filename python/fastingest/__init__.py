@@ -291,6 +291,7 @@ def read_chunks(
     staging_size: int | None = None,
     staging_buffers: int | None = None,
     streams: int | None = None,
+    staging_threads: int | None = None,
     **options: Unpack[ParquetReadOptions],
 ) -> ChunkSet | DeviceChunkSet:
     """The raw column chunks a read selects (compressed and encoded, exactly
@@ -301,14 +302,17 @@ def read_chunks(
 
     With ``device`` (``0``, ``"cuda:1"``; ``"cpu"`` runs the same pipeline
     into host memory) each chunk is uploaded while later ones are still on
-    the network, through ``staging_buffers`` pinned buffers of
-    ``staging_size`` bytes (default 8 MiB, two per staging thread: one per
-    core, up to 4) on ``streams`` copy streams (default 2), and a
-    :class:`DeviceChunkSet` is returned. The pinned buffers are kept for the
-    process's later uploads (at most 256 MiB a device)."""
+    the network: ``staging_threads`` threads (default: one per core, up to 8)
+    copy parts of at most ``staging_size`` bytes (default 8 MiB) into
+    ``staging_buffers`` pinned buffers (default two per thread), copied on
+    ``streams`` copy streams (default 2), and a :class:`DeviceChunkSet` is
+    returned. The pinned buffers are kept for the process's later uploads
+    (at most 256 MiB a device)."""
     args = _args("read_chunks", dict(options), PARQUET_READ_KEYS)
     with _cache_warnings(args), _reporting(args, options.get("progress"), "read_chunks"):
-        return _read_chunks(source, args, device, staging_size, staging_buffers, streams)
+        return _read_chunks(
+            source, args, device, staging_size, staging_buffers, streams, staging_threads
+        )
 
 
 def to_torch(data: Any, device: Any = "cuda:0", *, strings: str = "error") -> dict[str, Any]:

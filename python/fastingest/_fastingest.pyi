@@ -365,13 +365,15 @@ class ChunkSet:
         staging_size: int | None = None,
         staging_buffers: int | None = None,
         streams: int | None = None,
+        staging_threads: int | None = None,
     ) -> DeviceChunkSet:
         """Uploads every chunk to ``device`` (``0``, ``"cuda:1"``; ``"cpu"``
-        runs the same pipeline into host memory) through a bounded pool of
-        pinned staging buffers (``staging_buffers`` × ``staging_size``,
-        default 8 MiB, two per staging thread: one per core, up to 4), kept for
-        later uploads, on ``streams`` copy streams (default 2). Returns when
-        every copy has completed, so ``stream`` needs no synchronisation.
+        runs the same pipeline into host memory): ``staging_threads`` threads
+        (default: one per core, up to 8) copy parts of at most
+        ``staging_size`` bytes (default 8 MiB) into a bounded pool of
+        ``staging_buffers`` pinned buffers (default two per thread), kept for
+        later uploads, sent on ``streams`` copy streams (default 2). Returns
+        when every copy has completed, so ``stream`` needs no synchronisation.
         Raises :class:`DeviceUnavailableError` without a GPU."""
 
 @final
@@ -446,6 +448,7 @@ def read_chunks(
     staging_size: int | None = None,
     staging_buffers: int | None = None,
     streams: int | None = None,
+    staging_threads: int | None = None,
 ) -> ChunkSet | DeviceChunkSet: ...
 def cuda_available() -> bool:
     """Whether CUDA uploads can run here (CUDA build, driver, a device)."""

@@ -46,13 +46,17 @@ pub fn upload_options(
     staging_size: Option<usize>,
     staging_buffers: Option<usize>,
     streams: Option<usize>,
+    staging_threads: Option<usize>,
 ) -> UploadOptions {
     let d = UploadOptions::default();
+    let staging_threads = staging_threads.unwrap_or(d.staging_threads);
     UploadOptions {
         staging_size: staging_size.unwrap_or(d.staging_size),
-        staging_buffers: staging_buffers.unwrap_or(d.staging_buffers),
+        // Two buffers per thread unless the caller chose.
+        staging_buffers: staging_buffers.unwrap_or(2 * staging_threads.max(1)),
         streams: streams.unwrap_or(d.streams),
-        ..d
+        staging_threads,
+        alignment: d.alignment,
     }
 }
 
@@ -264,7 +268,8 @@ impl PyChunkSet {
     }
 
     /// Uploads every chunk to `device` through pinned staging buffers.
-    #[pyo3(signature = (device=None, stream=None, *, staging_size=None, staging_buffers=None, streams=None))]
+    #[pyo3(signature = (device=None, stream=None, *, staging_size=None, staging_buffers=None, streams=None, staging_threads=None))]
+    #[allow(clippy::too_many_arguments)]
     fn to_device(
         &self,
         py: Python<'_>,
@@ -273,6 +278,7 @@ impl PyChunkSet {
         staging_size: Option<usize>,
         staging_buffers: Option<usize>,
         streams: Option<usize>,
+        staging_threads: Option<usize>,
     ) -> PyResult<PyDeviceChunkSet> {
         // Uploads complete before this returns, so work on any stream may use
         // the chunks; `stream` is accepted for the array API's convention.
@@ -281,7 +287,7 @@ impl PyChunkSet {
             Some(d) => device_of(d)?,
             None => Device::Cuda(0),
         };
-        let options = upload_options(staging_size, staging_buffers, streams);
+        let options = upload_options(staging_size, staging_buffers, streams, staging_threads);
         let set = Arc::clone(&self.set);
         let chunks = py
             .detach(move || {

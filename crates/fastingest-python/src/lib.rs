@@ -372,7 +372,8 @@ fn read_orc_metadata<'py>(
 /// The column chunks of a read: host bytes, or uploaded to `device` while
 /// the fetch runs (see `fastingest.read_chunks`).
 #[pyfunction]
-#[pyo3(signature = (source, args, device=None, staging_size=None, staging_buffers=None, streams=None))]
+#[pyo3(signature = (source, args, device=None, staging_size=None, staging_buffers=None, streams=None, staging_threads=None))]
+#[allow(clippy::too_many_arguments)]
 fn read_chunks(
     py: Python<'_>,
     source: &Bound<'_, PyAny>,
@@ -381,6 +382,7 @@ fn read_chunks(
     staging_size: Option<usize>,
     staging_buffers: Option<usize>,
     streams: Option<usize>,
+    staging_threads: Option<usize>,
 ) -> PyResult<Py<PyAny>> {
     let sources = convert::sources(source)?;
     let options = args.into_options()?;
@@ -392,7 +394,8 @@ fn read_chunks(
         }
         Some(d) => {
             let device = chunks::device_of(d)?;
-            let upload = chunks::upload_options(staging_size, staging_buffers, streams);
+            let upload =
+                chunks::upload_options(staging_size, staging_buffers, streams, staging_threads);
             let set = chunks::read_to_device(py, sources, options, device, upload)?;
             Ok(Py::new(py, set)?.into_any())
         }

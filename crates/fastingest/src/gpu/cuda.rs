@@ -34,7 +34,7 @@ pub fn device_count() -> Result<usize> {
 }
 
 /// Pinned staging bytes a target keeps between uploads (the default pool,
-/// 2 buffers of 8 MiB per staging thread, is at most 64 MiB).
+/// 2 buffers of 8 MiB per staging thread, is at most 128 MiB).
 const KEPT_STAGING: usize = 256 << 20;
 
 /// Uploads to one CUDA device.

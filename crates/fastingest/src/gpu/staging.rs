@@ -54,13 +54,14 @@ impl Default for UploadOptions {
     }
 }
 
-/// Staging threads by default: the cores, up to 4 (past that the copies
-/// into pinned memory outrun the link).
+/// Staging threads by default: the cores, up to 8 (on an H200 machine,
+/// copying into pinned memory ran at 10.5 GB/s on 1 thread, 21 on 4 and 36
+/// on 8, against the link's 55).
 fn default_staging_threads() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-        .clamp(1, 4)
+        .clamp(1, 8)
 }
 
 /// What an upload did, for tests and benchmarks.
