@@ -230,6 +230,24 @@ def test_to_device_cpu_is_dlpack_exportable(tmp_path):
         assert not hasattr(d, "__cuda_array_interface__")
 
 
+def test_a_pinned_copy_keeps_every_chunk_and_its_metadata(tmp_path):
+    path = _write(tmp_path, all_types_table(3000), row_group_size=1000)
+    chunks = fastingest.read_chunks(path)
+    pinned = chunks.pin("cpu", staging_threads=3)
+    assert len(pinned) == len(chunks) and pinned.nbytes == chunks.nbytes
+    for host, p in zip(chunks, pinned, strict=True):
+        assert bytes(memoryview(p)) == bytes(memoryview(host))
+        assert (p.column, p.row_group, p.file_offset) == (
+            host.column,
+            host.row_group,
+            host.file_offset,
+        )
+    assert pinned.to_parquet_bytes() == chunks.to_parquet_bytes()
+    dev = pinned.to_device("cpu")
+    for host, d in zip(chunks, dev, strict=True):
+        assert np.from_dlpack(d).tobytes() == bytes(memoryview(host))
+
+
 def test_dlpack_capsules_outlive_the_set(tmp_path):
     path = _write(tmp_path, numeric_table(5000))
     dev = fastingest.read_chunks(path, device="cpu")

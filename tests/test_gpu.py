@@ -43,6 +43,19 @@ def test_device_chunks_are_the_host_bytes(gpu, chunks):
         assert cai["version"] == 3 and cai["shape"] == (h.length,) and cai["data"][0] == d.ptr
 
 
+def test_a_pinned_set_uploads_without_staging(gpu, chunks):
+    torch = need_torch()
+    _, host = chunks
+    pinned = host.pin(0)
+    assert [bytes(memoryview(c)) for c in pinned] == [bytes(memoryview(c)) for c in host]
+    dev = pinned.to_device(0)
+    assert dev.upload_report["staging_allocated"] == 0
+    assert dev.upload_report["copies"] == sum(1 for c in host if c.length)
+    for h, d in zip(host, dev, strict=True):
+        assert bytes(torch.from_dlpack(d).cpu().numpy()) == bytes(memoryview(h))
+    assert host.to_device(0).upload_report["staging_allocated"] > 0
+
+
 def test_cupy_reads_device_chunks_zero_copy(gpu, chunks):
     cupy = need_cupy()
     _, host = chunks

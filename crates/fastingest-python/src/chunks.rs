@@ -298,6 +298,30 @@ impl PyChunkSet {
         Ok(PyDeviceChunkSet::new(self.set.layout.clone(), chunks))
     }
 
+    /// A copy of the set in page-locked host memory of `device`, which
+    /// `to_device` uploads without staging.
+    #[pyo3(signature = (device=None, *, staging_threads=None))]
+    fn pin(
+        &self,
+        py: Python<'_>,
+        device: Option<&Bound<'_, PyAny>>,
+        staging_threads: Option<usize>,
+    ) -> PyResult<PyChunkSet> {
+        let device = match device {
+            Some(d) => device_of(d)?,
+            None => Device::Cuda(0),
+        };
+        let options = upload_options(None, None, None, staging_threads);
+        let set = Arc::clone(&self.set);
+        let pinned = py
+            .detach(move || {
+                let target = gpu::target_for(device, options.streams)?;
+                gpu::pin_set(target.as_ref(), &set, options.staging_threads)
+            })
+            .map_err(to_py)?;
+        Ok(PyChunkSet::new(pinned))
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<fastingest.ChunkSet {} chunks, {} bytes, {} files>",

@@ -113,6 +113,10 @@ impl StagingBuffer for PinnedStaging {
         // SAFETY: `len` bytes allocated by `cuMemHostAlloc`, owned here.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: as above.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
     fn size(&self) -> usize {
         self.len
     }
@@ -159,6 +163,66 @@ impl DeviceTarget for CudaTarget {
             len,
             ctx: Arc::clone(&self.ctx),
         }))
+    }
+
+    fn alloc_pinned(&self, len: usize) -> Result<Box<dyn StagingBuffer>> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(device_error("binding the context"))?;
+        // SAFETY: page-locked host memory, cacheable (flags 0).
+        let ptr = unsafe { result::malloc_host(len.max(1), 0) }
+            .map_err(device_error("pinned host allocation"))?;
+        Ok(Box::new(PinnedStaging {
+            ptr: ptr.cast(),
+            len,
+            ctx: Arc::clone(&self.ctx),
+        }))
+    }
+
+    fn is_pinned(&self, bytes: &[u8]) -> bool {
+        let host_memory = |at: *const u8| {
+            let mut kind = 0u32;
+            // SAFETY: asks the driver what memory an address lies in;
+            // `kind` is the `CUmemorytype` the attribute is.
+            let asked = unsafe {
+                sys::cuPointerGetAttribute(
+                    (&mut kind as *mut u32).cast(),
+                    sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                    at as sys::CUdeviceptr,
+                )
+            };
+            asked == sys::CUresult::CUDA_SUCCESS
+                && kind == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
+        };
+        !bytes.is_empty()
+            && self.ctx.bind_to_thread().is_ok()
+            && host_memory(bytes.as_ptr())
+            && host_memory(bytes.as_ptr().wrapping_add(bytes.len() - 1))
+    }
+
+    fn copy_pinned(
+        &self,
+        stream: usize,
+        src: &[u8],
+        dst: &dyn DeviceMemory,
+        offset: usize,
+    ) -> Result<Box<dyn Ticket>> {
+        check_copy(src.len(), src.len(), offset, dst.len())?;
+        let stream = &self.streams[stream % self.streams.len()];
+        self.ctx
+            .bind_to_thread()
+            .map_err(device_error("binding the context"))?;
+        // SAFETY: `src` is page-locked (`is_pinned`) and the caller keeps it
+        // untouched until the ticket completes; the destination range was
+        // checked to lie within the allocation.
+        unsafe { result::memcpy_htod_async(dst.ptr() + offset as u64, src, stream.cu_stream()) }
+            .map_err(device_error("host-to-device copy"))?;
+        let event = self
+            .ctx
+            .new_event(None)
+            .map_err(device_error("event creation"))?;
+        event.record(stream).map_err(device_error("event record"))?;
+        Ok(Box::new(CudaTicket(event)))
     }
 
     fn alloc_staging(&self, len: usize) -> Result<Box<dyn StagingBuffer>> {

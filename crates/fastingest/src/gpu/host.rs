@@ -66,6 +66,9 @@ impl StagingBuffer for HostStaging {
     fn as_mut_slice(&mut self) -> &mut [u8] {
         &mut self.0
     }
+    fn as_slice(&self) -> &[u8] {
+        &self.0
+    }
     fn size(&self) -> usize {
         self.0.len()
     }
@@ -94,6 +97,10 @@ const KEPT_STAGING: usize = 64 << 20;
 pub struct HostTarget {
     workers: Vec<mpsc::Sender<Job>>,
     kept: KeptStaging,
+    /// The address ranges of the blocks `alloc_pinned` handed out, which
+    /// stand in for page-locked memory (an entry outliving its block costs
+    /// nothing here: a host copy reads any memory).
+    pinned: std::sync::Mutex<Vec<std::ops::Range<usize>>>,
 }
 
 impl HostTarget {
@@ -132,6 +139,7 @@ impl HostTarget {
         HostTarget {
             workers,
             kept: KeptStaging::new(KEPT_STAGING),
+            pinned: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -178,6 +186,42 @@ impl DeviceTarget for HostTarget {
         self.workers.len().max(1)
     }
 
+    fn alloc_pinned(&self, len: usize) -> Result<Box<dyn StagingBuffer>> {
+        let block = HostStaging(vec![0; len]);
+        let start = block.0.as_ptr() as usize;
+        self.pinned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(start..start + len);
+        Ok(Box::new(block))
+    }
+
+    fn is_pinned(&self, bytes: &[u8]) -> bool {
+        let (start, end) = (
+            bytes.as_ptr() as usize,
+            bytes.as_ptr() as usize + bytes.len(),
+        );
+        let blocks = self.pinned.lock().unwrap_or_else(|e| e.into_inner());
+        blocks.iter().any(|b| b.start <= start && end <= b.end)
+    }
+
+    fn copy_pinned(
+        &self,
+        stream: usize,
+        src: &[u8],
+        dst: &dyn DeviceMemory,
+        offset: usize,
+    ) -> Result<Box<dyn Ticket>> {
+        self.copy_from(
+            stream,
+            src.as_ptr().cast_mut(),
+            src.len(),
+            src.len(),
+            dst,
+            offset,
+        )
+    }
+
     fn copy(
         &self,
         stream: usize,
@@ -187,25 +231,8 @@ impl DeviceTarget for HostTarget {
         offset: usize,
     ) -> Result<Box<dyn Ticket>> {
         let src = staging.as_mut_slice();
-        check_copy(len, src.len(), offset, dst.len())?;
-        let dst_ptr = (dst.ptr() as *mut u8).wrapping_add(offset);
-        let Some(worker) = self.workers.get(stream % self.workers.len().max(1)) else {
-            // SAFETY: checked above that both ranges hold `len` bytes.
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst_ptr, len) };
-            return Ok(Box::new(HostTicket(None)));
-        };
-        let (done, rx) = mpsc::sync_channel(1);
-        worker
-            .send(Job::Copy {
-                src: SendPtr(src.as_mut_ptr()),
-                dst: SendPtr(dst_ptr),
-                len,
-                done,
-            })
-            .map_err(|_| Error::Device("a copy worker stopped".into()))?;
-        Ok(Box::new(HostTicket(Some(rx))))
+        self.copy_from(stream, src.as_mut_ptr(), src.len(), len, dst, offset)
     }
-
     fn synchronize(&self) -> Result<()> {
         let mut waits = Vec::with_capacity(self.workers.len());
         for w in &self.workers {
@@ -219,5 +246,37 @@ impl DeviceTarget for HostTarget {
                 .map_err(|_| Error::Device("a copy worker stopped".into()))?;
         }
         Ok(())
+    }
+}
+
+impl HostTarget {
+    /// A copy of `len` bytes from `src` (`room` bytes readable there) to
+    /// `dst` at `offset` on worker `stream`.
+    fn copy_from(
+        &self,
+        stream: usize,
+        src: *mut u8,
+        room: usize,
+        len: usize,
+        dst: &dyn DeviceMemory,
+        offset: usize,
+    ) -> Result<Box<dyn Ticket>> {
+        check_copy(len, room, offset, dst.len())?;
+        let dst_ptr = (dst.ptr() as *mut u8).wrapping_add(offset);
+        let Some(worker) = self.workers.get(stream % self.workers.len().max(1)) else {
+            // SAFETY: checked above that both ranges hold `len` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(src, dst_ptr, len) };
+            return Ok(Box::new(HostTicket(None)));
+        };
+        let (done, rx) = mpsc::sync_channel(1);
+        worker
+            .send(Job::Copy {
+                src: SendPtr(src),
+                dst: SendPtr(dst_ptr),
+                len,
+                done,
+            })
+            .map_err(|_| Error::Device("a copy worker stopped".into()))?;
+        Ok(Box::new(HostTicket(Some(rx))))
     }
 }

@@ -16,7 +16,7 @@ pub mod target;
 pub mod cuda;
 
 pub use staging::{
-    read_chunks_to_device, upload, upload_set, DeviceChunks, UploadOptions, UploadReport,
+    pin_set, read_chunks_to_device, upload, upload_set, DeviceChunks, UploadOptions, UploadReport,
 };
 pub use target::{Device, DeviceMemory, DeviceTarget, StagingBuffer, Ticket};
 

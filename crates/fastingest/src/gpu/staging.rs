@@ -356,19 +356,126 @@ where
     }
 }
 
-/// Uploads a chunk set already in host memory.
+/// Uploads a chunk set already in host memory: straight from it when all
+/// of it is page-locked (a set from [`pin_set`]), else through staging.
 pub fn upload_set(
     target: &dyn DeviceTarget,
     set: &ChunkSet,
     options: &UploadOptions,
 ) -> Result<DeviceChunks> {
     let lengths: Vec<u64> = set.bytes.iter().map(|b| b.len() as u64).collect();
+    if !set.bytes.is_empty()
+        && set
+            .bytes
+            .iter()
+            .all(|b| b.is_empty() || target.is_pinned(b))
+    {
+        return upload_pinned(target, set, &lengths, options);
+    }
     upload(
         target,
         &lengths,
         set.bytes.iter().cloned().enumerate().map(Ok),
         options,
     )
+}
+
+/// [`upload_set`] of a page-locked set: one copy per chunk, spread over the
+/// streams, with no staging.
+fn upload_pinned(
+    target: &dyn DeviceTarget,
+    set: &ChunkSet,
+    lengths: &[u64],
+    options: &UploadOptions,
+) -> Result<DeviceChunks> {
+    let started = Instant::now();
+    let (offsets, total) = pack(lengths, options.alignment)?;
+    let memory = target.alloc(total)?;
+    let mut tickets = Vec::with_capacity(set.bytes.len());
+    let mut report = UploadReport::default();
+    let waited = |tickets: Vec<Box<dyn Ticket>>| tickets.into_iter().try_for_each(|t| t.wait());
+    for (i, bytes) in set.bytes.iter().enumerate().filter(|(_, b)| !b.is_empty()) {
+        let stream = i % target.streams().max(1);
+        match target.copy_pinned(stream, bytes, memory.as_ref(), offsets[i]) {
+            Ok(ticket) => tickets.push(ticket),
+            Err(e) => {
+                // Copies already started read the set: let them finish.
+                let _ = waited(tickets);
+                return Err(e);
+            }
+        }
+        report.copies += 1;
+        report.bytes += bytes.len() as u64;
+    }
+    waited(tickets)?;
+    target.synchronize()?;
+    report.total_s = started.elapsed().as_secs_f64();
+    Ok(DeviceChunks {
+        device: target.device(),
+        memory,
+        offsets,
+        lengths: lengths.iter().map(|&l| l as usize).collect(),
+        report,
+    })
+}
+
+/// A copy of `set` whose bytes lie in one page-locked block of `target`'s
+/// (copied on up to `threads` threads), so that [`upload_set`] copies it to
+/// the device straight from there, as fast as the link goes: for a set
+/// uploaded more than once, or read ahead of its upload. The block is freed
+/// when the last of its chunks is dropped.
+pub fn pin_set(target: &dyn DeviceTarget, set: &ChunkSet, threads: usize) -> Result<ChunkSet> {
+    /// Parts copied by one thread at a time.
+    const PART: usize = 8 << 20;
+    let lengths: Vec<u64> = set.bytes.iter().map(|b| b.len() as u64).collect();
+    let (offsets, total) = pack(&lengths, 64)?;
+    let mut block = target.alloc_pinned(total)?;
+    {
+        // Each chunk's bytes and its room in the block, cut into parts.
+        let mut parts: Vec<(&[u8], &mut [u8])> = Vec::new();
+        let mut rest = block.as_mut_slice();
+        let mut at = 0;
+        for (bytes, &offset) in set.bytes.iter().zip(&offsets) {
+            let (_, room) = std::mem::take(&mut rest).split_at_mut(offset - at);
+            let (room, after) = room.split_at_mut(bytes.len());
+            rest = after;
+            at = offset + bytes.len();
+            parts.extend(bytes.chunks(PART).zip(room.chunks_mut(PART)));
+        }
+        let threads = threads.clamp(1, parts.len().max(1));
+        let mut shares: Vec<Vec<(&[u8], &mut [u8])>> = (0..threads).map(|_| Vec::new()).collect();
+        for (k, part) in parts.into_iter().enumerate() {
+            shares[k % threads].push(part);
+        }
+        std::thread::scope(|scope| {
+            for share in shares {
+                scope.spawn(move || {
+                    for (src, dst) in share {
+                        dst.copy_from_slice(src);
+                    }
+                });
+            }
+        });
+    }
+    let block = Bytes::from_owner(PinnedBlock(block));
+    let bytes = offsets
+        .iter()
+        .zip(&set.bytes)
+        .map(|(&offset, b)| block.slice(offset..offset + b.len()))
+        .collect();
+    Ok(ChunkSet {
+        layout: set.layout.clone(),
+        bytes,
+    })
+}
+
+/// A page-locked block as the owner of [`Bytes`].
+struct PinnedBlock(Box<dyn StagingBuffer>);
+
+impl AsRef<[u8]> for PinnedBlock {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_slice()
+    }
 }
 
 /// Reads the column chunks `options` select straight to `target`: each
@@ -478,6 +585,7 @@ mod tests {
     use super::*;
     use crate::gpu::host::HostTarget;
     use crate::gpu::target::KeptStaging;
+    use crate::parquet::chunks::ChunkLayout;
     use std::sync::mpsc;
     use std::time::Duration;
 
@@ -621,9 +729,51 @@ mod tests {
         fn as_mut_slice(&mut self) -> &mut [u8] {
             &mut self.0
         }
+        fn as_slice(&self) -> &[u8] {
+            &self.0
+        }
         fn size(&self) -> usize {
             self.0.len()
         }
+    }
+
+    #[test]
+    fn a_pinned_set_is_uploaded_straight_from_its_block() {
+        let target = HostTarget::new(2);
+        let sizes = [(9 << 20) + 5, 0, 1, 300_000, 64];
+        let set = ChunkSet {
+            layout: ChunkLayout::default(),
+            bytes: sizes
+                .iter()
+                .enumerate()
+                .map(|(i, &n)| data(n, 3 * i as u8))
+                .collect(),
+        };
+        let options = UploadOptions::default();
+        let staged = upload_set(&target, &set, &options).unwrap();
+        assert!(
+            staged.report.staging_allocated > 0,
+            "ordinary memory is staged"
+        );
+        let pinned = pin_set(&target, &set, 3).unwrap();
+        assert_eq!(pinned.bytes, set.bytes);
+        assert!(pinned
+            .bytes
+            .iter()
+            .all(|b| target.is_pinned(b) || b.is_empty()));
+        let direct = upload_set(&target, &pinned, &options).unwrap();
+        assert_eq!(direct.report.staging_allocated, 0);
+        assert_eq!(direct.report.copies, 4, "one copy per chunk that has bytes");
+        for (i, chunk) in set.bytes.iter().enumerate() {
+            assert_eq!(direct.offsets[i] % 256, 0);
+            assert_eq!(read_back(&direct, i), chunk.to_vec(), "chunk {i}");
+        }
+        // A chunk of the set in ordinary memory: the whole set is staged.
+        let mut mixed = pinned.clone();
+        mixed.bytes[3] = set.bytes[3].clone();
+        let staged = upload_set(&target, &mixed, &options).unwrap();
+        assert!(staged.report.staging_allocated > 0);
+        assert_eq!(read_back(&staged, 0), set.bytes[0].to_vec());
     }
 
     #[test]

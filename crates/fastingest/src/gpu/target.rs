@@ -62,6 +62,8 @@ pub trait DeviceMemory: Send + Sync + fmt::Debug {
 pub trait StagingBuffer: Send {
     /// The buffer, for the CPU to fill.
     fn as_mut_slice(&mut self) -> &mut [u8];
+    /// The buffer, to read.
+    fn as_slice(&self) -> &[u8];
     /// Its size in bytes.
     fn size(&self) -> usize;
 }
@@ -86,6 +88,22 @@ pub trait DeviceTarget: Send + Sync {
     fn recycle_staging(&self, staging: Box<dyn StagingBuffer>) {
         drop(staging);
     }
+    /// A new page-locked host buffer of exactly `len` bytes, to hold a
+    /// chunk set that is uploaded straight from it ([`super::pin_set`]).
+    fn alloc_pinned(&self, len: usize) -> Result<Box<dyn StagingBuffer>>;
+    /// Whether all of `bytes` lies in page-locked host memory that copies
+    /// can read directly, with no staging.
+    fn is_pinned(&self, bytes: &[u8]) -> bool;
+    /// Starts copying `src`, which [`DeviceTarget::is_pinned`] accepted and
+    /// which must stay untouched until the ticket completes, to `dst` at
+    /// `offset`, on `stream`.
+    fn copy_pinned(
+        &self,
+        stream: usize,
+        src: &[u8],
+        dst: &dyn DeviceMemory,
+        offset: usize,
+    ) -> Result<Box<dyn Ticket>>;
     /// How many copy streams there are (copies are spread round-robin).
     fn streams(&self) -> usize;
     /// Starts copying `staging[..len]` to `dst` at `offset`, on `stream`.
