@@ -72,6 +72,52 @@ impl CudaTarget {
     }
 }
 
+impl CudaTarget {
+    /// A new page-locked host buffer of `len` bytes (flags 0: cacheable, so
+    /// the CPU writes into it at memory speed).
+    fn page_locked(&self, len: usize) -> Result<Box<dyn StagingBuffer>> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(device_error("binding the context"))?;
+        // SAFETY: a plain page-locked allocation; a zero-byte one is
+        // rounded up.
+        let ptr = unsafe { result::malloc_host(len.max(1), 0) }
+            .map_err(device_error("pinned host allocation"))?;
+        Ok(Box::new(PinnedStaging {
+            ptr: ptr.cast(),
+            len,
+            ctx: Arc::clone(&self.ctx),
+        }))
+    }
+
+    /// Starts copying page-locked `src` to `dst` at `offset` on `stream`;
+    /// the ticket completes with the copy.
+    fn copy_from(
+        &self,
+        stream: usize,
+        src: &[u8],
+        dst: &dyn DeviceMemory,
+        offset: usize,
+    ) -> Result<Box<dyn Ticket>> {
+        check_copy(src.len(), src.len(), offset, dst.len())?;
+        let stream = &self.streams[stream % self.streams.len()];
+        self.ctx
+            .bind_to_thread()
+            .map_err(device_error("binding the context"))?;
+        // SAFETY: `src` is page-locked and stays untouched until the ticket
+        // completes (both callers' contracts); the destination range was
+        // checked to lie within the allocation.
+        unsafe { result::memcpy_htod_async(dst.ptr() + offset as u64, src, stream.cu_stream()) }
+            .map_err(device_error("host-to-device copy"))?;
+        let event = self
+            .ctx
+            .new_event(None)
+            .map_err(device_error("event creation"))?;
+        event.record(stream).map_err(device_error("event record"))?;
+        Ok(Box::new(CudaTicket(event)))
+    }
+}
+
 /// A device allocation, freed on drop.
 #[derive(Debug)]
 struct CudaMemory {
@@ -166,17 +212,7 @@ impl DeviceTarget for CudaTarget {
     }
 
     fn alloc_pinned(&self, len: usize) -> Result<Box<dyn StagingBuffer>> {
-        self.ctx
-            .bind_to_thread()
-            .map_err(device_error("binding the context"))?;
-        // SAFETY: page-locked host memory, cacheable (flags 0).
-        let ptr = unsafe { result::malloc_host(len.max(1), 0) }
-            .map_err(device_error("pinned host allocation"))?;
-        Ok(Box::new(PinnedStaging {
-            ptr: ptr.cast(),
-            len,
-            ctx: Arc::clone(&self.ctx),
-        }))
+        self.page_locked(len)
     }
 
     fn is_pinned(&self, bytes: &[u8]) -> bool {
@@ -207,40 +243,16 @@ impl DeviceTarget for CudaTarget {
         dst: &dyn DeviceMemory,
         offset: usize,
     ) -> Result<Box<dyn Ticket>> {
-        check_copy(src.len(), src.len(), offset, dst.len())?;
-        let stream = &self.streams[stream % self.streams.len()];
-        self.ctx
-            .bind_to_thread()
-            .map_err(device_error("binding the context"))?;
-        // SAFETY: `src` is page-locked (`is_pinned`) and the caller keeps it
-        // untouched until the ticket completes; the destination range was
-        // checked to lie within the allocation.
-        unsafe { result::memcpy_htod_async(dst.ptr() + offset as u64, src, stream.cu_stream()) }
-            .map_err(device_error("host-to-device copy"))?;
-        let event = self
-            .ctx
-            .new_event(None)
-            .map_err(device_error("event creation"))?;
-        event.record(stream).map_err(device_error("event record"))?;
-        Ok(Box::new(CudaTicket(event)))
+        // `src` is page-locked (`is_pinned`); the caller keeps it untouched
+        // until the ticket completes.
+        self.copy_from(stream, src, dst, offset)
     }
 
     fn alloc_staging(&self, len: usize) -> Result<Box<dyn StagingBuffer>> {
-        if let Some(kept) = self.kept.take(len) {
-            return Ok(kept);
+        match self.kept.take(len) {
+            Some(kept) => Ok(kept),
+            None => self.page_locked(len),
         }
-        self.ctx
-            .bind_to_thread()
-            .map_err(device_error("binding the context"))?;
-        // SAFETY: page-locked host memory; flags 0 = cacheable, so the CPU
-        // writes into it at memory speed.
-        let ptr = unsafe { result::malloc_host(len.max(1), 0) }
-            .map_err(device_error("pinned host allocation"))?;
-        Ok(Box::new(PinnedStaging {
-            ptr: ptr.cast(),
-            len,
-            ctx: Arc::clone(&self.ctx),
-        }))
     }
 
     fn recycle_staging(&self, staging: Box<dyn StagingBuffer>) {
@@ -259,25 +271,11 @@ impl DeviceTarget for CudaTarget {
         dst: &dyn DeviceMemory,
         offset: usize,
     ) -> Result<Box<dyn Ticket>> {
-        let src = staging.as_mut_slice();
+        let src = staging.as_slice();
         check_copy(len, src.len(), offset, dst.len())?;
-        let stream = &self.streams[stream % self.streams.len()];
-        self.ctx
-            .bind_to_thread()
-            .map_err(device_error("binding the context"))?;
-        // SAFETY: the source is pinned and stays untouched until the ticket
-        // completes (the pipeline's contract); the destination range was
-        // checked to lie within the allocation.
-        unsafe {
-            result::memcpy_htod_async(dst.ptr() + offset as u64, &src[..len], stream.cu_stream())
-        }
-        .map_err(device_error("host-to-device copy"))?;
-        let event = self
-            .ctx
-            .new_event(None)
-            .map_err(device_error("event creation"))?;
-        event.record(stream).map_err(device_error("event record"))?;
-        Ok(Box::new(CudaTicket(event)))
+        // The staging buffer stays untouched until the ticket completes
+        // (the pipeline's contract).
+        self.copy_from(stream, &src[..len], dst, offset)
     }
 
     fn synchronize(&self) -> Result<()> {
