@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -74,6 +75,11 @@ class RangeServer:
             request_queue_size = 1024
             daemon_threads = True
 
+            def handle_error(self, request, client_address) -> None:
+                # A client closing a kept-alive connection is not an error.
+                if not isinstance(sys.exc_info()[1], ConnectionError):
+                    super().handle_error(request, client_address)
+
         self.server = Server(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self.thread.start()
@@ -86,7 +92,6 @@ class RangeServer:
 
 
 def _main() -> None:
-    import sys
     import time
 
     server = RangeServer(Path(sys.argv[1] if len(sys.argv) > 1 else os.getcwd()))
