@@ -41,6 +41,11 @@ pub fn device_of(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
     text.parse::<Device>().map_err(to_py)
 }
 
+/// The device given, or the first CUDA device when none is.
+fn device_or_first_gpu(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Device> {
+    obj.map_or(Ok(Device::Cuda(0)), device_of)
+}
+
 /// Upload tuning from the keyword arguments (defaults where `None`).
 pub fn upload_options(
     staging_size: Option<usize>,
@@ -283,10 +288,7 @@ impl PyChunkSet {
         // Uploads complete before this returns, so work on any stream may use
         // the chunks; `stream` is accepted for the array API's convention.
         let _ = stream;
-        let device = match device {
-            Some(d) => device_of(d)?,
-            None => Device::Cuda(0),
-        };
+        let device = device_or_first_gpu(device)?;
         let options = upload_options(staging_size, staging_buffers, streams, staging_threads);
         let set = Arc::clone(&self.set);
         let chunks = py
@@ -307,10 +309,7 @@ impl PyChunkSet {
         device: Option<&Bound<'_, PyAny>>,
         staging_threads: Option<usize>,
     ) -> PyResult<PyChunkSet> {
-        let device = match device {
-            Some(d) => device_of(d)?,
-            None => Device::Cuda(0),
-        };
+        let device = device_or_first_gpu(device)?;
         let options = upload_options(None, None, None, staging_threads);
         let set = Arc::clone(&self.set);
         let pinned = py
