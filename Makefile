@@ -24,7 +24,7 @@ test-py: ## rebuild the extension, then all of pytest (servers included)
 quick: ## inner loop: rebuild the extension, pytest without the servers, stop at the first failure
 	bash scripts/dev.sh quick
 
-bench: ## the full benchmark suite (release build; ~1 h)
+bench: ## the full benchmark suite (release build; ~2 h: 7 fresh runs and 5 steady runs per cell)
 	bash scripts/bench.sh
 
 bench-quick: ## the benchmark suite's quick pass (~3 min)
