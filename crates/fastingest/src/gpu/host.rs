@@ -60,7 +60,9 @@ impl DeviceMemory for HostMemory {
     }
 }
 
-struct HostStaging(Vec<u8>);
+/// A staging buffer in ordinary memory (the host target's, and the staging
+/// tests').
+pub(crate) struct HostStaging(pub(crate) Vec<u8>);
 
 impl StagingBuffer for HostStaging {
     fn as_mut_slice(&mut self) -> &mut [u8] {

@@ -583,7 +583,7 @@ impl Drop for Pool<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::host::HostTarget;
+    use crate::gpu::host::{HostStaging, HostTarget};
     use crate::gpu::target::KeptStaging;
     use crate::parquet::chunks::ChunkLayout;
     use std::sync::mpsc;
@@ -710,9 +710,9 @@ mod tests {
             assert_eq!(read_back(&second, i), data(1 << 20, i as u8).to_vec());
         }
         let budget = KeptStaging::new(10);
-        budget.keep(Box::new(TestStaging(vec![0; 4])));
-        budget.keep(Box::new(TestStaging(vec![0; 8]))); // over the budget: freed
-        budget.keep(Box::new(TestStaging(vec![0; 6])));
+        budget.keep(Box::new(HostStaging(vec![0; 4])));
+        budget.keep(Box::new(HostStaging(vec![0; 8]))); // over the budget: freed
+        budget.keep(Box::new(HostStaging(vec![0; 6])));
         assert_eq!(budget.bytes(), 10);
         assert!(budget.take(7).is_none());
         assert_eq!(
@@ -721,20 +721,6 @@ mod tests {
             "the smallest that fits"
         );
         assert_eq!(budget.take(1).map(|b| b.size()), Some(4));
-    }
-
-    struct TestStaging(Vec<u8>);
-
-    impl StagingBuffer for TestStaging {
-        fn as_mut_slice(&mut self) -> &mut [u8] {
-            &mut self.0
-        }
-        fn as_slice(&self) -> &[u8] {
-            &self.0
-        }
-        fn size(&self) -> usize {
-            self.0.len()
-        }
     }
 
     #[test]
