@@ -190,6 +190,21 @@ assert not rss["met"] and abs(rss["value"] - 1.2) < 1e-9 and rss["at_most"], rss
 md = report.steady_headline(report.summarize(run))
 assert len(md) == 3 and "| local | d |" in md[2] and "1.20x" in md[2], md
 
+# A peer slower than `--slow` is read once, fresh: fastingest's steady reads
+# then have nothing to be compared with, which is not judged, not missed; a
+# fastingest read that failed is missed.
+run.results = [r for r in run.results if not (r["reader"] == "polars" and r["mode"] == "steady")]
+checks = {c["target"]: c for c in report.targets(run, report.summarize(run)["rows"])}
+steady = checks["local: fastingest >= 1.0x best peer (steady state)"]
+assert steady["met"] is None and steady["why"] == "no peer result in this mode", steady
+assert "| not judged (no peer result in this mode) |" in report.check_line(steady), steady
+run.results = [
+    {**r, "error": "boom"} if r["reader"] == "fastingest" and r["mode"] == "fresh" else r
+    for r in run.results
+]
+checks = {c["target"]: c for c in report.targets(run, report.summarize(run)["rows"])}
+assert checks["local: fastingest >= 1.0x best peer"]["met"] is False, checks
+
 # One large file through a link: decoded against the lesser of the link's
 # ceiling and the local-warm read, for each file of 100 MB or more read whole
 # (not `wide`, read in part).
