@@ -45,8 +45,11 @@ pub struct Config {
     /// Ranges whose gap is at most this many bytes are merged into one request.
     pub hole_limit: u64,
     /// Largest single request; longer ranges are split into slices of this
-    /// size. A smaller read gets smaller slices ([`crate::plan::slice_for`]).
-    /// A near store has its own, `near_slice_size`.
+    /// size. A smaller read gets smaller slices ([`crate::plan::slice_for`]);
+    /// a larger one through a link that would issue fewer requests than its
+    /// share of `max_in_flight` is cut into that many, of at least a quarter
+    /// of this ([`crate::plan::FilePlan::spread_to`]). A near store has its
+    /// own, `near_slice_size`.
     pub slice_size: u64,
     /// Largest single request to a near store: one that answered a footer
     /// request of the read within 5 ms (loopback, the same rack), where a

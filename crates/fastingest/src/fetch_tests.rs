@@ -652,6 +652,45 @@ async fn a_store_that_answers_the_footer_at_once_is_near_and_gets_its_own_slices
     }
 }
 
+// A large read of few long column chunks through a link fills the request
+// slots (its share of them when several files share them); a near store's
+// plan keeps one request a chunk.
+#[tokio::test(start_paused = true)]
+async fn a_large_plan_of_few_requests_is_spread_over_the_slots_through_a_link() {
+    const MIB: u64 = 1 << 20;
+    let cfg = Config {
+        near_slice_size: 8 * MIB,
+        ..config(16, 8 * MIB)
+    };
+    // 8 column chunks of 8 MiB, gaps between them past the hole limit.
+    let chunks = || {
+        vec![PlanUnit {
+            index: 0,
+            ranges: (0..8).map(|i| i * 9 * MIB..i * 9 * MIB + 8 * MIB).collect(),
+        }]
+    };
+    for (source, near) in [
+        (Instrumented::new(1 << 30, 0), true),
+        (slow_link(1 << 30), false),
+    ] {
+        let fetcher = Fetcher::new(cfg.clone(), ReadStats::new());
+        let src: Source = Arc::new(source);
+        fetcher.fetch_tail(&src, 64 * 1024).await.unwrap();
+        let one = crate::pipeline::checked_plan(&src, 1 << 30, chunks(), &fetcher, 1).unwrap();
+        assert_eq!(one.spans.len(), 8);
+        match near {
+            true => assert_eq!(one.num_requests(), 8),
+            false => {
+                assert_eq!(one.num_requests(), 16);
+                assert!(one.spans.iter().all(|s| s.slices.len() == 2));
+            }
+        }
+        // Two files share the 16 slots: 8 each, as planned.
+        let two = crate::pipeline::checked_plan(&src, 1 << 30, chunks(), &fetcher, 2).unwrap();
+        assert_eq!(two.num_requests(), 8);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_local_file_does_not_make_the_store_near() {
     let dir = std::env::temp_dir().join(format!("fastingest-near-{}", std::process::id()));

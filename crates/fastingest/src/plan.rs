@@ -110,6 +110,45 @@ impl FilePlan {
         self.spans.iter().map(|s| s.slices.len()).sum()
     }
 
+    /// Cuts the spans into more, shorter requests when the plan issues
+    /// fewer than `requests`: as many as fit in `requests`, none shorter
+    /// than `min_slice` (the spans stay as they are; only their slices
+    /// change). Through a link with latency one connection brings a few
+    /// tens of MB/s whatever the link allows, so a file of 16 column chunks
+    /// of 8 MB, one request each, left half of 32 request slots unused.
+    pub fn spread_to(&mut self, requests: usize, min_slice: u64) {
+        let requests = requests as u64;
+        let min_slice = min_slice.max(1);
+        // A span's pieces with slices of at most `slice`, none under the floor.
+        let pieces = |len: u64, slice: u64| len.div_ceil(slice).clamp(1, (len / min_slice).max(1));
+        let count = |slice: u64| -> u64 {
+            self.spans
+                .iter()
+                .map(|s| pieces(s.range.end - s.range.start, slice))
+                .sum()
+        };
+        let now = self.num_requests() as u64;
+        if now >= requests || count(1) <= now {
+            return;
+        }
+        // The shortest slice whose requests fit.
+        let longest = self.spans.iter().map(|s| s.range.end - s.range.start);
+        let (mut low, mut high) = (1, longest.max().unwrap_or(1).max(1));
+        while low < high {
+            let mid = low + (high - low) / 2;
+            match count(mid) <= requests {
+                true => high = mid,
+                false => low = mid + 1,
+            }
+        }
+        for span in &mut self.spans {
+            let n = pieces(span.range.end - span.range.start, low);
+            if n as usize > span.slices.len() {
+                span.slices = split_in(span.range.clone(), n);
+            }
+        }
+    }
+
     /// Index of the span holding `range` entirely, if any.
     pub fn span_of(&self, range: &Range<u64>) -> Option<usize> {
         let i = self.spans.partition_point(|s| s.range.start <= range.start);
@@ -165,11 +204,18 @@ pub fn coalesce(ranges: &[Range<u64>], hole_limit: u64, max_merged: u64) -> Vec<
 /// Splits `range` into consecutive slices of at most `slice_size` bytes, of
 /// near-equal length (no tiny last slice).
 pub fn split(range: Range<u64>, slice_size: u64) -> Vec<Range<u64>> {
+    let n = (range.end - range.start).div_ceil(slice_size.max(1));
+    split_in(range, n)
+}
+
+/// Splits `range` into `n` consecutive slices of near-equal length (none
+/// when it is empty).
+fn split_in(range: Range<u64>, n: u64) -> Vec<Range<u64>> {
     let len = range.end - range.start;
     if len == 0 {
         return vec![];
     }
-    let n = len.div_ceil(slice_size.max(1));
+    let n = n.clamp(1, len);
     let base = len / n;
     let extra = len % n;
     let mut out = Vec::with_capacity(n as usize);
@@ -185,6 +231,64 @@ pub fn split(range: Range<u64>, slice_size: u64) -> Vec<Range<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_plan_of_few_requests_is_spread_over_the_slots_it_is_given() {
+        const MIB: u64 = 1 << 20;
+        let units = |lens: &[u64]| {
+            let mut at = 0;
+            let ranges = lens
+                .iter()
+                .map(|l| {
+                    at += l;
+                    at - l..at
+                })
+                .collect();
+            vec![PlanUnit { index: 0, ranges }]
+        };
+        // 4 spans of 8 MiB (the hole limit keeps them apart: 0 here, and
+        // the slice size stops touching ranges merging).
+        let mut plan = FilePlan::new("f".into(), 1 << 30, units(&[8 * MIB; 4]), 0, 8 * MIB);
+        assert_eq!(plan.num_requests(), 4);
+        plan.spread_to(16, MIB);
+        assert_eq!(plan.num_requests(), 16);
+        assert!(plan.spans.iter().all(|s| s.slices.len() == 4));
+        for span in &plan.spans {
+            assert_eq!(span.slices.first().unwrap().start, span.range.start);
+            assert_eq!(span.slices.last().unwrap().end, span.range.end);
+            assert!(span.slices.windows(2).all(|w| w[0].end == w[1].start));
+        }
+        // Never shorter than the floor: 32 slots, 2 MiB slices at least.
+        let mut floored = FilePlan::new("f".into(), 1 << 30, units(&[8 * MIB; 4]), 0, 8 * MIB);
+        floored.spread_to(32, 2 * MIB);
+        assert_eq!(floored.num_requests(), 16);
+        // Unequal spans: as many requests as fit, never more.
+        let lens = [8 * MIB, MIB, 3 * MIB];
+        let mut mixed = FilePlan::new("f".into(), 1 << 30, units(&lens), 0, 8 * MIB);
+        mixed.spread_to(8, MIB / 2);
+        assert!((6..=8).contains(&mixed.num_requests()), "{:?}", mixed.spans);
+        let shortest = mixed
+            .spans
+            .iter()
+            .flat_map(|s| &s.slices)
+            .map(|r| r.end - r.start);
+        assert!(shortest.min().unwrap() >= MIB / 2);
+        // Enough requests already, or spans too short to cut: unchanged.
+        let mut many = FilePlan::new("f".into(), 1 << 30, units(&[8 * MIB; 4]), 0, 2 * MIB);
+        let before = many.clone();
+        many.spread_to(16, MIB);
+        assert_eq!(many, before);
+        let mut short = FilePlan::new("f".into(), 1 << 30, units(&[MIB / 2; 3]), 0, 8 * MIB);
+        let before = short.clone();
+        short.spread_to(32, MIB);
+        assert_eq!(short, before, "1.5 MiB in slices of 1 MiB at least: one");
+        let mut three = FilePlan::new("f".into(), 1 << 30, units(&[MIB; 3]), 0, 8 * MIB);
+        three.spread_to(32, MIB);
+        assert_eq!(
+            three.spans[0].slices,
+            vec![0..MIB, MIB..2 * MIB, 2 * MIB..3 * MIB]
+        );
+    }
 
     #[test]
     fn a_small_read_gets_smaller_slices_a_large_one_the_configured_size() {
