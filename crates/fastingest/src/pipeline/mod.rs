@@ -361,15 +361,14 @@ pub(crate) fn checked_plan(
     );
     // A large read through a link (a small one is spread by `slice_for`)
     // uses its share of the request slots, in slices of at least a quarter
-    // of the largest. The suite's `string` file (16 column chunks of 8 MB),
-    // fresh process, 7-9 interleaved rounds, median ms: fetch alone 462 ->
-    // 386 and decoded 490 -> 407 through the far link, 222 -> 191 and 261
-    // -> 247 through the cloud one; `mixed-zstd` 444 -> 371 and 448 -> 391
-    // (far), 210 -> 188 and 241 -> 245 (cloud). Not for a near store, where
-    // each request costs the server CPU the reader shares.
+    // of the largest and of `MIN_SLICE`. The suite's `string` file, 16
+    // column chunks of 8 MB, fresh process, interleaved medians: 470 -> 404
+    // ms through the far link, 271 -> 243 through the cloud one (fetch
+    // alone 463 -> 378 and 235 -> 217). Not for a near store, where each
+    // request costs the server CPU the reader shares.
     if slice_size == max_slice && !source.is_local() && !fetcher.store_is_near() {
         let slots = fetcher.config().max_in_flight / files.max(1);
-        plan.spread_to(slots, max_slice / 4);
+        plan.spread_to(slots, (max_slice / 4).max(crate::plan::MIN_SLICE));
     }
     match plan.spans.iter().find(|s| s.range.end > file_size) {
         Some(bad) => Err(Error::Corrupt {
