@@ -340,7 +340,8 @@ pub(crate) fn chosen_units<F: Format>(
 /// may say anything). `files`: how many files the read holds, which about
 /// multiplies its size; a small read gets smaller slices
 /// ([`crate::plan::slice_for`]), a read from a near store or a rotational
-/// disk its own ([`Fetcher::max_slice_for`]).
+/// disk its own ([`Fetcher::max_slice_for`]), a large one through a link
+/// more requests ([`spread_over_link`]).
 pub(crate) fn checked_plan(
     source: &Source,
     file_size: u64,
@@ -350,8 +351,7 @@ pub(crate) fn checked_plan(
 ) -> Result<FilePlan> {
     let location = source.location();
     let read_bytes = FilePlan::bytes_of(&units).saturating_mul(files.max(1) as u64);
-    let max_slice = fetcher.max_slice_for(source);
-    let slice_size = crate::plan::slice_for(read_bytes, max_slice);
+    let slice_size = crate::plan::slice_for(read_bytes, fetcher.max_slice_for(source));
     let mut plan = FilePlan::new(
         location.to_string(),
         file_size,
@@ -359,17 +359,7 @@ pub(crate) fn checked_plan(
         fetcher.config().hole_limit,
         slice_size,
     );
-    // A large read through a link (a small one is spread by `slice_for`)
-    // uses its share of the request slots, in slices of at least a quarter
-    // of the largest and of `MIN_SLICE`. The suite's `string` file, 16
-    // column chunks of 8 MB, fresh process, interleaved medians: 470 -> 404
-    // ms through the far link, 271 -> 243 through the cloud one (fetch
-    // alone 463 -> 378 and 235 -> 217). Not for a near store, where each
-    // request costs the server CPU the reader shares.
-    if slice_size == max_slice && !source.is_local() && !fetcher.store_is_near() {
-        let slots = fetcher.config().max_in_flight / files.max(1);
-        plan.spread_to(slots, (max_slice / 4).max(crate::plan::MIN_SLICE));
-    }
+    spread_over_link(&mut plan, source, fetcher, files);
     match plan.spans.iter().find(|s| s.range.end > file_size) {
         Some(bad) => Err(Error::Corrupt {
             location: location.to_string(),
@@ -380,6 +370,27 @@ pub(crate) fn checked_plan(
             cause: None,
         }),
         None => Ok(plan),
+    }
+}
+
+/// A large plan (of the full slice size: a small read is spread by
+/// [`crate::plan::slice_for`]) through a link gets its share of the request
+/// slots (`files` share them), in slices of at least a quarter of the
+/// largest and of `MIN_SLICE` ([`FilePlan::spread_to`]). The suite's `string`
+/// file, 16 column chunks of 8 MB, fresh process, interleaved medians: 470
+/// -> 404 ms through the far link, 271 -> 243 through the cloud one (fetch
+/// alone 463 -> 378 and 235 -> 217). Not for a near store, where each
+/// request costs the server CPU the reader shares.
+pub(crate) fn spread_over_link(
+    plan: &mut FilePlan,
+    source: &Source,
+    fetcher: &Fetcher,
+    files: usize,
+) {
+    let max_slice = fetcher.max_slice_for(source);
+    if plan.slice_size == max_slice && !source.is_local() && !fetcher.store_is_near() {
+        let slots = fetcher.config().max_in_flight / files.max(1);
+        plan.spread_to(slots, (max_slice / 4).max(crate::plan::MIN_SLICE));
     }
 }
 
