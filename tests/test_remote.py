@@ -356,6 +356,61 @@ def test_a_near_store_gets_fewer_larger_requests(s3, toxi):
     assert requests(far, False) == requests(far, True) == footer_and_slices(mib) == 25
 
 
+def test_a_large_read_through_a_link_is_spread_over_the_request_slots(s3, toxi):
+    """Through a link one connection brings a few tens of MB/s whatever the
+    link allows, so a large read whose plan has fewer requests than the
+    slots is cut into more (slices of at least a quarter of `slice_size` and
+    1 MiB); a stream's later windows too. A near store keeps one request a
+    column chunk."""
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    rows_per_group, groups = 375_000, 5
+    table = pa.table({c: rng.integers(0, 2**62, rows_per_group * groups) for c in ("a", "b")})
+    data = parquet_bytes(
+        table, compression="none", use_dictionary=False, row_group_size=rows_per_group
+    )
+    url = s3.put("spread/one.parquet", data)
+    meta = pq.ParquetFile(pa.BufferReader(data)).metadata
+    chunks = [
+        meta.row_group(g).column(c).total_compressed_size for g in range(groups) for c in range(2)
+    ]
+    mib = 1 << 20
+    # 10 chunks of 2-3 MiB: 30 MB, a large read for 3 MiB slices (8 of them
+    # or more); each chunk one request as planned, two of 1 MiB or more when
+    # spread. Only the plan's requests follow the footer's.
+    assert all(2 * mib <= c <= 3 * mib for c in chunks), chunks
+    cfg = fastingest.Config(
+        slice_size=3 * mib, near_slice_size=3 * mib, start_prefetch=0, long_footer_prefetch=0
+    )
+
+    def read(opts: dict, stream: bool = False) -> fastingest.ReadStats:
+        stats = fastingest.ReadStats()
+        if stream:
+            got = fastingest.iter_batches(url, storage_options=opts, config=cfg, stats=stats)
+            got = got.read_all()
+        else:
+            got = fastingest.read_parquet(url, storage_options=opts, config=cfg, stats=stats)
+        assert_tables_equal(got, table)
+        return stats
+
+    # A loaded loopback may answer a footer late; near in one of three tries.
+    assert min(read(s3.options()).requests for _ in range(3)) == 1 + len(chunks)
+    toxi.add_toxic("s3", "latency", {"latency": 30})
+    far = s3.options(proxied=True)
+    spread = 2 * len(chunks)
+    plan = fastingest.plan_parquet(url, storage_options=far, config=cfg)[0]
+    assert plan["num_requests"] == spread, plan
+    assert min(e - s for s, e in plan["requests"]) >= mib, plan["requests"]
+    stats = read(far)
+    assert stats.requests == 1 + spread and stats.bytes_fetched < len(data) + 64 * 1024, stats
+    # The stream's first row group goes alone, in slices of 1 MiB; the other
+    # four as one window, spread as the whole read is.
+    streamed = read(far, stream=True)
+    first = sum(-(-c // mib) for c in chunks[:2])
+    assert streamed.requests == 1 + first + 2 * (len(chunks) - 2), streamed
+
+
 def test_presigned_https_url(s3):
     table = numeric_table(5000)
     s3.put("signed/n.parquet", parquet_bytes(table, row_group_size=1000))

@@ -172,6 +172,10 @@ pub(super) struct WindowOptions {
     pub head: Option<usize>,
     /// Requests of at most this many bytes instead of the file plan's.
     pub slice_size: Option<u64>,
+    /// How many windows share the request slots at once, when this one's
+    /// plan is spread over its share of them through a link (see
+    /// [`super::spread_over_link`]); 0: not spread.
+    pub windows_at_once: usize,
 }
 
 /// A window's fetch, started: one future per decode job, and the spans'
@@ -195,7 +199,7 @@ pub(super) fn start_window<F: Format>(
     options: WindowOptions,
 ) -> StartedWindow {
     let whole = file.plan();
-    let window;
+    let mut window;
     let plan = if positions == (0..whole.units.len()) && options.slice_size.is_none() {
         whole
     } else {
@@ -207,6 +211,9 @@ pub(super) fn start_window<F: Format>(
             config.hole_limit,
             options.slice_size.unwrap_or(whole.slice_size),
         );
+        if options.windows_at_once > 0 {
+            super::spread_over_link(&mut window, file.source(), fetcher, options.windows_at_once);
+        }
         &window
     };
     let known = file.known_bytes();

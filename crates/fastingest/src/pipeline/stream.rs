@@ -78,6 +78,11 @@ pub(crate) async fn stream<F: Format>(
     let window_bytes = (ahead / 4).min(MAX_WINDOW).max(largest_slice.unwrap_or(0));
     let mut windows = windows_of::<F>(&prepared, window_bytes);
     first_unit_alone::<F>(&prepared, &mut windows);
+    // The windows after the first whose fetches the budget lets run together:
+    // they share the request slots (a window of few long requests would
+    // leave most of them unused through a link).
+    let windows_at_once =
+        ((ahead / window_bytes.max(1)) as usize).clamp(1, windows.len().saturating_sub(1).max(1));
     let budget = AheadBudget::new(ahead);
     // Units decoding or decoded ahead of the consumer: as many as decode at
     // once (by default two per core).
@@ -99,8 +104,12 @@ pub(crate) async fn stream<F: Format>(
                     0 => WindowOptions {
                         head: head_rows(&**file, positions.start),
                         slice_size: first_slices(bytes, file.plan().slice_size, near),
+                        windows_at_once: 0,
                     },
-                    _ => WindowOptions::default(),
+                    _ => WindowOptions {
+                        windows_at_once,
+                        ..WindowOptions::default()
+                    },
                 };
                 let last_of_file = positions.end == file.plan().units.len();
                 let started = start_window::<F>(&fetcher, file, positions, options);
