@@ -314,6 +314,21 @@ def test_a_page_index_comes_from_the_long_tail_on_a_slow_link(s3, toxi):
     assert off.requests > 2 and off.bytes_needed == on.bytes_needed, off
 
 
+def _counted_read(
+    url: str, table: pa.Table, opts: dict, cfg: fastingest.Config, stream: bool
+) -> fastingest.ReadStats:
+    """Reads `url` whole (as a table, or as a stream when `stream`), checks it
+    equals `table`, and returns the read's counters."""
+    stats = fastingest.ReadStats()
+    if stream:
+        got = fastingest.iter_batches(url, storage_options=opts, config=cfg, stats=stats)
+        got = got.read_all()
+    else:
+        got = fastingest.read_parquet(url, storage_options=opts, config=cfg, stats=stats)
+    assert_tables_equal(got, table)
+    return stats
+
+
 def test_a_near_store_gets_fewer_larger_requests(s3, toxi):
     """A store that answers a footer request within 5 ms (MinIO on loopback)
     is near: there each request costs the server CPU more than a round trip
@@ -336,14 +351,7 @@ def test_a_near_store_gets_fewer_larger_requests(s3, toxi):
     )
 
     def requests(opts: dict, stream: bool) -> int:
-        stats = fastingest.ReadStats()
-        if stream:
-            got = fastingest.iter_batches(url, storage_options=opts, config=cfg, stats=stats)
-            got = got.read_all()
-        else:
-            got = fastingest.read_parquet(url, storage_options=opts, config=cfg, stats=stats)
-        assert_tables_equal(got, table)
-        return stats.requests
+        return _counted_read(url, table, opts, cfg, stream).requests
 
     def footer_and_slices(slice_size: int) -> int:
         return 1 + sum(-(-c // slice_size) for c in chunks)
@@ -385,14 +393,7 @@ def test_a_large_read_through_a_link_is_spread_over_the_request_slots(s3, toxi):
     )
 
     def read(opts: dict, stream: bool = False) -> fastingest.ReadStats:
-        stats = fastingest.ReadStats()
-        if stream:
-            got = fastingest.iter_batches(url, storage_options=opts, config=cfg, stats=stats)
-            got = got.read_all()
-        else:
-            got = fastingest.read_parquet(url, storage_options=opts, config=cfg, stats=stats)
-        assert_tables_equal(got, table)
-        return stats
+        return _counted_read(url, table, opts, cfg, stream)
 
     # A loaded loopback may answer a footer late; near in one of three tries.
     assert min(read(s3.options()).requests for _ in range(3)) == 1 + len(chunks)
