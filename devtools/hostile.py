@@ -49,12 +49,15 @@ def parquet_file(
     claim_uncompressed: int | None = None,
     claim_children: int | None = None,
     claim_width: int | None = None,
+    claim_decimal: int | None = None,
 ) -> bytes:
     """One required INT32 column `x` = 0..values-1 in one gzip data page.
     `claim_uncompressed`: the page header's uncompressed size instead of the
     real one; `claim_children`: the root schema element's child count;
     `claim_width`: the column as FIXED_LEN_BYTE_ARRAY of that width (its
-    4-byte values are a valid FIXED_LEN_BYTE_ARRAY(4) column)."""
+    4-byte values are a valid FIXED_LEN_BYTE_ARRAY(4) column);
+    `claim_decimal`: the column as a BYTE_ARRAY decimal of that precision
+    (scale 0), a type the footer alone defines."""
     physical = 1 if claim_width is None else 7  # INT32 or FIXED_LEN_BYTE_ARRAY
     plain = struct.pack(f"<{values}i", *range(values))
     packer = zlib.compressobj(wbits=31)  # gzip framing, as Parquet's GZIP
@@ -83,7 +86,16 @@ def parquet_file(
     root = thrift_struct(
         (4, BINARY, b"schema"), (5, I32, claim_children if claim_children is not None else 1)
     )
-    if claim_width is None:
+    if claim_decimal is not None:
+        column = thrift_struct(
+            (1, I32, 6),  # BYTE_ARRAY
+            (3, I32, 0),
+            (4, BINARY, b"x"),
+            (6, I32, 5),  # converted type DECIMAL
+            (7, I32, 0),  # scale
+            (8, I32, claim_decimal),  # precision
+        )
+    elif claim_width is None:
         column = thrift_struct((1, I32, physical), (3, I32, 0), (4, BINARY, b"x"))
     else:
         column = thrift_struct(

@@ -97,6 +97,20 @@ def test_fixed_width_claiming_a_gigabyte_per_value_fails_before_allocating(tmp_p
         assert "fixed-length values of 1073741824 bytes" in got["message"]
 
 
+@pytest.mark.parametrize("call", ["metadata", "read_parquet", "iter_batches", "plan_parquet"])
+def test_a_decimal_precision_no_arrow_type_holds_is_refused_naming_the_file(tmp_path, call):
+    # The fuzzer's input 777001:663040: the footer said precision 127, and
+    # `metadata` handed the schema to pyarrow, which raised its own
+    # ArrowInvalid naming no file.
+    path = tmp_path / "decimal.parquet"
+    path.write_bytes(hostile.parquet_file(values=10, claim_decimal=127))
+    with pytest.raises(fastingest.CorruptFileError) as caught:
+        getattr(fastingest, call)(str(path))
+    message = str(caught.value)
+    assert "decimal.parquet" in message
+    assert 'column "x" is a decimal of precision 127, outside 1-76' in message
+
+
 @pytest.mark.parametrize(
     "types, words",
     [

@@ -205,7 +205,7 @@ fn arrow_metadata(
     match made {
         Ok(made) => {
             let mut made = made.map_err(|e| Error::from_parquet(location, e))?;
-            check_names(location, made.schema().fields())?;
+            check_fields(location, made.schema().fields())?;
             if let Some(fixed) = decoded_types(made.schema(), read_dictionary) {
                 let options = ArrowReaderOptions::new().with_schema(fixed);
                 made = ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), options)
@@ -225,18 +225,33 @@ fn arrow_metadata(
     }
 }
 
-/// Column names reach Python through Arrow's C interface, whose names are
-/// C strings: a name with a NUL byte in it (at any depth) is refused here,
-/// naming the file, rather than failing the hand-over.
-fn check_names(location: &str, fields: &arrow_schema::Fields) -> Result<()> {
+/// The schema reaches Python through Arrow's C interface, which refuses
+/// some things a footer can say: a name with a NUL byte in it (names are C
+/// strings), a decimal's precision out of its type's range (pyarrow takes
+/// 1-38 for 128-bit decimals; a damaged footer said 127). Either, at any
+/// depth, is refused here, naming the file, rather than failing the
+/// hand-over with pyarrow's own error.
+fn check_fields(location: &str, fields: &arrow_schema::Fields) -> Result<()> {
     for field in fields {
+        let refused = |detail: String| Error::Corrupt {
+            location: location.to_string(),
+            range: None,
+            detail,
+            cause: None,
+        };
         if field.name().contains('\0') {
-            return Err(Error::Corrupt {
-                location: location.to_string(),
-                range: None,
-                detail: format!("column {:?} has a NUL byte in its name", field.name()),
-                cause: None,
-            });
+            return Err(refused(format!(
+                "column {:?} has a NUL byte in its name",
+                field.name()
+            )));
+        }
+        if let Some((precision, most)) = decimal_precision(field.data_type()) {
+            if !(1..=most).contains(&precision) {
+                return Err(refused(format!(
+                    "column {:?} is a decimal of precision {precision}, outside 1-{most}",
+                    field.name()
+                )));
+            }
         }
         let children = match field.data_type() {
             arrow_schema::DataType::Struct(children) => children.clone(),
@@ -248,9 +263,21 @@ fn check_names(location: &str, fields: &arrow_schema::Fields) -> Result<()> {
             | arrow_schema::DataType::Map(f, _) => arrow_schema::Fields::from(vec![f.clone()]),
             _ => continue,
         };
-        check_names(location, &children)?;
+        check_fields(location, &children)?;
     }
     Ok(())
+}
+
+/// A decimal type's precision and the most its width holds.
+fn decimal_precision(data_type: &arrow_schema::DataType) -> Option<(u8, u8)> {
+    use arrow_schema::DataType;
+    match *data_type {
+        DataType::Decimal32(p, _) => Some((p, 9)),
+        DataType::Decimal64(p, _) => Some((p, 18)),
+        DataType::Decimal128(p, _) => Some((p, 38)),
+        DataType::Decimal256(p, _) => Some((p, 76)),
+        _ => None,
+    }
 }
 
 /// The footer of one file: from its dataset's `_metadata` summary when that
