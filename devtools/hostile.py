@@ -134,20 +134,37 @@ def orc_type(kind: int, subtypes: list[int] = (), names: list[bytes] = (), **int
 STRUCT_KIND, LONG_KIND, DECIMAL_KIND = 12, 4, 14
 
 
-def orc_file(types: list[bytes] | None = None) -> bytes:
+def orc_chunk(body: bytes, original: bool) -> bytes:
+    """One ORC compression chunk: a 3-byte header (the body's length shifted
+    left once, the lowest bit set for a body stored as it is), then `body`."""
+    header = (len(body) << 1) | int(original)
+    return header.to_bytes(3, "little") + body
+
+
+def orc_file(types: list[bytes] | None = None, snappy_claim: int | None = None) -> bytes:
     """An ORC file without rows (no stripes): by default a struct with one
-    bigint column `a`; `types` replaces the footer's type list."""
+    bigint column `a`; `types` replaces the footer's type list.
+    `snappy_claim`: the file is Snappy-compressed (its footer a stored
+    chunk) and its metadata section one Snappy chunk that says it holds that
+    many bytes (0: an honest empty one)."""
     if types is None:
         types = [orc_type(STRUCT_KIND, [1], [b"a"]), orc_type(LONG_KIND)]
     footer = proto_field(1, 3) + proto_field(2, 3)
     for t in types:
         footer += proto_field(4, t)
     footer += proto_field(6, 0)
+    metadata = b""
+    codec = proto_field(2, 0)  # compression NONE
+    if snappy_claim is not None:
+        footer = orc_chunk(footer, original=True)
+        lie = bytes(8) if snappy_claim else b""
+        metadata = orc_chunk(varint(snappy_claim) + lie, original=False)
+        codec = proto_field(2, 2) + proto_field(3, 256 * 1024)  # SNAPPY, 256 KiB blocks
     postscript = (
         proto_field(1, len(footer))
-        + proto_field(2, 0)  # compression NONE
+        + codec
         + proto_field(4, varint(0) + varint(12))  # version 0.12, packed
-        + proto_field(5, 0)  # metadata length
+        + proto_field(5, len(metadata))  # metadata length
         + proto_field(8000, b"ORC")
     )
-    return b"ORC" + footer + postscript + bytes([len(postscript)])
+    return b"ORC" + metadata + footer + postscript + bytes([len(postscript)])

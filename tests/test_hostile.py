@@ -97,6 +97,54 @@ def test_fixed_width_claiming_a_gigabyte_per_value_fails_before_allocating(tmp_p
         assert "fixed-length values of 1073741824 bytes" in got["message"]
 
 
+@pytest.mark.parametrize("call", ["read_orc", "metadata"])
+def test_an_orc_snappy_chunk_claiming_gigabytes_in_the_tail_fails_before_allocating(tmp_path, call):
+    # The fuzzer's input 777001:1546259: orc-rust zero-fills the length a
+    # Snappy chunk declares (1.3 GB there), and the process died.
+    honest = tmp_path / "snappy.orc"
+    honest.write_bytes(hostile.orc_file(snappy_claim=0))
+    assert orc.read_table(honest).schema.names == ["a"]
+    assert fastingest.read_orc(str(honest)).num_rows == 0
+    path = tmp_path / "claim.orc"
+    path.write_bytes(hostile.orc_file(snappy_claim=1_348_519_118))
+    got = read_limited(path, call)
+    assert got["type"] == "CorruptFileError", got
+    assert "claim.orc" in got["message"]
+    assert (
+        "metadata: a Snappy chunk at byte 0 of a stream says it holds 1348519118 bytes"
+        in (got["message"])
+    )
+
+
+def test_an_orc_snappy_chunk_claiming_too_much_in_a_stripe_is_refused(tmp_path):
+    # Text that Snappy compresses: its chunks hold whole 256 KiB blocks, whose
+    # lengths take 3-byte varints.
+    table = pa.table({"s": [f"row {i:08d} of a table that compresses well" for i in range(60_000)]})
+    path = tmp_path / "stripe.orc"
+    orc.write_table(table, path, compression="snappy")
+    assert fastingest.read_orc(str(path)).equals(table)
+    # Walk the data section's chunks to the first compressed one with a
+    # 3-byte length; that length becomes the most 3 bytes hold, 2^21 - 1.
+    stripe = fastingest.metadata(str(path))["stripes"][0]
+    data = bytearray(path.read_bytes())
+    at = stripe["offset"] + stripe["index_length"]
+    while True:
+        header = int.from_bytes(data[at : at + 3], "little")
+        varint = data[at + 3 : at + 6]
+        if header & 1 == 0 and varint[0] & 0x80 and varint[1] & 0x80 and not varint[2] & 0x80:
+            break
+        at += 3 + (header >> 1)
+        assert at < stripe["offset"] + stripe["index_length"] + stripe["data_length"]
+    data[at + 3 : at + 6] = b"\xff\xff\x7f"
+    path.write_bytes(bytes(data))
+    with pytest.raises(fastingest.CorruptFileError) as caught:
+        fastingest.read_orc(str(path))
+    message = str(caught.value)
+    assert "stripe.orc" in message
+    assert "a Snappy chunk at byte" in message
+    assert "says it holds 2097151 bytes, more than the file's compression blocks" in message
+
+
 @pytest.mark.parametrize("call", ["metadata", "read_parquet", "iter_batches", "plan_parquet"])
 def test_a_decimal_precision_no_arrow_type_holds_is_refused_naming_the_file(tmp_path, call):
     # The fuzzer's input 777001:663040: the footer said precision 127, and

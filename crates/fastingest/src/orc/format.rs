@@ -144,6 +144,7 @@ impl PreparedOrc {
             spans,
             prefetched: Arc::clone(&self.prefetched),
             skipped: info.offset()..info.offset() + info.index_length(),
+            snappy_limit: self.tail.snappy_limit,
         };
         let stripe = Stripe::new(&mut reader, &self.tail.metadata, &self.projected, info)
             .map_err(|e| from_orc(location, e))?;
@@ -405,6 +406,7 @@ fn stripe_streams(
         info,
         range.clone(),
         bytes,
+        tail.snappy_limit,
     )
     .map_err(|e| match e {
         Error::Corrupt { detail, cause, .. } => Error::Corrupt {
@@ -445,11 +447,13 @@ fn find_streams(
     info: &StripeMetadata,
     footer: Range<u64>,
     footer_bytes: Bytes,
+    snappy_limit: Option<u64>,
 ) -> Result<Vec<Range<u64>>> {
     let mut finder = StreamFinder {
         footer,
         footer_bytes,
         streams: Default::default(),
+        snappy_limit,
     };
     let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         Stripe::new(&mut finder, meta, projected, info).map(|_| ())

@@ -10,6 +10,7 @@
 //! blocking pool, while later stripes are still on the wire. It never issues
 //! requests of its own.
 
+mod chunks;
 mod format;
 mod prune;
 mod readers;

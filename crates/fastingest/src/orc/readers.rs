@@ -63,6 +63,8 @@ pub(crate) struct StreamFinder {
     pub footer: Range<u64>,
     pub footer_bytes: Bytes,
     pub streams: std::cell::RefCell<Vec<Range<u64>>>,
+    /// See [`SpanReader::snappy_limit`].
+    pub snappy_limit: Option<u64>,
 }
 
 impl ChunkReader for StreamFinder {
@@ -78,7 +80,7 @@ impl ChunkReader for StreamFinder {
 
     fn get_bytes(&self, offset: u64, length: u64) -> io::Result<Bytes> {
         if offset == self.footer.start && length == self.footer.end - self.footer.start {
-            return Ok(self.footer_bytes.clone());
+            return checked(&self.footer, self.footer_bytes.clone(), self.snappy_limit);
         }
         self.streams
             .borrow_mut()
@@ -97,6 +99,9 @@ pub(crate) struct SpanReader {
     /// The stripe's index section, not fetched: its streams read as empty
     /// (only predicates would use them).
     pub skipped: Range<u64>,
+    /// For a Snappy-compressed file, the most a chunk of a stream may
+    /// declare: each stream served is checked first ([`super::chunks`]).
+    pub snappy_limit: Option<u64>,
 }
 
 impl ChunkReader for SpanReader {
@@ -118,7 +123,8 @@ impl ChunkReader for SpanReader {
         if self.skipped.start <= range.start && range.end <= self.skipped.end {
             return Ok(Bytes::new());
         }
-        self.spans
+        let bytes = self
+            .spans
             .get(&range)
             .or_else(|| self.prefetched.get(&range))
             .ok_or_else(|| {
@@ -126,6 +132,19 @@ impl ChunkReader for SpanReader {
                     "bytes {}..{} were not planned (a stream outside the stripe?)",
                     range.start, range.end
                 ))
-            })
+            })?;
+        checked(&range, bytes, self.snappy_limit)
+    }
+}
+
+/// `stream` (the bytes of `range`), once its Snappy chunks are known to
+/// declare at most `snappy_limit` bytes each.
+fn checked(range: &Range<u64>, stream: Bytes, snappy_limit: Option<u64>) -> io::Result<Bytes> {
+    match snappy_limit.map(|limit| super::chunks::check_snappy_chunks(&stream, limit)) {
+        Some(Err(problem)) => Err(io::Error::other(format!(
+            "bytes {}..{}: {problem}",
+            range.start, range.end
+        ))),
+        _ => Ok(stream),
     }
 }

@@ -22,6 +22,9 @@ pub struct OrcTail {
     /// Iceberg and Spark put field ids and masks there; pyarrow shows them
     /// as field metadata.
     pub type_attributes: Arc<Vec<Vec<(String, String)>>>,
+    /// For a Snappy-compressed file, the most a chunk of its streams may
+    /// declare (see [`super::chunks`]); `None` for other codecs.
+    pub snappy_limit: Option<u64>,
 }
 
 /// What the postscript says about the tail: its lengths and compression.
@@ -32,6 +35,10 @@ struct PostScriptInfo {
     ps_len: u64,
     /// Length of the footer, which lies just before the postscript.
     footer_len: u64,
+    /// Length of the metadata section, which lies just before the footer.
+    metadata_len: u64,
+    /// For a Snappy-compressed file, the most one of its chunks may declare.
+    snappy_limit: Option<u64>,
 }
 
 /// Reads the postscript at the end of `tail` (the file's last bytes).
@@ -44,10 +51,35 @@ fn postscript(tail: &Bytes) -> Option<PostScriptInfo> {
     let footer_len = postscript.footer_length?;
     // ORC 0.11 files have no metadata length; orc-rust then says so itself.
     let metadata_len = postscript.metadata_length.unwrap_or(0);
+    let snappy = postscript.compression() == orc_rust::proto::CompressionKind::Snappy;
     Some(PostScriptInfo {
         tail_len: 1 + ps_len + footer_len + metadata_len,
         ps_len,
         footer_len,
+        metadata_len,
+        snappy_limit: snappy
+            .then(|| super::chunks::snappy_chunk_limit(postscript.compression_block_size)),
+    })
+}
+
+/// What is wrong with the compression chunks of the tail's footer and
+/// metadata sections (`tail` ends with the postscript), if anything; checked
+/// before anything decompresses them.
+fn tail_chunk_problem(tail: &Bytes, ps: &PostScriptInfo) -> Option<String> {
+    let limit = ps.snappy_limit?;
+    let footer_end = (tail.len() as u64).checked_sub(1 + ps.ps_len)?;
+    let footer_start = footer_end.checked_sub(ps.footer_len)?;
+    let metadata_start = footer_start.checked_sub(ps.metadata_len)?;
+    [
+        ("metadata", metadata_start..footer_start),
+        ("footer", footer_start..footer_end),
+    ]
+    .into_iter()
+    .find_map(|(section, range)| {
+        let bytes = &tail[range.start as usize..range.end as usize];
+        super::chunks::check_snappy_chunks(bytes, limit)
+            .err()
+            .map(|problem| format!("{section}: {problem}"))
     })
 }
 
@@ -236,6 +268,14 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
         .tail_from(source, tail, long_tail, size - ps.tail_len)
         .await?
         .bytes;
+    if let Some(problem) = tail_chunk_problem(&bytes, &ps) {
+        return Err(Error::Corrupt {
+            location: location.to_string(),
+            range: Some(size - bytes.len() as u64..size),
+            detail: format!("not a valid ORC file tail: {problem}"),
+            cause: None,
+        });
+    }
     // orc-rust builds the schema by recursion over the footer's type ids:
     // a cycle or a very deep chain there overflows the stack, which no
     // catch can stop, so the type tree is checked first.
@@ -265,6 +305,7 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
                 metadata: Arc::new(metadata),
                 file_size: size,
                 type_attributes: Arc::new(attributes),
+                snappy_limit: ps.snappy_limit,
             })
         }
         Ok(Err(e)) => Err(match super::from_orc(location, e) {
