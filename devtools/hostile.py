@@ -141,12 +141,29 @@ def orc_chunk(body: bytes, original: bool) -> bytes:
     return header.to_bytes(3, "little") + body
 
 
-def orc_file(types: list[bytes] | None = None, snappy_claim: int | None = None) -> bytes:
+def zstd_rle_frame(blocks: int) -> bytes:
+    """A zstd frame of `blocks` RLE blocks of 128 KiB each (one byte apiece
+    on disk), or of one empty raw block when `blocks` is 0."""
+    out = bytes([0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x58])  # magic, no content size, a window
+    sizes = [(1, 128 << 10)] * blocks or [(0, 0)]
+    for i, (kind, size) in enumerate(sizes):
+        header = int(i + 1 == len(sizes)) | (kind << 1) | (size << 3)
+        out += header.to_bytes(3, "little") + (b"z" if kind == 1 else b"")
+    return out
+
+
+def orc_file(
+    types: list[bytes] | None = None,
+    snappy_claim: int | None = None,
+    zstd_blocks: int | None = None,
+) -> bytes:
     """An ORC file without rows (no stripes): by default a struct with one
     bigint column `a`; `types` replaces the footer's type list.
     `snappy_claim`: the file is Snappy-compressed (its footer a stored
     chunk) and its metadata section one Snappy chunk that says it holds that
-    many bytes (0: an honest empty one)."""
+    many bytes (0: an honest empty one). `zstd_blocks`: the file is
+    zstd-compressed and its metadata one chunk of that many RLE blocks of
+    128 KiB ([`zstd_rle_frame`])."""
     if types is None:
         types = [orc_type(STRUCT_KIND, [1], [b"a"]), orc_type(LONG_KIND)]
     footer = proto_field(1, 3) + proto_field(2, 3)
@@ -160,6 +177,10 @@ def orc_file(types: list[bytes] | None = None, snappy_claim: int | None = None) 
         lie = bytes(8) if snappy_claim else b""
         metadata = orc_chunk(varint(snappy_claim) + lie, original=False)
         codec = proto_field(2, 2) + proto_field(3, 256 * 1024)  # SNAPPY, 256 KiB blocks
+    if zstd_blocks is not None:
+        footer = orc_chunk(footer, original=True)
+        metadata = orc_chunk(zstd_rle_frame(zstd_blocks), original=False)
+        codec = proto_field(2, 5) + proto_field(3, 256 * 1024)  # ZSTD, 256 KiB blocks
     postscript = (
         proto_field(1, len(footer))
         + codec

@@ -116,6 +116,24 @@ def test_an_orc_snappy_chunk_claiming_gigabytes_in_the_tail_fails_before_allocat
     )
 
 
+@pytest.mark.parametrize("call", ["read_orc", "metadata"])
+def test_an_orc_zstd_chunk_that_unfolds_to_gigabytes_fails_before_decompressing(tmp_path, call):
+    honest = tmp_path / "zstd.orc"
+    honest.write_bytes(hostile.orc_file(zstd_blocks=0))
+    assert fastingest.read_orc(str(honest)).num_rows == 0
+    # 16,384 RLE blocks of 128 KiB: 2 GiB from 64 KiB on disk, which
+    # orc-rust would decompress to its end.
+    path = tmp_path / "bomb.orc"
+    path.write_bytes(hostile.orc_file(zstd_blocks=16_384))
+    got = read_limited(path, call)
+    assert got["type"] == "CorruptFileError", got
+    assert "bomb.orc" in got["message"]
+    assert (
+        "a zstd chunk at byte 0 of a stream unfolds to as many as 2147483648 bytes"
+        in (got["message"])
+    )
+
+
 def test_an_orc_snappy_chunk_claiming_too_much_in_a_stripe_is_refused(tmp_path):
     # Text that Snappy compresses: its chunks hold whole 256 KiB blocks, whose
     # lengths take 3-byte varints.

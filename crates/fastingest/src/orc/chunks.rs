@@ -5,51 +5,168 @@
 //! itself declares and fills that much with zeros first. A damaged or
 //! crafted file can declare up to 4 GiB in a few bytes. The fuzzer's input
 //! 777001:1546259, a 1 KB file, asked for 1.3 GB in its footer and killed
-//! the process. The ORC format bounds each chunk by the file's compression
-//! block size, so a longer claim is refused here, naming the bytes.
+//! the process. A zstd chunk is decompressed to its end whatever it holds,
+//! and its blocks can repeat one byte 128 KiB at a time: an 8 MiB chunk can
+//! unfold to hundreds of GB. The ORC format bounds each chunk by the file's
+//! compression block size, so a chunk that claims or can unfold to more is
+//! refused here, naming the bytes. (Zlib streams say nothing of their size
+//! short of decompressing them, which would double the decode's work; they
+//! are left to `orc-rust`.)
 
 /// The block size when the postscript gives none (the ORC specification's
 /// default).
 pub(crate) const DEFAULT_BLOCK_SIZE: u64 = 256 * 1024;
 
-/// The most a Snappy chunk may claim, whatever the postscript's block size
-/// says: writers use 64 KiB to a few MiB, and a lying postscript must not
-/// lift the bound.
-const MOST_BLOCK_SIZE: u64 = 64 << 20;
+/// The largest compression block size a postscript may give: writers use
+/// 64 KiB to a few MiB. `orc-rust` allocates a whole block for each LZ4
+/// chunk, so a lying postscript could otherwise make every chunk gigabytes.
+pub(crate) const MOST_BLOCK_SIZE: u64 = 64 << 20;
 
-/// What a Snappy chunk of a file with block size `block_size` (from its
-/// postscript, if it gives one) may decompress to.
-pub(crate) fn snappy_chunk_limit(block_size: Option<u64>) -> u64 {
-    block_size
-        .unwrap_or(DEFAULT_BLOCK_SIZE)
-        .clamp(DEFAULT_BLOCK_SIZE, MOST_BLOCK_SIZE)
+/// The most a zstd block regenerates (its format's `Block_Maximum_Size`).
+const ZSTD_BLOCK_MOST: u64 = 128 << 10;
+
+/// The codecs whose chunks say enough about their size to be checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Checked {
+    /// A chunk declares its length in its first varint.
+    Snappy,
+    /// A chunk is zstd frames, whose block headers bound what they unfold to.
+    Zstd,
 }
 
-/// Whether the Snappy chunks of `stream` (a whole compressed stream: chunks
-/// of a 3-byte header and a body) each declare at most `limit` bytes; the
-/// problem otherwise, with the chunk's offset within `stream`. A stream cut
-/// short is left for `orc-rust` to report.
-pub(crate) fn check_snappy_chunks(stream: &[u8], limit: u64) -> Result<(), String> {
-    let mut at = 0usize;
-    while let Some(header) = stream.get(at..at + 3) {
-        let header = u32::from_le_bytes([header[0], header[1], header[2], 0]);
-        let original = header & 1 == 1;
-        let len = (header >> 1) as usize;
-        let body = at + 3;
-        let Some(chunk) = stream.get(body..body + len) else {
-            return Ok(());
+/// How the chunks of one file's streams are checked: the codec, and the
+/// most a chunk may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ChunkCheck {
+    pub codec: Checked,
+    pub limit: u64,
+}
+
+impl ChunkCheck {
+    /// The check for a file of `codec` whose postscript gives `block_size`
+    /// (if any); `None` for codecs left to `orc-rust`.
+    pub(crate) fn for_file(
+        codec: orc_rust::proto::CompressionKind,
+        block_size: Option<u64>,
+    ) -> Option<ChunkCheck> {
+        use orc_rust::proto::CompressionKind;
+        let codec = match codec {
+            CompressionKind::Snappy => Checked::Snappy,
+            CompressionKind::Zstd => Checked::Zstd,
+            _ => return None,
         };
-        if !original {
-            if let Some(claimed) = snappy_length(chunk).filter(|&n| n > limit) {
-                return Err(format!(
-                    "a Snappy chunk at byte {at} of a stream says it holds {claimed} bytes, \
-                     more than the file's compression blocks ({limit} bytes)"
-                ));
-            }
+        let limit = block_size
+            .unwrap_or(DEFAULT_BLOCK_SIZE)
+            .clamp(DEFAULT_BLOCK_SIZE, MOST_BLOCK_SIZE);
+        Some(ChunkCheck { codec, limit })
+    }
+
+    /// Whether the chunks of `stream` (a whole compressed stream: chunks of
+    /// a 3-byte header and a body) each hold at most the limit; the problem
+    /// otherwise, with the chunk's offset within `stream`. A stream cut
+    /// short is left for `orc-rust` to report.
+    pub(crate) fn check(&self, stream: &[u8]) -> Result<(), String> {
+        match self.codec {
+            Checked::Snappy => check_snappy_chunks(stream, self.limit),
+            Checked::Zstd => check_zstd_chunks(stream, self.limit),
         }
-        at = body + len;
+    }
+}
+
+/// The compressed chunks of `stream`, each with its offset.
+fn compressed_chunks(stream: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
+    let mut at = 0usize;
+    std::iter::from_fn(move || loop {
+        let header = stream.get(at..at + 3)?;
+        let header = u32::from_le_bytes([header[0], header[1], header[2], 0]);
+        let (start, body) = (at, at + 3);
+        let chunk = stream.get(body..body + (header >> 1) as usize)?;
+        at = body + chunk.len();
+        if header & 1 == 0 {
+            return Some((start, chunk));
+        }
+    })
+}
+
+/// [`ChunkCheck::check`] for Snappy: each chunk's declared length.
+fn check_snappy_chunks(stream: &[u8], limit: u64) -> Result<(), String> {
+    for (at, chunk) in compressed_chunks(stream) {
+        if let Some(claimed) = snappy_length(chunk).filter(|&n| n > limit) {
+            return Err(format!(
+                "a Snappy chunk at byte {at} of a stream says it holds {claimed} bytes, \
+                 more than the file's compression blocks ({limit} bytes)"
+            ));
+        }
     }
     Ok(())
+}
+
+/// [`ChunkCheck::check`] for zstd: what each chunk's frames can unfold to,
+/// from their block headers (a compressed block counted at its most, 128
+/// KiB). A writer fills its blocks to 128 KiB but the last, so an honest
+/// chunk's bound exceeds the limit by less than one block.
+fn check_zstd_chunks(stream: &[u8], limit: u64) -> Result<(), String> {
+    for (at, chunk) in compressed_chunks(stream) {
+        let most = zstd_unfolds_to(chunk);
+        if most > limit + ZSTD_BLOCK_MOST {
+            return Err(format!(
+                "a zstd chunk at byte {at} of a stream unfolds to as many as {most} bytes, \
+                 more than the file's compression blocks ({limit} bytes)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The most the zstd frames in `chunk` regenerate, by their block headers;
+/// what cannot be read as frames counts nothing (the decoder reports it).
+fn zstd_unfolds_to(chunk: &[u8]) -> u64 {
+    const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+    let mut total = 0u64;
+    let mut at = 0usize;
+    while chunk.get(at..at + 4) == Some(&MAGIC) {
+        let Some(&descriptor) = chunk.get(at + 4) else {
+            break;
+        };
+        let single_segment = descriptor & 0x20 != 0;
+        let dictionary_id = [0, 1, 2, 4][usize::from(descriptor & 3)];
+        let content_size = match descriptor >> 6 {
+            0 => usize::from(single_segment),
+            1 => 2,
+            2 => 4,
+            _ => 8,
+        };
+        let checksum = if descriptor & 4 != 0 { 4 } else { 0 };
+        at += 5 + usize::from(!single_segment) + dictionary_id + content_size;
+        loop {
+            let Some(header) = chunk.get(at..at + 3) else {
+                return total;
+            };
+            let header = u32::from_le_bytes([header[0], header[1], header[2], 0]);
+            let (last, kind, size) = (header & 1 == 1, (header >> 1) & 3, (header >> 3) as usize);
+            at += 3;
+            match kind {
+                0 => {
+                    total += size as u64;
+                    at += size;
+                }
+                1 => {
+                    total += size as u64;
+                    at += 1;
+                }
+                2 => {
+                    total += ZSTD_BLOCK_MOST;
+                    at += size;
+                }
+                _ => return total,
+            }
+            if last {
+                break;
+            }
+        }
+        at += checksum;
+    }
+    total
 }
 
 /// The decompressed length a raw Snappy block declares (its leading
@@ -114,9 +231,76 @@ mod tests {
 
     #[test]
     fn the_limit_follows_the_block_size_within_bounds() {
-        assert_eq!(snappy_chunk_limit(None), DEFAULT_BLOCK_SIZE);
-        assert_eq!(snappy_chunk_limit(Some(1 << 20)), 1 << 20);
-        assert_eq!(snappy_chunk_limit(Some(1024)), DEFAULT_BLOCK_SIZE);
-        assert_eq!(snappy_chunk_limit(Some(u64::MAX)), MOST_BLOCK_SIZE);
+        use orc_rust::proto::CompressionKind;
+        let limit = |size| {
+            ChunkCheck::for_file(CompressionKind::Snappy, size)
+                .unwrap()
+                .limit
+        };
+        assert_eq!(limit(None), DEFAULT_BLOCK_SIZE);
+        assert_eq!(limit(Some(1 << 20)), 1 << 20);
+        assert_eq!(limit(Some(1024)), DEFAULT_BLOCK_SIZE);
+        assert_eq!(limit(Some(u64::MAX)), MOST_BLOCK_SIZE);
+        let zstd = ChunkCheck::for_file(CompressionKind::Zstd, None).unwrap();
+        assert_eq!(zstd.codec, Checked::Zstd);
+        assert_eq!(ChunkCheck::for_file(CompressionKind::Zlib, None), None);
+        assert_eq!(ChunkCheck::for_file(CompressionKind::None, None), None);
+    }
+
+    /// A zstd frame (no content size, a window byte) of `blocks`, each a
+    /// block type and size, with one content byte for RLE blocks and `size`
+    /// bytes for raw ones.
+    fn zstd_frame(blocks: &[(u32, u32)]) -> Vec<u8> {
+        let mut out = vec![0x28, 0xb5, 0x2f, 0xfd, 0x00, 0x58];
+        for (i, &(kind, size)) in blocks.iter().enumerate() {
+            let last = u32::from(i + 1 == blocks.len());
+            let header = last | (kind << 1) | (size << 3);
+            out.extend_from_slice(&header.to_le_bytes()[..3]);
+            out.extend(std::iter::repeat_n(
+                b'z',
+                if kind == 1 { 1 } else { size as usize },
+            ));
+        }
+        out
+    }
+
+    #[test]
+    fn zstd_chunks_are_bounded_by_their_block_headers() {
+        let zstd = |limit| ChunkCheck {
+            codec: Checked::Zstd,
+            limit,
+        };
+        // What a writer makes: a full 256 KiB block of text, compressed.
+        let text: Vec<u8> = (0..DEFAULT_BLOCK_SIZE as usize)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let honest = chunk(&zstd::bulk::compress(&text, 3).unwrap(), false);
+        assert_eq!(zstd(DEFAULT_BLOCK_SIZE).check(&honest), Ok(()));
+        assert!(zstd_unfolds_to(&honest[3..]) >= DEFAULT_BLOCK_SIZE);
+        // Raw and RLE blocks count their sizes, across frames.
+        let two = [zstd_frame(&[(0, 10), (1, 1000)]), zstd_frame(&[(1, 5)])].concat();
+        assert_eq!(zstd_unfolds_to(&two), 1015);
+        // A bomb: RLE blocks of 128 KiB, each one byte on disk.
+        let bomb = chunk(&zstd_frame(&[(1, 128 << 10); 40]), false);
+        let mut stream = honest.clone();
+        stream.extend(&bomb);
+        let refused = zstd(DEFAULT_BLOCK_SIZE).check(&stream).unwrap_err();
+        assert!(
+            refused.contains(&format!("a zstd chunk at byte {} ", honest.len())),
+            "{refused}"
+        );
+        assert!(
+            refused.contains(&format!("{} bytes", 40 * (128 << 10))),
+            "{refused}"
+        );
+        // Stored chunks and bytes that are not frames are left alone.
+        assert_eq!(
+            zstd(1).check(&chunk(&zstd_frame(&[(1, 128 << 10); 40]), true)),
+            Ok(())
+        );
+        assert_eq!(zstd_unfolds_to(b"not a zstd frame"), 0);
+        for cut in 0..bomb.len() - 1 {
+            assert!(zstd_unfolds_to(&bomb[3..3 + cut.min(bomb.len() - 3)]) <= 40 * (128 << 10));
+        }
     }
 }

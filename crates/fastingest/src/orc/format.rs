@@ -144,7 +144,7 @@ impl PreparedOrc {
             spans,
             prefetched: Arc::clone(&self.prefetched),
             skipped: info.offset()..info.offset() + info.index_length(),
-            snappy_limit: self.tail.snappy_limit,
+            chunk_check: self.tail.chunk_check,
         };
         let stripe = Stripe::new(&mut reader, &self.tail.metadata, &self.projected, info)
             .map_err(|e| from_orc(location, e))?;
@@ -406,7 +406,7 @@ fn stripe_streams(
         info,
         range.clone(),
         bytes,
-        tail.snappy_limit,
+        tail.chunk_check,
     )
     .map_err(|e| match e {
         Error::Corrupt { detail, cause, .. } => Error::Corrupt {
@@ -447,13 +447,13 @@ fn find_streams(
     info: &StripeMetadata,
     footer: Range<u64>,
     footer_bytes: Bytes,
-    snappy_limit: Option<u64>,
+    chunk_check: Option<super::chunks::ChunkCheck>,
 ) -> Result<Vec<Range<u64>>> {
     let mut finder = StreamFinder {
         footer,
         footer_bytes,
         streams: Default::default(),
-        snappy_limit,
+        chunk_check,
     };
     let found = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         Stripe::new(&mut finder, meta, projected, info).map(|_| ())

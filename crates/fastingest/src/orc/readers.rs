@@ -7,6 +7,7 @@ use std::ops::Range;
 use bytes::Bytes;
 use orc_rust::reader::ChunkReader;
 
+use super::chunks::ChunkCheck;
 use crate::fetch::FetchedSpans;
 
 /// The end of the file, as fetched (as long as the postscript says the tail
@@ -63,8 +64,8 @@ pub(crate) struct StreamFinder {
     pub footer: Range<u64>,
     pub footer_bytes: Bytes,
     pub streams: std::cell::RefCell<Vec<Range<u64>>>,
-    /// See [`SpanReader::snappy_limit`].
-    pub snappy_limit: Option<u64>,
+    /// See [`SpanReader::chunk_check`].
+    pub chunk_check: Option<ChunkCheck>,
 }
 
 impl ChunkReader for StreamFinder {
@@ -80,7 +81,7 @@ impl ChunkReader for StreamFinder {
 
     fn get_bytes(&self, offset: u64, length: u64) -> io::Result<Bytes> {
         if offset == self.footer.start && length == self.footer.end - self.footer.start {
-            return checked(&self.footer, self.footer_bytes.clone(), self.snappy_limit);
+            return checked(&self.footer, self.footer_bytes.clone(), self.chunk_check);
         }
         self.streams
             .borrow_mut()
@@ -99,9 +100,8 @@ pub(crate) struct SpanReader {
     /// The stripe's index section, not fetched: its streams read as empty
     /// (only predicates would use them).
     pub skipped: Range<u64>,
-    /// For a Snappy-compressed file, the most a chunk of a stream may
-    /// declare: each stream served is checked first ([`super::chunks`]).
-    pub snappy_limit: Option<u64>,
+    /// How each stream served is checked first ([`super::chunks`]).
+    pub chunk_check: Option<ChunkCheck>,
 }
 
 impl ChunkReader for SpanReader {
@@ -133,14 +133,13 @@ impl ChunkReader for SpanReader {
                     range.start, range.end
                 ))
             })?;
-        checked(&range, bytes, self.snappy_limit)
+        checked(&range, bytes, self.chunk_check)
     }
 }
 
-/// `stream` (the bytes of `range`), once its Snappy chunks are known to
-/// declare at most `snappy_limit` bytes each.
-fn checked(range: &Range<u64>, stream: Bytes, snappy_limit: Option<u64>) -> io::Result<Bytes> {
-    match snappy_limit.map(|limit| super::chunks::check_snappy_chunks(&stream, limit)) {
+/// `stream` (the bytes of `range`), once its chunks pass `check`.
+fn checked(range: &Range<u64>, stream: Bytes, check: Option<ChunkCheck>) -> io::Result<Bytes> {
+    match check.map(|check| check.check(&stream)) {
         Some(Err(problem)) => Err(io::Error::other(format!(
             "bytes {}..{}: {problem}",
             range.start, range.end

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use orc_rust::reader::metadata::{read_metadata, FileMetadata};
 
+use super::chunks::{ChunkCheck, MOST_BLOCK_SIZE};
 use super::readers::TailChunks;
 use crate::error::{Error, Result};
 use crate::fetch::{Beside, Fetcher, FooterRound};
@@ -22,9 +23,10 @@ pub struct OrcTail {
     /// Iceberg and Spark put field ids and masks there; pyarrow shows them
     /// as field metadata.
     pub type_attributes: Arc<Vec<Vec<(String, String)>>>,
-    /// For a Snappy-compressed file, the most a chunk of its streams may
-    /// declare (see [`super::chunks`]); `None` for other codecs.
-    pub snappy_limit: Option<u64>,
+    /// How the compression chunks of its streams are checked before they
+    /// are decompressed (see [`super::chunks`]); `None` for codecs that are
+    /// not.
+    pub(crate) chunk_check: Option<ChunkCheck>,
 }
 
 /// What the postscript says about the tail: its lengths and compression.
@@ -37,8 +39,10 @@ struct PostScriptInfo {
     footer_len: u64,
     /// Length of the metadata section, which lies just before the footer.
     metadata_len: u64,
-    /// For a Snappy-compressed file, the most one of its chunks may declare.
-    snappy_limit: Option<u64>,
+    /// How its compression chunks are checked.
+    chunk_check: Option<ChunkCheck>,
+    /// The compression block size the postscript gives, if any.
+    block_size: Option<u64>,
 }
 
 /// Reads the postscript at the end of `tail` (the file's last bytes).
@@ -51,14 +55,16 @@ fn postscript(tail: &Bytes) -> Option<PostScriptInfo> {
     let footer_len = postscript.footer_length?;
     // ORC 0.11 files have no metadata length; orc-rust then says so itself.
     let metadata_len = postscript.metadata_length.unwrap_or(0);
-    let snappy = postscript.compression() == orc_rust::proto::CompressionKind::Snappy;
     Some(PostScriptInfo {
         tail_len: 1 + ps_len + footer_len + metadata_len,
         ps_len,
         footer_len,
         metadata_len,
-        snappy_limit: snappy
-            .then(|| super::chunks::snappy_chunk_limit(postscript.compression_block_size)),
+        chunk_check: ChunkCheck::for_file(
+            postscript.compression(),
+            postscript.compression_block_size,
+        ),
+        block_size: postscript.compression_block_size,
     })
 }
 
@@ -66,7 +72,12 @@ fn postscript(tail: &Bytes) -> Option<PostScriptInfo> {
 /// metadata sections (`tail` ends with the postscript), if anything; checked
 /// before anything decompresses them.
 fn tail_chunk_problem(tail: &Bytes, ps: &PostScriptInfo) -> Option<String> {
-    let limit = ps.snappy_limit?;
+    if let Some(size) = ps.block_size.filter(|&s| s > MOST_BLOCK_SIZE) {
+        return Some(format!(
+            "the postscript gives {size}-byte compression blocks, more than {MOST_BLOCK_SIZE}"
+        ));
+    }
+    let check = ps.chunk_check?;
     let footer_end = (tail.len() as u64).checked_sub(1 + ps.ps_len)?;
     let footer_start = footer_end.checked_sub(ps.footer_len)?;
     let metadata_start = footer_start.checked_sub(ps.metadata_len)?;
@@ -77,7 +88,8 @@ fn tail_chunk_problem(tail: &Bytes, ps: &PostScriptInfo) -> Option<String> {
     .into_iter()
     .find_map(|(section, range)| {
         let bytes = &tail[range.start as usize..range.end as usize];
-        super::chunks::check_snappy_chunks(bytes, limit)
+        check
+            .check(bytes)
             .err()
             .map(|problem| format!("{section}: {problem}"))
     })
@@ -305,7 +317,7 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
                 metadata: Arc::new(metadata),
                 file_size: size,
                 type_attributes: Arc::new(attributes),
-                snappy_limit: ps.snappy_limit,
+                chunk_check: ps.chunk_check,
             })
         }
         Ok(Err(e)) => Err(match super::from_orc(location, e) {
