@@ -97,41 +97,38 @@ def test_fixed_width_claiming_a_gigabyte_per_value_fails_before_allocating(tmp_p
         assert "fixed-length values of 1073741824 bytes" in got["message"]
 
 
+# Each codec's honest tail and its lie, and what the lie is refused with.
+# Snappy: the fuzzer's input 777001:1546259, where orc-rust zero-filled the
+# 1.3 GB a chunk declared and the process died. Zstd: 16,384 RLE blocks of
+# 128 KiB, 2 GiB from 64 KiB on disk, which orc-rust decompresses to its end.
+ORC_TAIL_LIES = {
+    "snappy": (
+        {"snappy_claim": 0},
+        {"snappy_claim": 1_348_519_118},
+        "metadata: a Snappy chunk at byte 0 of a stream says it holds 1348519118 bytes",
+    ),
+    "zstd": (
+        {"zstd_blocks": 0},
+        {"zstd_blocks": 16_384},
+        "metadata: a zstd chunk at byte 0 of a stream unfolds to as many as 2147483648 bytes",
+    ),
+}
+
+
 @pytest.mark.parametrize("call", ["read_orc", "metadata"])
-def test_an_orc_snappy_chunk_claiming_gigabytes_in_the_tail_fails_before_allocating(tmp_path, call):
-    # The fuzzer's input 777001:1546259: orc-rust zero-fills the length a
-    # Snappy chunk declares (1.3 GB there), and the process died.
-    honest = tmp_path / "snappy.orc"
-    honest.write_bytes(hostile.orc_file(snappy_claim=0))
+@pytest.mark.parametrize("codec", sorted(ORC_TAIL_LIES))
+def test_an_orc_tail_chunk_that_unfolds_to_gigabytes_fails_before_allocating(tmp_path, codec, call):
+    honest_args, lying_args, refusal = ORC_TAIL_LIES[codec]
+    honest = tmp_path / "honest.orc"
+    honest.write_bytes(hostile.orc_file(**honest_args))
     assert orc.read_table(honest).schema.names == ["a"]
     assert fastingest.read_orc(str(honest)).num_rows == 0
-    path = tmp_path / "claim.orc"
-    path.write_bytes(hostile.orc_file(snappy_claim=1_348_519_118))
+    path = tmp_path / "lying.orc"
+    path.write_bytes(hostile.orc_file(**lying_args))
     got = read_limited(path, call)
     assert got["type"] == "CorruptFileError", got
-    assert "claim.orc" in got["message"]
-    assert (
-        "metadata: a Snappy chunk at byte 0 of a stream says it holds 1348519118 bytes"
-        in (got["message"])
-    )
-
-
-@pytest.mark.parametrize("call", ["read_orc", "metadata"])
-def test_an_orc_zstd_chunk_that_unfolds_to_gigabytes_fails_before_decompressing(tmp_path, call):
-    honest = tmp_path / "zstd.orc"
-    honest.write_bytes(hostile.orc_file(zstd_blocks=0))
-    assert fastingest.read_orc(str(honest)).num_rows == 0
-    # 16,384 RLE blocks of 128 KiB: 2 GiB from 64 KiB on disk, which
-    # orc-rust would decompress to its end.
-    path = tmp_path / "bomb.orc"
-    path.write_bytes(hostile.orc_file(zstd_blocks=16_384))
-    got = read_limited(path, call)
-    assert got["type"] == "CorruptFileError", got
-    assert "bomb.orc" in got["message"]
-    assert (
-        "a zstd chunk at byte 0 of a stream unfolds to as many as 2147483648 bytes"
-        in (got["message"])
-    )
+    assert "lying.orc" in got["message"]
+    assert refusal in got["message"]
 
 
 def test_an_orc_snappy_chunk_claiming_too_much_in_a_stripe_is_refused(tmp_path):
