@@ -156,6 +156,7 @@ def orc_file(
     types: list[bytes] | None = None,
     snappy_claim: int | None = None,
     zstd_blocks: int | None = None,
+    block_size: int = 256 * 1024,
 ) -> bytes:
     """An ORC file without rows (no stripes): by default a struct with one
     bigint column `a`; `types` replaces the footer's type list.
@@ -163,7 +164,8 @@ def orc_file(
     chunk) and its metadata section one Snappy chunk that says it holds that
     many bytes (0: an honest empty one). `zstd_blocks`: the file is
     zstd-compressed and its metadata one chunk of that many RLE blocks of
-    128 KiB ([`zstd_rle_frame`])."""
+    128 KiB ([`zstd_rle_frame`]). `block_size`: the compression block
+    size the postscript of a compressed file gives."""
     if types is None:
         types = [orc_type(STRUCT_KIND, [1], [b"a"]), orc_type(LONG_KIND)]
     footer = proto_field(1, 3) + proto_field(2, 3)
@@ -176,11 +178,11 @@ def orc_file(
         footer = orc_chunk(footer, original=True)
         lie = bytes(8) if snappy_claim else b""
         metadata = orc_chunk(varint(snappy_claim) + lie, original=False)
-        codec = proto_field(2, 2) + proto_field(3, 256 * 1024)  # SNAPPY, 256 KiB blocks
+        codec = proto_field(2, 2) + proto_field(3, block_size)  # SNAPPY
     if zstd_blocks is not None:
         footer = orc_chunk(footer, original=True)
         metadata = orc_chunk(zstd_rle_frame(zstd_blocks), original=False)
-        codec = proto_field(2, 5) + proto_field(3, 256 * 1024)  # ZSTD, 256 KiB blocks
+        codec = proto_field(2, 5) + proto_field(3, block_size)  # ZSTD
     postscript = (
         proto_field(1, len(footer))
         + codec

@@ -97,11 +97,17 @@ def test_fixed_width_claiming_a_gigabyte_per_value_fails_before_allocating(tmp_p
         assert "fixed-length values of 1073741824 bytes" in got["message"]
 
 
-# Each codec's honest tail and its lie, and what the lie is refused with.
-# Snappy: the fuzzer's input 777001:1546259, where orc-rust zero-filled the
-# 1.3 GB a chunk declared and the process died. Zstd: 16,384 RLE blocks of
-# 128 KiB, 2 GiB from 64 KiB on disk, which orc-rust decompresses to its end.
+# Honest tails and their lies, and what each lie is refused with. Snappy:
+# the fuzzer's input 777001:1546259, where orc-rust zero-filled the 1.3 GB a
+# chunk declared and the process died. Zstd: 16,384 RLE blocks of 128 KiB,
+# 2 GiB from 64 KiB on disk, which orc-rust decompresses to its end. Block
+# size: orc-rust allocates a whole block for each LZ4 chunk.
 ORC_TAIL_LIES = {
+    "block size": (
+        {"snappy_claim": 0, "block_size": 1 << 20},
+        {"snappy_claim": 0, "block_size": 1 << 40},
+        "the postscript gives 1099511627776-byte compression blocks, more than 67108864",
+    ),
     "snappy": (
         {"snappy_claim": 0},
         {"snappy_claim": 1_348_519_118},
@@ -116,9 +122,9 @@ ORC_TAIL_LIES = {
 
 
 @pytest.mark.parametrize("call", ["read_orc", "metadata"])
-@pytest.mark.parametrize("codec", sorted(ORC_TAIL_LIES))
-def test_an_orc_tail_chunk_that_unfolds_to_gigabytes_fails_before_allocating(tmp_path, codec, call):
-    honest_args, lying_args, refusal = ORC_TAIL_LIES[codec]
+@pytest.mark.parametrize("lie", sorted(ORC_TAIL_LIES))
+def test_an_orc_tail_that_would_unfold_to_gigabytes_fails_before_allocating(tmp_path, lie, call):
+    honest_args, lying_args, refusal = ORC_TAIL_LIES[lie]
     honest = tmp_path / "honest.orc"
     honest.write_bytes(hostile.orc_file(**honest_args))
     assert orc.read_table(honest).schema.names == ["a"]
