@@ -7,7 +7,7 @@
 //! 777001:1546259, a 1 KB file, asked for 1.3 GB in its footer and killed
 //! the process. A zstd chunk is decompressed to its end whatever it holds,
 //! and its blocks can repeat one byte 128 KiB at a time: an 8 MiB chunk can
-//! unfold to hundreds of GB. The ORC format bounds each chunk by the file's
+//! unfold to hundreds of GB; zstd's own bound says how far it can go. The ORC format bounds each chunk by the file's
 //! compression block size, so a chunk that claims or can unfold to more is
 //! refused here, naming the bytes. (Zlib streams say nothing of their size
 //! short of decompressing them, which would double the decode's work; they
@@ -88,10 +88,13 @@ fn compressed_chunks(stream: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     })
 }
 
-/// [`ChunkCheck::check`] for Snappy: each chunk's declared length.
+/// [`ChunkCheck::check`] for Snappy: each chunk's declared length (what
+/// `orc-rust` sizes its output by). A length that does not read is left to
+/// the decoder, which refuses it before allocating.
 fn check_snappy_chunks(stream: &[u8], limit: u64) -> Result<(), String> {
     for (at, chunk) in compressed_chunks(stream) {
-        if let Some(claimed) = snappy_length(chunk).filter(|&n| n > limit) {
+        let claimed = snap::raw::decompress_len(chunk).map_or(0, |n| n as u64);
+        if claimed > limit {
             return Err(format!(
                 "a Snappy chunk at byte {at} of a stream says it holds {claimed} bytes, \
                  more than the file's compression blocks ({limit} bytes)"
@@ -102,84 +105,30 @@ fn check_snappy_chunks(stream: &[u8], limit: u64) -> Result<(), String> {
 }
 
 /// [`ChunkCheck::check`] for zstd: what each chunk's frames can unfold to,
-/// from their block headers (a compressed block counted at its most, 128
-/// KiB). A writer fills its blocks to 128 KiB but the last, so an honest
-/// chunk's bound exceeds the limit by less than one block.
+/// by zstd's own bound (`ZSTD_decompressBound`: a frame's declared content
+/// size, which its decoder holds it to, or else its blocks at 128 KiB
+/// each). A writer fills its blocks to 128 KiB but the last, so an honest
+/// chunk's bound exceeds the limit by less than one block. A chunk that is
+/// not whole frames is refused too: the decoder would unfold the frames
+/// before the damage first.
 fn check_zstd_chunks(stream: &[u8], limit: u64) -> Result<(), String> {
     for (at, chunk) in compressed_chunks(stream) {
-        let most = zstd_unfolds_to(chunk);
-        if most > limit + ZSTD_BLOCK_MOST {
-            return Err(format!(
-                "a zstd chunk at byte {at} of a stream unfolds to as many as {most} bytes, \
-                 more than the file's compression blocks ({limit} bytes)"
-            ));
+        match zstd::zstd_safe::decompress_bound(chunk) {
+            Ok(most) if most <= limit + ZSTD_BLOCK_MOST => {}
+            Ok(most) => {
+                return Err(format!(
+                    "a zstd chunk at byte {at} of a stream unfolds to as many as {most} bytes, \
+                     more than the file's compression blocks ({limit} bytes)"
+                ))
+            }
+            Err(_) => {
+                return Err(format!(
+                    "a zstd chunk at byte {at} of a stream is not whole zstd frames"
+                ))
+            }
         }
     }
     Ok(())
-}
-
-/// The most the zstd frames in `chunk` regenerate, by their block headers;
-/// what cannot be read as frames counts nothing (the decoder reports it).
-fn zstd_unfolds_to(chunk: &[u8]) -> u64 {
-    const MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
-    let mut total = 0u64;
-    let mut at = 0usize;
-    while chunk.get(at..at + 4) == Some(&MAGIC) {
-        let Some(&descriptor) = chunk.get(at + 4) else {
-            break;
-        };
-        let single_segment = descriptor & 0x20 != 0;
-        let dictionary_id = [0, 1, 2, 4][usize::from(descriptor & 3)];
-        let content_size = match descriptor >> 6 {
-            0 => usize::from(single_segment),
-            1 => 2,
-            2 => 4,
-            _ => 8,
-        };
-        let checksum = if descriptor & 4 != 0 { 4 } else { 0 };
-        at += 5 + usize::from(!single_segment) + dictionary_id + content_size;
-        loop {
-            let Some(header) = chunk.get(at..at + 3) else {
-                return total;
-            };
-            let header = u32::from_le_bytes([header[0], header[1], header[2], 0]);
-            let (last, kind, size) = (header & 1 == 1, (header >> 1) & 3, (header >> 3) as usize);
-            at += 3;
-            match kind {
-                0 => {
-                    total += size as u64;
-                    at += size;
-                }
-                1 => {
-                    total += size as u64;
-                    at += 1;
-                }
-                2 => {
-                    total += ZSTD_BLOCK_MOST;
-                    at += size;
-                }
-                _ => return total,
-            }
-            if last {
-                break;
-            }
-        }
-        at += checksum;
-    }
-    total
-}
-
-/// The decompressed length a raw Snappy block declares (its leading
-/// varint), if it reads.
-fn snappy_length(block: &[u8]) -> Option<u64> {
-    let mut value = 0u64;
-    for (i, byte) in block.iter().take(10).enumerate() {
-        value |= u64::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some(value);
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -265,7 +214,7 @@ mod tests {
     }
 
     #[test]
-    fn zstd_chunks_are_bounded_by_their_block_headers() {
+    fn zstd_chunks_are_bounded_by_zstds_own_bound() {
         let zstd = |limit| ChunkCheck {
             codec: Checked::Zstd,
             limit,
@@ -276,10 +225,17 @@ mod tests {
             .collect();
         let honest = chunk(&zstd::bulk::compress(&text, 3).unwrap(), false);
         assert_eq!(zstd(DEFAULT_BLOCK_SIZE).check(&honest), Ok(()));
-        assert!(zstd_unfolds_to(&honest[3..]) >= DEFAULT_BLOCK_SIZE);
-        // Raw and RLE blocks count their sizes, across frames.
+        // Without a declared size every block counts at its most, across
+        // frames: three blocks are within 256 KiB and one block of slack.
         let two = [zstd_frame(&[(0, 10), (1, 1000)]), zstd_frame(&[(1, 5)])].concat();
-        assert_eq!(zstd_unfolds_to(&two), 1015);
+        assert_eq!(
+            zstd::zstd_safe::decompress_bound(&two),
+            Ok(3 * ZSTD_BLOCK_MOST)
+        );
+        assert_eq!(zstd(DEFAULT_BLOCK_SIZE).check(&chunk(&two, false)), Ok(()));
+        assert!(zstd(DEFAULT_BLOCK_SIZE - 1)
+            .check(&chunk(&two, false))
+            .is_err());
         // A bomb: RLE blocks of 128 KiB, each one byte on disk.
         let bomb = chunk(&zstd_frame(&[(1, 128 << 10); 40]), false);
         let mut stream = honest.clone();
@@ -293,14 +249,16 @@ mod tests {
             refused.contains(&format!("{} bytes", 40 * (128 << 10))),
             "{refused}"
         );
-        // Stored chunks and bytes that are not frames are left alone.
-        assert_eq!(
-            zstd(1).check(&chunk(&zstd_frame(&[(1, 128 << 10); 40]), true)),
-            Ok(())
-        );
-        assert_eq!(zstd_unfolds_to(b"not a zstd frame"), 0);
-        for cut in 0..bomb.len() - 1 {
-            assert!(zstd_unfolds_to(&bomb[3..3 + cut.min(bomb.len() - 3)]) <= 40 * (128 << 10));
+        // Stored chunks are never decompressed: left alone.
+        let frames = zstd_frame(&[(1, 128 << 10); 40]);
+        assert_eq!(zstd(1).check(&chunk(&frames, true)), Ok(()));
+        // Bytes that are not whole frames are refused: a bomb with its last
+        // byte cut would still unfold before the decoder noticed the cut.
+        for damaged in [&b"not a zstd frame"[..], &frames[..frames.len() - 1]] {
+            let refused = zstd(DEFAULT_BLOCK_SIZE)
+                .check(&chunk(damaged, false))
+                .unwrap_err();
+            assert!(refused.contains("is not whole zstd frames"), "{refused}");
         }
     }
 }
