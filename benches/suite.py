@@ -106,6 +106,9 @@ class Run:
     sources: list[Source] = field(default_factory=list)
     results: list[dict] = field(default_factory=list)
     ceilings: dict[str, list[float]] = field(default_factory=dict)
+    # Ceilings of the large files' own bytes, by "profile|dataset" (see
+    # `report.has_own_ceiling`): one sample a round, beside the file's reads.
+    file_ceilings: dict[str, list[float]] = field(default_factory=dict)
     first_batch: list[dict] = field(default_factory=list)
     sweep: list[dict] = field(default_factory=list)
     epochs: list[dict] = field(default_factory=list)
@@ -304,8 +307,9 @@ def read_once(
 
 
 def ceiling(source: Source, store: Store, profile: str) -> float:
-    """The profile's ceiling: raw parallel 8 MiB range GETs (32 in flight) of
-    the largest file, MB/s."""
+    """Raw parallel 8 MiB range GETs (32 in flight) of the whole of `source`
+    (a single file), MB/s: the profile's ceiling on its largest file, and a
+    large file's own."""
     url = f"s3://{BUCKET}/{source.key}"
     return ceiling_probe(url, store.options(profile), source.size)
 
@@ -490,6 +494,10 @@ def main() -> None:
         sys.exit(130)
 
 
+# What `save_raw` keeps of a run besides its arguments, sources and notes.
+RAW_FIELDS = ("results", "ceilings", "file_ceilings", "sweep", "epochs", "first_batch")
+
+
 def save_raw(run: Run, path: Path, elapsed: float) -> None:
     """Everything measured, before the report is made from it (so that
     `--report-only` can remake a report without measuring again)."""
@@ -498,7 +506,7 @@ def save_raw(run: Run, path: Path, elapsed: float) -> None:
         "args": vars(run.args),
         "elapsed": elapsed,
         "sources": [{**vars(s), "local": str(s.local)} for s in run.sources],
-        **{k: getattr(run, k) for k in ("results", "ceilings", "sweep", "epochs", "first_batch")},
+        **{k: getattr(run, k) for k in RAW_FIELDS},
         "notes": run.notes,
     }
     path.write_text(json.dumps(raw, default=str))
@@ -508,8 +516,9 @@ def load_raw(path: Path) -> tuple[Run, float]:
     raw = json.loads(path.read_text())
     run = Run(argparse.Namespace(**raw["args"]))
     run.sources = [Source(**{**s, "local": Path(s["local"])}) for s in raw["sources"]]
-    for k in ("results", "ceilings", "sweep", "epochs", "first_batch", "notes"):
-        setattr(run, k, raw[k])
+    for k in (*RAW_FIELDS, "notes"):
+        if k in raw:  # (runs saved before 2026-11-28 have no file_ceilings)
+            setattr(run, k, raw[k])
     return run, raw["elapsed"]
 
 
@@ -529,6 +538,7 @@ def measure(run: Run, store: Store | None) -> None:
     warm_dirs: dict[tuple[str, str], str] = {}
     slow: set[tuple[str, str, str]] = set()
     warmed: set[tuple[str, str]] = set()
+    fresh_reads: dict[tuple[str, str], int] = {}
     shaped = None
     try:
         for profile, source, reader, mode in reads:
@@ -552,6 +562,15 @@ def measure(run: Run, store: Store | None) -> None:
                     for w in warmups:
                         bar.set_postfix_str(f"{profile} {source.name[:28]} warm-up {w}")
                         read_once(w, source, profile, store, timeout=args.slow)
+            if mode == "fresh" and store and profile not in LOCAL_PROFILES:
+                # A round starts every len(readers) fresh reads of a file.
+                seen = fresh_reads.get((profile, source.name), 0)
+                fresh_reads[(profile, source.name)] = seen + 1
+                if report.has_own_ceiling(source) and seen % len(readers_for(source, profile)) == 0:
+                    bar.set_postfix_str(f"{profile} {source.name[:28]} ceiling")
+                    run.file_ceilings.setdefault(f"{profile}|{source.name}", []).append(
+                        ceiling(source, store, profile)
+                    )
             cache = None
             if reader == "fastingest-warm":
                 key = (profile, source.name)

@@ -228,6 +228,21 @@ assert [(c["target"].split(":")[0], c["dataset"], c["met"]) for c in checks] == 
     ("cloud", "big", False), ("far", "big", True)
 ], checks
 assert abs(checks[0]["value"] - 0.8) < 1e-9 and abs(checks[1]["value"] - 0.9) < 1e-9, checks
+# A ceiling measured on the file's own bytes (the median of its samples)
+# replaces its profile's, for that profile only, in the overlap check and in
+# the ratio of its rows to the ceiling; the report's header lists it.
+run.file_ceilings = {"cloud|big": [380.0, 400.0, 450.0]}
+summary = report.summarize(run)
+checks = [c for c in report.targets(run, summary["rows"]) if "large" in c["target"]]
+assert [(c["dataset"], c["met"]) for c in checks] == [("big", True), ("big", True)], checks
+assert abs(checks[0]["value"] - 1.0) < 1e-9 and abs(checks[1]["value"] - 0.9) < 1e-9, checks
+(cloud_big,) = [r for r in summary["rows"] if r["profile"] == "cloud" and r["dataset"] == "big"]
+(cloud_wide,) = [r for r in summary["rows"] if r["profile"] == "cloud" and r["dataset"] == "wide"]
+assert abs(cloud_big["vs_ceiling"] - 1.0) < 1e-9, cloud_big
+assert abs(cloud_wide["vs_ceiling"] - 10_000 / 500) < 1e-9, cloud_wide  # 1 GB in 0.1 s
+(line,) = report.own_ceilings_line(run)
+assert line.endswith("MB/s: cloud big 400"), line
+assert not report.has_own_ceiling(wide) and report.has_own_ceiling(big)
 print("ok")
 """
 
