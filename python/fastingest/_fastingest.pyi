@@ -107,7 +107,11 @@ class Config:
     - ``max_in_flight`` (32): requests in flight at once, all files together;
       requests of at most 1 MiB (footers, small files) count half and those
       of at most 256 KiB (the chunks of a few columns of a wide file) a
-      quarter, so up to twice and four times as many of those.
+      quarter, so up to twice and four times as many of those. From a store
+      a region away (whose quickest footer answer of the read took 60 ms or
+      more) each request counts half again, and a large read is spread over
+      twice as many requests: there one connection carries a fraction of
+      the link.
     - ``memory_budget`` (512 MiB): bytes of requests in flight at once. A read
       or stream of local files fetches at most 64 MiB (or this, if smaller)
       ahead of decoding.

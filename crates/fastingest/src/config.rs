@@ -61,7 +61,8 @@ pub struct Config {
     /// Most requests in flight at once for one read (all files together);
     /// requests of at most 1 MiB count half and those of at most 256 KiB a
     /// quarter (they are bound by latency, not bandwidth), so up to twice
-    /// and four times as many of those.
+    /// and four times as many of those; from a store a region away each
+    /// counts half again (see `request::slot_quarters`).
     pub max_in_flight: usize,
     /// Most bytes of requests in flight at once for one read.
     pub memory_budget: u64,

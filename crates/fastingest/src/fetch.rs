@@ -89,6 +89,18 @@ impl Fetcher {
             .is_some_and(|took| took < START_AFTER)
     }
 
+    /// Whether the store answers like one a region away: even this read's
+    /// quickest footer answer took [`DISTANT_ANSWER`] or more. Its requests
+    /// then take half a slot each (see [`crate::request::slot_quarters`]).
+    ///
+    /// [`DISTANT_ANSWER`]: crate::request::DISTANT_ANSWER
+    pub(crate) fn store_is_distant(&self) -> bool {
+        self.0
+            .bytes
+            .quickest_answer()
+            .is_some_and(|took| took >= crate::request::DISTANT_ANSWER)
+    }
+
     /// The largest request of this read's plans: `Config::slice_size`, or
     /// from a near store ([`Fetcher::store_is_near`]) `near_slice_size`
     /// (within the memory budget). From MinIO on loopback, 9 interleaved
@@ -424,7 +436,7 @@ async fn fetch_span_around(
         buffer[at..at + part.len()].copy_from_slice(&part);
         at += part.len();
     }
-    Ok(buffer.freeze())
+    Ok(span_bytes(&fetcher, buffer))
 }
 
 /// `span`'s slices from byte `from` on, cut to match.
@@ -573,9 +585,24 @@ async fn fetch_span(fetcher: Fetcher, source: Source, span: Span) -> Result<Byte
         fetcher.stats().add_mapped(len);
         return Ok(bytes);
     }
-    fetch_span_after(&fetcher, &source, &span, span.range.start)
-        .await
-        .map(BytesMut::freeze)
+    let fetched = fetch_span_after(&fetcher, &source, &span, span.range.start).await?;
+    Ok(span_bytes(&fetcher, fetched))
+}
+
+/// A fetched span's bytes, for the decoder. From a distant store
+/// ([`Fetcher::store_is_distant`]) their pages go back to the kernel when
+/// the span is decoded ([`crate::memory::ReleasedOnDrop`]). Across regions
+/// a read waits on the link, and the faults this costs the output later
+/// hide in that wait: through the far profile, 9 interleaved fresh
+/// processes, `int` took 390 ms against 384 and peaked at 272 MiB against
+/// 293 (polars 271); `mixed-zstd` 382 ms against 377, 283 MiB against 295.
+/// Through the cloud profile the same cost 12-14 ms of ~235
+/// (docs/benchmarks.md, 2026-11-27), so nearer stores keep the reuse.
+fn span_bytes(fetcher: &Fetcher, fetched: BytesMut) -> Bytes {
+    match fetcher.store_is_distant() {
+        true => Bytes::from_owner(crate::memory::ReleasedOnDrop(fetched)),
+        false => fetched.freeze(),
+    }
 }
 
 /// The buffer of `span` with its bytes from `from` on fetched into place

@@ -293,12 +293,16 @@ async fn tiny_requests_go_four_to_a_slot_and_small_ones_two() {
 #[test]
 fn a_request_takes_a_quarter_half_or_whole_slot_by_its_size() {
     use crate::request::slot_quarters;
-    assert_eq!(slot_quarters(0), 1);
-    assert_eq!(slot_quarters(256 << 10), 1);
-    assert_eq!(slot_quarters((256 << 10) + 1), 2);
-    assert_eq!(slot_quarters(1 << 20), 2);
-    assert_eq!(slot_quarters((1 << 20) + 1), 4);
-    assert_eq!(slot_quarters(8 << 20), 4);
+    assert_eq!(slot_quarters(0, false), 1);
+    assert_eq!(slot_quarters(256 << 10, false), 1);
+    assert_eq!(slot_quarters((256 << 10) + 1, false), 2);
+    assert_eq!(slot_quarters(1 << 20, false), 2);
+    assert_eq!(slot_quarters((1 << 20) + 1, false), 4);
+    assert_eq!(slot_quarters(8 << 20, false), 4);
+    // From a distant store each takes half as much, a quarter at least.
+    assert_eq!(slot_quarters(256 << 10, true), 1);
+    assert_eq!(slot_quarters(1 << 20, true), 1);
+    assert_eq!(slot_quarters(8 << 20, true), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -688,6 +692,43 @@ async fn a_large_plan_of_few_requests_is_spread_over_the_slots_through_a_link() 
         // Two files share the 16 slots: 8 each, as planned.
         let two = crate::pipeline::checked_plan(&src, 1 << 30, chunks(), &fetcher, 2).unwrap();
         assert_eq!(two.num_requests(), 8);
+    }
+}
+
+// A store a region away (its quickest footer answer 100 ms, past
+// `DISTANT_ANSWER`): a large request takes half a slot, so the plan is
+// spread over twice the slots and twice as many requests go out at once;
+// one a cloud region's round trip away (20 ms) keeps a slot a request.
+#[tokio::test(start_paused = true)]
+async fn a_distant_store_gets_twice_as_many_large_requests_in_flight() {
+    const MIB: u64 = 1 << 20;
+    let cfg = config(8, 8 * MIB);
+    for (answer, distant) in [
+        (Duration::from_millis(100), true),
+        (crate::fetch::START_AFTER * 4, false),
+    ] {
+        let mut source = Instrumented::new(1 << 30, 0);
+        source.tail_delay = answer;
+        let source = Arc::new(source);
+        let fetcher = Fetcher::new(cfg.clone(), ReadStats::new());
+        let src: Source = source.clone();
+        fetcher.fetch_tail(&src, 64 * 1024).await.unwrap();
+        assert_eq!(fetcher.store_is_distant(), distant);
+        assert!(!fetcher.store_is_near());
+        // 8 column chunks of 8 MiB, gaps between them past the hole limit.
+        let chunks = vec![PlanUnit {
+            index: 0,
+            ranges: (0..8).map(|i| i * 9 * MIB..i * 9 * MIB + 8 * MIB).collect(),
+        }];
+        let plan = crate::pipeline::checked_plan(&src, 1 << 30, chunks, &fetcher, 1).unwrap();
+        let width = if distant { 16 } else { 8 };
+        assert_eq!(plan.num_requests(), width);
+        let (futs, _guards) = fetcher.start(&src, &plan);
+        let spans = join_all(futs).await;
+        assert!(spans
+            .iter()
+            .all(|s| s.as_ref().is_ok_and(|b| b.len() as u64 == 8 * MIB)));
+        assert_eq!(source.max_in_flight.load(SeqCst), width);
     }
 }
 

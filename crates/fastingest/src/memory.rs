@@ -229,3 +229,64 @@ mod tests {
         .unwrap();
     }
 }
+
+/// A fetched buffer whose pages go back to the kernel as it is dropped (see
+/// [`give_back_pages`]), before the allocator takes the buffer back: the
+/// allocator keeps freed memory (see the binding's allocator) but seldom
+/// places the decode threads' output in buffers freed there, so a read
+/// otherwise held its fetched bytes and its output at once.
+pub(crate) struct ReleasedOnDrop(pub(crate) bytes::BytesMut);
+
+impl AsRef<[u8]> for ReleasedOnDrop {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for ReleasedOnDrop {
+    fn drop(&mut self) {
+        give_back_pages(&mut self.0);
+    }
+}
+
+/// Gives the whole pages inside `buf` back to the kernel (`MADV_DONTNEED`):
+/// they no longer count as resident, and read as zero if touched again. The
+/// pages at either end that `buf` shares with its neighbours are kept.
+pub(crate) fn give_back_pages(buf: &mut [u8]) {
+    #[cfg(target_os = "linux")]
+    {
+        let page = page_size();
+        let start = buf.as_mut_ptr() as usize;
+        let first = start.div_ceil(page) * page;
+        let end = (start + buf.len()) / page * page;
+        if end > first {
+            // SAFETY: whole pages within `buf`, which this thread holds
+            // mutably; private anonymous memory reads as zero afterwards.
+            unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = buf;
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod give_back_tests {
+    use super::*;
+
+    #[test]
+    fn the_whole_pages_inside_a_buffer_are_given_back_and_its_ends_kept() {
+        let page = page_size();
+        let mut buf = vec![7u8; 8 * page];
+        // A slice that starts and ends inside pages: 6 whole pages between.
+        let (from, to) = (page / 2, 7 * page + page / 2);
+        give_back_pages(&mut buf[from..to]);
+        let first = (buf.as_ptr() as usize + from).div_ceil(page) * page - buf.as_ptr() as usize;
+        let last = (buf.as_ptr() as usize + to) / page * page - buf.as_ptr() as usize;
+        assert!(last - first >= 5 * page, "{first}..{last}");
+        assert!(buf[first..last].iter().all(|&b| b == 0), "given back: zero");
+        assert!(
+            buf[..first].iter().chain(&buf[last..]).all(|&b| b == 7),
+            "kept"
+        );
+    }
+}
