@@ -95,10 +95,7 @@ impl Fetcher {
     ///
     /// [`DISTANT_ANSWER`]: crate::request::DISTANT_ANSWER
     pub(crate) fn store_is_distant(&self) -> bool {
-        self.0
-            .bytes
-            .quickest_answer()
-            .is_some_and(|took| took >= crate::request::DISTANT_ANSWER)
+        crate::request::answers_from_afar(self.0.bytes.quickest_answer())
     }
 
     /// The largest request of this read's plans: `Config::slice_size`, or
@@ -593,11 +590,13 @@ async fn fetch_span(fetcher: Fetcher, source: Source, span: Span) -> Result<Byte
 /// ([`Fetcher::store_is_distant`]) their pages go back to the kernel when
 /// the span is decoded ([`crate::memory::ReleasedOnDrop`]). Across regions
 /// a read waits on the link, and the faults this costs the output later
-/// hide in that wait: through the far profile, 9 interleaved fresh
-/// processes, `int` took 390 ms against 384 and peaked at 272 MiB against
-/// 293 (polars 271); `mixed-zstd` 382 ms against 377, 283 MiB against 295.
-/// Through the cloud profile the same cost 12-14 ms of ~235
-/// (docs/benchmarks.md, 2026-11-27), so nearer stores keep the reuse.
+/// hide in that wait. Through the far profile, two runs of 9 interleaved
+/// fresh processes against the same build without it: `int` 390 and 383 ms
+/// against 384 and 396, peak 272-277 MiB against 293-307 (polars 271-273);
+/// `mixed` 396 against 373 ms, 290 against 318 MiB; `mixed-zstd` 382
+/// against 377 ms, 283 against 295 MiB. Through the cloud profile the same
+/// cost 12-14 ms of ~235 (docs/benchmarks.md, 2026-11-27), so nearer stores
+/// keep the allocator's reuse.
 fn span_bytes(fetcher: &Fetcher, fetched: BytesMut) -> Bytes {
     match fetcher.store_is_distant() {
         true => Bytes::from_owner(crate::memory::ReleasedOnDrop(fetched)),

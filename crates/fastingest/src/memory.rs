@@ -163,6 +163,45 @@ pub unsafe fn prefault(block: *mut u8, size: usize) {
 #[cfg(not(target_os = "linux"))]
 pub unsafe fn prefault(_block: *mut u8, _size: usize) {}
 
+/// A fetched buffer whose pages go back to the kernel as it is dropped (see
+/// [`give_back_pages`]), before the allocator takes the buffer back: the
+/// allocator keeps freed memory (see the binding's allocator) but seldom
+/// places the decode threads' output in buffers freed there, so a read
+/// otherwise held its fetched bytes and its output at once.
+pub(crate) struct ReleasedOnDrop(pub(crate) bytes::BytesMut);
+
+impl AsRef<[u8]> for ReleasedOnDrop {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl Drop for ReleasedOnDrop {
+    fn drop(&mut self) {
+        give_back_pages(&mut self.0);
+    }
+}
+
+/// Gives the whole pages inside `buf` back to the kernel (`MADV_DONTNEED`):
+/// they no longer count as resident, and read as zero if touched again. The
+/// pages at either end that `buf` shares with its neighbours are kept.
+pub(crate) fn give_back_pages(buf: &mut [u8]) {
+    #[cfg(target_os = "linux")]
+    {
+        let page = page_size();
+        let start = buf.as_mut_ptr() as usize;
+        let first = start.div_ceil(page) * page;
+        let end = (start + buf.len()) / page * page;
+        if end > first {
+            // SAFETY: whole pages within `buf`, which this thread holds
+            // mutably; private anonymous memory reads as zero afterwards.
+            unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) };
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = buf;
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
@@ -228,65 +267,25 @@ mod tests {
         .join()
         .unwrap();
     }
-}
-
-/// A fetched buffer whose pages go back to the kernel as it is dropped (see
-/// [`give_back_pages`]), before the allocator takes the buffer back: the
-/// allocator keeps freed memory (see the binding's allocator) but seldom
-/// places the decode threads' output in buffers freed there, so a read
-/// otherwise held its fetched bytes and its output at once.
-pub(crate) struct ReleasedOnDrop(pub(crate) bytes::BytesMut);
-
-impl AsRef<[u8]> for ReleasedOnDrop {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl Drop for ReleasedOnDrop {
-    fn drop(&mut self) {
-        give_back_pages(&mut self.0);
-    }
-}
-
-/// Gives the whole pages inside `buf` back to the kernel (`MADV_DONTNEED`):
-/// they no longer count as resident, and read as zero if touched again. The
-/// pages at either end that `buf` shares with its neighbours are kept.
-pub(crate) fn give_back_pages(buf: &mut [u8]) {
-    #[cfg(target_os = "linux")]
-    {
-        let page = page_size();
-        let start = buf.as_mut_ptr() as usize;
-        let first = start.div_ceil(page) * page;
-        let end = (start + buf.len()) / page * page;
-        if end > first {
-            // SAFETY: whole pages within `buf`, which this thread holds
-            // mutably; private anonymous memory reads as zero afterwards.
-            unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_DONTNEED) };
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = buf;
-}
-
-#[cfg(all(test, target_os = "linux"))]
-mod give_back_tests {
-    use super::*;
 
     #[test]
     fn the_whole_pages_inside_a_buffer_are_given_back_and_its_ends_kept() {
         let page = page_size();
-        let mut buf = vec![7u8; 8 * page];
-        // A slice that starts and ends inside pages: 6 whole pages between.
-        let (from, to) = (page / 2, 7 * page + page / 2);
+        let mut buf = vec![7u8; 9 * page];
+        // A slice that starts and ends inside pages, with whole pages between.
+        let base = buf.as_mut_ptr() as usize;
+        let (from, to) = (page / 2, 8 * page + page / 2);
+        let first = (base + from).div_ceil(page) * page - base;
+        let last = (base + to) / page * page - base;
+        assert!(last - first >= 7 * page, "{first}..{last}");
+        let aligned = (base + first) as *mut u8;
+        assert_eq!(resident_pages(aligned, last - first), (last - first) / page);
         give_back_pages(&mut buf[from..to]);
-        let first = (buf.as_ptr() as usize + from).div_ceil(page) * page - buf.as_ptr() as usize;
-        let last = (buf.as_ptr() as usize + to) / page * page - buf.as_ptr() as usize;
-        assert!(last - first >= 5 * page, "{first}..{last}");
-        assert!(buf[first..last].iter().all(|&b| b == 0), "given back: zero");
+        assert_eq!(resident_pages(aligned, last - first), 0, "given back");
+        assert!(buf[first..last].iter().all(|&b| b == 0), "and read as zero");
         assert!(
             buf[..first].iter().chain(&buf[last..]).all(|&b| b == 7),
-            "kept"
+            "the pages at the ends are kept"
         );
     }
 }

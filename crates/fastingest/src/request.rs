@@ -52,6 +52,12 @@ pub(crate) const TINY_REQUEST: u64 = 256 * 1024;
 /// [`slot_quarters`]).
 pub(crate) const DISTANT_ANSWER: Duration = Duration::from_millis(60);
 
+/// Whether a store whose quickest footer answer of the read took
+/// `quickest` (`None`: none answered yet) is a region away.
+pub(crate) fn answers_from_afar(quickest: Option<Duration>) -> bool {
+    quickest.is_some_and(|took| took >= DISTANT_ANSWER)
+}
+
 /// Quarters of a `max_in_flight` slot a request of `len` bytes takes; half
 /// as many (at least one) from a `distant` store. Across regions one
 /// connection carries what its window allows per round trip, a fraction of
@@ -156,9 +162,7 @@ impl StoreRequests {
     /// A request slot and the memory for `len` bytes.
     async fn permits(&self, len: u64) -> Result<(SemaphorePermit<'_>, SemaphorePermit<'_>)> {
         let units = len.div_ceil(BUDGET_UNIT).clamp(1, self.budget_units as u64) as u32;
-        let distant = self
-            .quickest_answer()
-            .is_some_and(|took| took >= DISTANT_ANSWER);
+        let distant = answers_from_afar(self.quickest_answer());
         let req = self
             .requests
             .acquire_many(slot_quarters(len, distant))
