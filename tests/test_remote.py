@@ -908,3 +908,31 @@ def test_s3_stream_fetches_its_first_row_group_first_in_finer_requests(s3, toxi)
     toxi.add_toxic("s3", "latency", {"latency": 30})
     whole, streamed = read_and_stream(s3.options(proxied=True))
     assert streamed >= whole + 3, (streamed, whole)
+
+
+def test_s3_stream_from_a_distant_store_fetches_the_rest_beside_the_first_row_group(s3, toxi):
+    """From a store a region away (its footer answered in 60 ms or more) the
+    rest of a stream is fetched beside its first row group, not after that
+    row group's first batch: the last batch then comes without one more
+    round trip after the first."""
+    import time
+
+    import numpy as np
+
+    rows = 800_000  # 4 row groups of 3.2 MB: the first alone, the rest a window
+    rng = np.random.default_rng(5)
+    table = pa.table({"a": rng.integers(0, 2**62, rows), "b": rng.random(rows)})
+    url = s3.put("stream/distant.parquet", parquet_bytes(table, row_group_size=rows // 4))
+    latency = 300  # ms; far past the 60 ms that makes a store distant
+    toxi.add_toxic("s3", "latency", {"latency": latency})
+    cfg = fastingest.Config(start_prefetch=0, long_footer_prefetch=0)
+    stream = iter(
+        fastingest.iter_batches(url, storage_options=s3.options(proxied=True), config=cfg)
+    )
+    batches = [next(stream)]
+    first = time.perf_counter()
+    batches += list(stream)
+    after_first = (time.perf_counter() - first) * 1000
+    assert pa.Table.from_batches(batches).equals(table)
+    # Fetched after the first batch, the rest would take a round trip more.
+    assert after_first < latency * 2 / 3, after_first

@@ -262,7 +262,9 @@ def iter_batches(source: Source, **options: Unpack[ParquetDecodeOptions]) -> Bat
     bytes are still being fetched. The first batch comes early: the first row
     group is fetched on its own, and when it holds more than 128 Ki rows its
     first 64 Ki rows are decoded first and handed over as a batch of their
-    own; the rest of the read starts then. A slow consumer holds the read back: the
+    own; the rest of the read starts then (from a store a region away, whose
+    footer answer took 60 ms or more, at once: there waiting costs a long
+    round trip). A slow consumer holds the read back: the
     row groups fetched or decoded but not yet handed over stay within the
     config's ``memory_budget`` (plus a few batches), so a file or dataset
     larger than memory can be streamed. Closing the stream (or dropping it)
