@@ -207,7 +207,7 @@ def main() -> None:
         f"- one read_chunks(device=0): {report_of(fastingest.read_chunks(path, device=0))}",
     ]
     if args.link:
-        lines += link_section(path, args.runs, Path(args.toxiproxy))
+        lines += link_section(path, args.runs, Path(args.toxiproxy).resolve())
     report = "\n".join(lines)
     print(report)
     if args.out:
