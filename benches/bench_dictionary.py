@@ -1,15 +1,19 @@
-"""``read_dictionary`` benchmark: the suite's dictionary-heavy file
-(``mixed-card1000``: 1,000 distinct values per column, strings among them)
-read with its string column as Arrow ``string`` and as
-``dictionary<int32, string>``, by fastingest and by pyarrow, and by polars
-(which has no such option; its strings are views). Local disk, page cache
-warm. Readers are interleaved (A B C A B C ...), each round in fresh
-processes; two figures per reader: the read timed in a fresh process (after
-the imports, pyarrow's included), and steady state (the median of reads
-31-60 in one process: on this VM a process's first dozen reads still fault
-in fresh memory).
+"""String layouts benchmark: the suite's dictionary-heavy file
+(``mixed-card1000``: 1,000 distinct values per column, strings among them;
+``--cardinality 0`` for the unbounded one) read with its string column as
+Arrow ``string``, as ``dictionary<int32, string>`` (``read_dictionary``) and
+as ``string_view`` (``binary_type=pyarrow.binary_view()``), by fastingest
+and (the first two) by pyarrow, and by polars (whose strings are views).
+``+polars`` readers hand fastingest's table on to polars
+(``pl.from_arrow``), as a pipeline that works in polars would. Local disk,
+page cache warm. Readers are interleaved (A B C A B C ...), each round in
+fresh processes; two figures per reader: the read timed in a fresh process
+(after the imports, pyarrow's included), and steady state (the median of
+reads 31-60 in one process: on this VM a process's first dozen reads still
+fault in fresh memory).
 
-    python benches/bench_dictionary.py [--rounds 7] [--size-mb 16] [--column-only]
+    python benches/bench_dictionary.py [--rounds 7] [--size-mb 16] [--cardinality 1000]
+        [--column-only]
 """
 
 from __future__ import annotations
@@ -27,7 +31,16 @@ sys.path.insert(0, str(HERE))
 
 from datasets import Dataset, materialize  # noqa: E402
 
-READERS = ["fastingest", "fastingest-dict", "pyarrow", "pyarrow-dict", "polars"]
+READERS = [
+    "fastingest",
+    "fastingest-dict",
+    "fastingest-view",
+    "pyarrow",
+    "pyarrow-dict",
+    "polars",
+    "fastingest+polars",
+    "fastingest-view+polars",
+]
 
 # Run in a child: one reader, `reads` reads of one file; prints the times.
 CHILD = r"""
@@ -38,7 +51,15 @@ import pyarrow
 if reader.startswith("fastingest"):
     import fastingest
     names = [column or "mixed4_string"] if reader.endswith("-dict") else None
-    read = lambda: fastingest.read_parquet(path, columns=columns, read_dictionary=names)
+    layout = pyarrow.binary_view() if "-view" in reader else None
+    def read():
+        return fastingest.read_parquet(
+            path, columns=columns, read_dictionary=names, binary_type=layout
+        )
+    if reader.endswith("+polars"):
+        import polars as pl
+        arrow_read = read
+        read = lambda: pl.from_arrow(arrow_read())
 elif reader.startswith("pyarrow"):
     import pyarrow.parquet as pq
     names = [column or "mixed4_string"] if reader.endswith("-dict") else None
@@ -68,9 +89,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--size-mb", type=int, default=16)
+    ap.add_argument("--cardinality", type=int, default=1000, help="0: unbounded")
     ap.add_argument("--column-only", action="store_true", help="read the string column alone")
     args = ap.parse_args()
-    path = materialize(Dataset(cardinality=1000, size_mb=args.size_mb), HERE / "data")
+    dataset = Dataset(cardinality=args.cardinality, size_mb=args.size_mb)
+    path = materialize(dataset, HERE / "data")
     column = "mixed4_string" if args.column_only else ""
     fresh: dict[str, list[float]] = {r: [] for r in READERS}
     steady: dict[str, list[float]] = {r: [] for r in READERS}
@@ -81,9 +104,9 @@ def main() -> None:
         print(f"round {i + 1}/{args.rounds}", file=sys.stderr, flush=True)
     what = "the string column" if column else "all five columns"
     print(f"{path.name} ({path.stat().st_size / 1e6:.1f} MB), {what}, {args.rounds} rounds\n")
-    print("| reader | fresh process ms (median, min-max) | steady ms | steady vs fastingest |")
+    print("| reader | fresh process ms (median, min-max) | steady ms | steady vs polars |")
     print("|---|---:|---:|---:|")
-    base = statistics.median(steady["fastingest"])
+    base = statistics.median(steady["polars"])
     for reader in READERS:
         f, s = fresh[reader], statistics.median(steady[reader])
         print(

@@ -458,6 +458,26 @@ def test_ray_and_dask_pass_read_dictionary_on(ray_engine, dask_client, lake):
         fdask.read_orc(str(lake), read_dictionary=["label"])
 
 
+def test_ray_and_dask_pass_binary_type_on(ray_engine, dask_client, lake):
+    ds = fray.read_parquet(str(lake), columns=["id", "label"], binary_type=pa.large_binary())
+    got = ray_table(ds)
+    assert got.schema.field("label").type == pa.large_string()
+    want = oracle(lake, columns=["id", "label"])
+    assert plain(got.cast(want.schema)).equals(want)
+    # Ray Data fails on views inside its tasks: refused before it starts.
+    with pytest.raises(fastingest.InvalidArgumentError, match="Ray Data does not take"):
+        fray.read_parquet(str(lake), binary_type=pa.binary_view())
+    df = fdask.read_parquet(str(lake), columns=["id", "label"], binary_type="binary_view")
+    assert df.partitions[0].compute().shape[0] > 0
+    frame = df.compute().sort_values("id")
+    assert frame["label"].astype(str).tolist() == want["label"].to_pylist()
+    for reader in (fray, fdask):
+        with pytest.raises(fastingest.InvalidArgumentError, match="binary_type"):
+            reader.read_orc(str(lake), binary_type=pa.binary_view())
+        with pytest.raises(fastingest.InvalidArgumentError, match="binary_type"):
+            reader.read_parquet(str(lake), binary_type=pa.int8())
+
+
 def test_dask_reads_orc(dask_client, tmp_path):
     import pyarrow.orc as orc
 

@@ -126,3 +126,31 @@ def test_encrypted_files_are_not_implemented_errors(corpora):
         with pytest.raises(NotImplementedError, match="encrypted") as info:
             fastingest.read_parquet(str(path))
         assert path.name in str(info.value)
+
+
+def test_corpus_with_string_views(corpora):
+    """Every file pyarrow reads reads with ``binary_type=binary_view()`` too:
+    its string and binary columns as views, with pyarrow's values."""
+    import pyarrow as pa
+
+    from .test_binary_type import relaid_schema
+
+    failures = []
+    compared = 0
+    for path in corpus_files(corpora):
+        rel = str(path.relative_to(corpora / "parquet-testing"))
+        want, _ = _expected(path)
+        if want is None or rel in KNOWN_UNSUPPORTED:
+            continue
+        try:
+            got = fastingest.read_parquet(str(path), binary_type=pa.binary_view())
+            assert got.schema.equals(relaid_schema(want.schema, "binary_view")), (
+                got.schema,
+                want.schema,
+            )
+            assert_tables_equal(got.cast(want.schema), want)
+            compared += 1
+        except (AssertionError, fastingest.FastIngestError) as e:
+            failures.append(f"{rel}: {e}")
+    assert not failures, "\n".join(failures)
+    assert compared >= 70

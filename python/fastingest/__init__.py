@@ -208,6 +208,12 @@ _OPTIONS_DOC = """
       (``"name"``, ``"struct.field"``, ``"tags.list.element"``), returned as
       ``dictionary<int32>`` arrays, as ``pq.read_table`` returns them; a name
       that is no string or binary column of a file is ignored there.
+    - ``binary_type`` (the same calls, ``fastingest.dask`` and, except views,
+      ``fastingest.ray``): ``pyarrow.binary_view()`` returns every string and
+      binary column as ``string_view``/``binary_view`` (no copy of each
+      row's bytes; what polars takes as it is), ``pyarrow.large_binary()``
+      with 64-bit offsets, ``pyarrow.binary()`` with 32-bit ones; ``None``:
+      as the file's Arrow schema says. Dictionary columns stay dictionaries.
     - ``storage_options``: object_store keys for the URL's backend, e.g.
       ``access_key_id``, ``secret_access_key``, ``endpoint_url``, ``region``,
       ``allow_http``; ``AWS_*``/``GOOGLE_*``/``AZURE_*`` variables also apply.

@@ -104,7 +104,7 @@ class ProgressOption(TypedDict, total=False):
 
 class ParquetReadOptions(ParquetOptions, ProgressOption, total=False):
     """The keywords of ``read_chunks`` (``read_parquet`` takes these and
-    :class:`ParquetDecodeOptions`' ``read_dictionary``)."""
+    :class:`ParquetDecodeOptions`' ``read_dictionary`` and ``binary_type``)."""
 
 
 class ParquetDecodeOptions(ParquetOptions, total=False):
@@ -120,6 +120,20 @@ class ParquetDecodeOptions(ParquetOptions, total=False):
     ``"tags.list.element"``); a name that is no string or binary column of
     a file is ignored there, as pyarrow ignores it."""
 
+    binary_type: pa.DataType | str | None
+    """The Arrow layout of every string and binary column:
+    ``pyarrow.binary_view()`` returns ``string_view`` and ``binary_view``
+    columns (16 bytes a row, values up to 12 bytes inline, longer ones
+    pointing into the read's page buffers: no copy of each row's bytes, and
+    what polars and DataFusion take without converting);
+    ``pyarrow.large_binary()`` returns ``large_string`` and ``large_binary``;
+    ``pyarrow.binary()`` returns ``string`` and ``binary``. The matching
+    string types and the names (``"binary_view"``, ...) are taken too.
+    ``None`` (default): as the file's Arrow schema says, else ``string`` and
+    ``binary``. Unlike pyarrow's keyword of that name, it applies to files
+    that carry their Arrow schema too. Dictionary columns (the file's, or
+    ``read_dictionary``'s) stay dictionaries."""
+
 
 class ParquetTableOptions(ParquetDecodeOptions, ProgressOption, total=False):
     """The keywords of ``read_parquet``."""
@@ -133,6 +147,10 @@ class ClusterOptions(StoreOptions, DatasetOptions, total=False):
     """Parquet only: string and binary columns read as dictionaries (see
     :class:`ParquetDecodeOptions`); Dask sees categoricals whose categories
     it treats as unknown."""
+
+    binary_type: pa.DataType | str | None
+    """Parquet only: the Arrow layout of string and binary columns (see
+    :class:`ParquetDecodeOptions`)."""
 
 
 class OrcStripeOptions(StoreOptions, total=False):
@@ -244,7 +262,7 @@ PARQUET_KEYS = ("columns", "filters", "row_groups", *_DATASET_KEYS, *_STORE_KEYS
 ORC_KEYS = ("columns", "filters", "stripes", *_DATASET_KEYS, *_STORE_KEYS)
 ORC_STRIPE_KEYS = ("filters", "stripes", *_STORE_KEYS)
 PARQUET_READ_KEYS = (*PARQUET_KEYS, "progress")
-PARQUET_DECODE_KEYS = (*PARQUET_KEYS, "read_dictionary")
+PARQUET_DECODE_KEYS = (*PARQUET_KEYS, "read_dictionary", "binary_type")
 PARQUET_TABLE_KEYS = (*PARQUET_DECODE_KEYS, "progress")
 ORC_READ_KEYS = (*ORC_KEYS, "progress")
 STORE_KEYS = _STORE_KEYS
@@ -261,7 +279,7 @@ def read_args(
     call: str, options: dict[str, Any], allowed: Sequence[str], cache_arg: Any
 ) -> dict[str, Any]:
     """Checks and normalises a call's keywords into the dict the extension
-    takes (`columns`, `filters`, `row_groups`, `read_dictionary`,
+    takes (`columns`, `filters`, `row_groups`, `read_dictionary`, `binary_type`,
     `storage_options`, `config`, `stats`, `cache`; ORC's `stripes` travel as
     `row_groups`)."""
     check_keywords(call, options, allowed)
@@ -273,6 +291,7 @@ def read_args(
         "filters": _normalize_filters(options.get("filters")),
         "row_groups": None if units is None else list(units),
         "read_dictionary": _names("read_dictionary", options.get("read_dictionary")),
+        "binary_type": _binary_type(options.get("binary_type")),
         "storage_options": options.get("storage_options"),
         "config": options.get("config"),
         "stats": options.get("stats"),
@@ -292,6 +311,35 @@ def _names(keyword: str, names: Any) -> list[str] | None:
     if bad:
         raise InvalidArgumentError(f"{keyword} must name columns by str, not {bad[0]!r}")
     return names
+
+
+# `binary_type`'s accepted types and names, by the name the extension takes.
+_BINARY_TYPES = {
+    "binary": ("binary", "string", "utf8"),
+    "large_binary": ("large_binary", "large_string", "large_utf8"),
+    "binary_view": ("binary_view", "string_view"),
+}
+
+
+def _binary_type(value: Any) -> str | None:
+    """``binary_type=`` as the extension takes it: ``None`` or the name of
+    pyarrow's binary type of the layout asked for."""
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else str(value) if _is_arrow_type(value) else None
+    for name, spellings in _BINARY_TYPES.items():
+        if text in spellings:
+            return name
+    raise InvalidArgumentError(
+        "binary_type must be pyarrow.binary(), pyarrow.large_binary() or "
+        f"pyarrow.binary_view() (or their string types, or names), not {value!r}"
+    )
+
+
+def _is_arrow_type(value: Any) -> bool:
+    import pyarrow as pa
+
+    return isinstance(value, pa.DataType)
 
 
 def _partitioning(options: dict[str, Any]) -> Any:

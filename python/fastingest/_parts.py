@@ -33,6 +33,7 @@ PLAN_KEYS = (
     "columns",
     "filters",
     "read_dictionary",
+    "binary_type",
     "partitioning",
     "schema",
     "storage_options",
@@ -82,6 +83,9 @@ class Scan:
     them may find fewer units in its files (statistics rule them out)."""
     read_dictionary: tuple[str, ...] | None = None
     """Columns read as dictionaries (Parquet's ``read_dictionary``)."""
+    binary_type: str | None = None
+    """The layout of string and binary columns (Parquet's ``binary_type``,
+    by name)."""
 
     def __repr__(self) -> str:
         # Storage options carry credentials: name their keys, never values.
@@ -134,6 +138,7 @@ class Scan:
         options: dict[str, Any] = {
             "columns": None if self.columns is None else list(self.columns),
             "read_dictionary": self.read_dictionary,
+            "binary_type": self.binary_type,
             "schema": self.schema,
             "partitioning": None if self.partition_types is None else dict(self.partition_types),
             "storage_options": self.storage_options,
@@ -233,8 +238,9 @@ def plan(
 ) -> Planned:
     """Opens `source` on the driver (footers only) as `call` was asked to."""
     args = read_args(call, options, PLAN_KEYS, cache_arg)
-    if format == "orc" and args["read_dictionary"] is not None:
-        raise InvalidArgumentError(f"{call}: read_dictionary applies to Parquet, not ORC")
+    for keyword in ("read_dictionary", "binary_type"):
+        if format == "orc" and args[keyword] is not None:
+            raise InvalidArgumentError(f"{call}: {keyword} applies to Parquet, not ORC")
     opener = open_parquet_units if format == "parquet" else open_orc_units
     opened = opener(source, args)
     partitions = opened.partitions()
@@ -257,6 +263,7 @@ def plan(
         cache=args["cache"],
         planned_filters=args["filters"],
         read_dictionary=None if args["read_dictionary"] is None else tuple(args["read_dictionary"]),
+        binary_type=args["binary_type"],
     )
     return Planned(scan, opened.sources(), opened.locations(), opened.units(), partitions)
 

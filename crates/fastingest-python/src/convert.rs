@@ -69,6 +69,19 @@ pub fn partitioning(obj: &Bound<'_, PyAny>) -> PyResult<Partitioning> {
     ))
 }
 
+/// `binary_type`, as `fastingest._options._binary_type` normalised it:
+/// `None` or one of pyarrow's binary type names.
+pub fn binary_type(name: Option<&str>) -> PyResult<fastingest::BinaryType> {
+    match name {
+        None => Ok(fastingest::BinaryType::AsWritten),
+        Some(name) => fastingest::BinaryType::from_name(name).ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "binary_type must be pyarrow.binary(), large_binary() or binary_view(), not {name:?}"
+            ))
+        }),
+    }
+}
+
 /// `storage_options`: a dict of str to str/bool/int.
 pub fn storage_options(obj: Option<&Bound<'_, PyDict>>) -> PyResult<StorageOptions> {
     let mut out = StorageOptions::new();

@@ -66,7 +66,7 @@ pub use orc::{
 };
 pub use parquet::{
     open_parquet_units, plan_chunks, plan_parquet, read_chunks, read_metadata, read_parquet,
-    stream_parquet, ChunkSet, Footer, ParquetMetadata, PreparedFile,
+    stream_parquet, BinaryType, ChunkSet, Footer, ParquetMetadata, PreparedFile,
 };
 pub use pipeline::{BatchStream, ReadOptions, Table, UnitInfo, Units};
 pub use stats::{ReadStats, StatsSnapshot};

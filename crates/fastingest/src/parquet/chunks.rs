@@ -220,6 +220,7 @@ async fn plan_file(
                 prepared.columns.as_deref(),
                 &BTreeSet::new(),
                 &[],
+                super::BinaryType::AsWritten,
             )?
             .mask
         }

@@ -1,6 +1,7 @@
 //! Parquet: footer, projection, statistics, planning and decoding, plugged
 //! into the read pipeline; and raw column chunks.
 
+mod binary_types;
 mod byte_arrays;
 pub mod chunks;
 mod decode;
@@ -19,6 +20,7 @@ mod thrift;
 
 use arrow_schema::SchemaRef;
 
+pub use binary_types::BinaryType;
 pub use chunks::{
     plan_chunks, read_chunks, ChunkFile, ChunkLayout, ChunkMeta, ChunkPlan, ChunkReceiver, ChunkSet,
 };

@@ -10,6 +10,7 @@ use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
 use parquet::arrow::{parquet_to_arrow_schema_by_columns, ProjectionMask};
 use parquet::file::metadata::{KeyValue, ParquetMetaData};
 
+use super::binary_types::{with_binary_type, BinaryType};
 use super::dictionaries::{with_dictionaries, with_small_dictionary_values};
 use crate::error::{Error, Result};
 
@@ -37,7 +38,8 @@ fn available(schema: &Schema) -> Vec<String> {
 
 /// Plans the projection of `columns` (plus `filter_columns`, which are decoded
 /// but not returned unless asked for), with the string and binary columns
-/// `read_dictionary` names as dictionaries (see [`super::dictionaries`]).
+/// `read_dictionary` names as dictionaries (see [`super::dictionaries`]) and
+/// the others in the layout `binary_type` names (see [`super::binary_types`]).
 pub fn project(
     location: &str,
     metadata: &ParquetMetaData,
@@ -45,6 +47,7 @@ pub fn project(
     columns: Option<&[String]>,
     filter_columns: &BTreeSet<String>,
     read_dictionary: &[String],
+    binary_type: BinaryType,
 ) -> Result<Projection> {
     let descr = metadata.file_metadata().schema_descr();
     let not_found = |column: &str| Error::ColumnNotFound {
@@ -97,7 +100,7 @@ pub fn project(
     let decoded = parquet_to_arrow_schema_by_columns(descr, mask.clone(), embedded.as_ref().or(kv))
         .map_err(|e| Error::from_parquet(location, e))?;
     let decoded = Arc::new(decoded);
-    let decoded = decoded_types(&decoded, read_dictionary).unwrap_or(decoded);
+    let decoded = decoded_types(&decoded, read_dictionary, binary_type).unwrap_or(decoded);
     let mut md = decoded.metadata().clone();
     md.remove("ARROW:schema");
     let fields: Vec<FieldRef> = match &outputs {
@@ -119,14 +122,22 @@ pub fn project(
 /// dictionary of nulls as `null` (pyarrow writes one for a column of only
 /// nulls, dictionary-typed, and reads it back as `null`; the decoder could
 /// not build it anyway), dictionaries of large values as of small ones (as
-/// pyarrow reads them), and the columns `read_dictionary` names as
+/// pyarrow reads them), the other string and binary columns in the layout
+/// `binary_type` names, and the columns `read_dictionary` names as
 /// dictionaries. The decoder's schema and every projection's get the same.
-pub(crate) fn decoded_types(schema: &SchemaRef, read_dictionary: &[String]) -> Option<SchemaRef> {
+pub(crate) fn decoded_types(
+    schema: &SchemaRef,
+    read_dictionary: &[String],
+    binary_type: BinaryType,
+) -> Option<SchemaRef> {
     let mut fixed: Option<SchemaRef> = None;
     if let Some(changed) = without_null_dictionaries(schema) {
         fixed = Some(changed);
     }
     if let Some(changed) = with_small_dictionary_values(fixed.as_ref().unwrap_or(schema)) {
+        fixed = Some(changed);
+    }
+    if let Some(changed) = with_binary_type(fixed.as_ref().unwrap_or(schema), binary_type) {
         fixed = Some(changed);
     }
     if let Some(changed) = with_dictionaries(fixed.as_ref().unwrap_or(schema), read_dictionary) {

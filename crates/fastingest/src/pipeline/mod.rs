@@ -170,6 +170,9 @@ pub struct ReadOptions {
     /// column paths (pyarrow's `read_dictionary`); paths naming no such
     /// column of a file change nothing there.
     pub read_dictionary: Vec<String>,
+    /// The Arrow layout of Parquet string and binary columns (pyarrow's
+    /// `binary_type`; views, large offsets); dictionaries stay dictionaries.
+    pub binary_type: crate::parquet::BinaryType,
     /// Options for the object store (credentials, endpoint, ...).
     pub storage_options: StorageOptions,
     /// Fetch tuning.
