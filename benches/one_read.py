@@ -157,7 +157,7 @@ def _glob(spec: Spec) -> str:
     return url.rstrip("/") + "/*.parquet" if spec.get("folder") else url
 
 
-def _fastingest(spec: Spec, read_name: str) -> Callable[[], Any]:
+def _fastingest(spec: Spec, read_name: str, **more: Any) -> Callable[[], Any]:
     import fastingest
 
     cache: Any = False
@@ -174,6 +174,7 @@ def _fastingest(spec: Spec, read_name: str) -> Callable[[], Any]:
         "stats": stats,
         "columns": spec.get("columns"),
         "filters": _filters(spec),
+        **more,
     }
     source = _glob(spec)
     return lambda: read(source, **kwargs)
@@ -192,6 +193,14 @@ def _fi_warm(spec: Spec):
 @reader("fastingest-chunks")
 def _fi_chunks(spec: Spec):
     return _fastingest(spec, "read_chunks")
+
+
+@reader("fastingest-view")
+def _fi_view(spec: Spec):
+    import pyarrow as pa
+
+    # Strings as views (`binary_type`): what a pipeline headed to polars asks for.
+    return _fastingest(spec, "read_parquet", binary_type=pa.binary_view())
 
 
 @reader("fastingest-orc")

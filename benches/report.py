@@ -15,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-FASTINGEST = {"fastingest", "fastingest-warm", "fastingest-chunks", "fastingest-orc"}
+FASTINGEST = {
+    "fastingest",
+    "fastingest-warm",
+    "fastingest-chunks",
+    "fastingest-view",
+    "fastingest-orc",
+}
 # How a read was timed: the only read of a fresh process, or the last of
 # several in one process (results saved before the suite had modes: fresh).
 MODES = {"fresh": "fresh process per read", "steady": "steady state"}
