@@ -326,7 +326,12 @@ def _binary_type(value: Any) -> str | None:
     pyarrow's binary type of the layout asked for."""
     if value is None:
         return None
-    text = value if isinstance(value, str) else str(value) if _is_arrow_type(value) else None
+    if isinstance(value, str):
+        text = value
+    elif _is_arrow_type(value):
+        text = str(value)  # pyarrow's name of the type: "binary_view", "large_string", ...
+    else:
+        text = None
     for name, spellings in _BINARY_TYPES.items():
         if text in spellings:
             return name
