@@ -73,6 +73,7 @@ fn relaid(field: &FieldRef, string: &DataType, binary: &DataType) -> Option<Fiel
         DataType::Struct(children) => DataType::Struct(changed_fields(children, again)?),
         DataType::List(item) => DataType::List(again(item)?),
         DataType::LargeList(item) => DataType::LargeList(again(item)?),
+        DataType::FixedSizeList(item, n) => DataType::FixedSizeList(again(item)?, *n),
         DataType::Map(entries, sorted) => DataType::Map(again(entries)?, *sorted),
         _ => return None,
     };
@@ -101,6 +102,11 @@ mod tests {
             Field::new("d", dictionary, true),
             Field::new_list("l", Field::new("element", DataType::Binary, true), true),
             Field::new("m", DataType::Map(Arc::new(entries), false), true),
+            Field::new(
+                "pair",
+                DataType::FixedSizeList(Arc::new(Field::new("item", DataType::Utf8, true)), 2),
+                true,
+            ),
         ])
     }
 
@@ -126,6 +132,7 @@ mod tests {
             "{}",
             got[5]
         );
+        assert!(got[6].contains("Utf8View"), "{}", got[6]);
         assert!(views.fields()[0].is_nullable());
 
         let large = with_binary_type(&schema(), BinaryType::LargeBinary).unwrap();
