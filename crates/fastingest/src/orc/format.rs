@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{RecordBatch, RecordBatchOptions};
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::SchemaRef;
 use bytes::Bytes;
 use orc_rust::array_decoder::NaiveStripeDecoder;
@@ -16,6 +16,7 @@ use orc_rust::schema::RootDataType;
 use orc_rust::stripe::{Stripe, StripeMetadata};
 
 use super::from_orc;
+use super::integers::decode_integer_columns;
 use super::prune::prune_stripes;
 use super::readers::{SpanReader, StreamFinder};
 use super::tail::{read_tail, OrcTail};
@@ -89,9 +90,29 @@ impl Planned for PreparedOrc {
 
     fn decode(&self, unit: usize, spans: FetchedSpans, _: &Fetcher) -> Result<Vec<RecordBatch>> {
         let location = self.source.location();
-        self.stripe_decoder(unit, spans, BATCH_ROWS)?
-            .map(|b| b.map_err(|e| from_orc(location, e)))
-            .collect()
+        let mut reader = self.span_reader(unit, spans);
+        let stripe = self.stripe(unit, &mut reader, &self.projected)?;
+        let types: Vec<_> = self
+            .decoded_schema
+            .fields()
+            .iter()
+            .map(|f| f.data_type().clone())
+            .collect();
+        let ours = decode_integer_columns(&stripe, &types).map_err(|detail| Error::Corrupt {
+            location: location.to_string(),
+            range: None,
+            detail: format!("stripe {}: {detail}", self.plan.units[unit].index),
+            cause: None,
+        })?;
+        if ours.iter().all(Option::is_none) {
+            return NaiveStripeDecoder::new(stripe, Arc::clone(&self.decoded_schema), BATCH_ROWS)
+                .map_err(|e| from_orc(location, e))?
+                .map(|b| b.map_err(|e| from_orc(location, e)))
+                .collect();
+        }
+        let rows = stripe.number_of_rows();
+        drop(stripe);
+        self.join_with_orc_rust(unit, &mut reader, ours, rows)
     }
 
     fn decodes_head(&self, _unit: usize) -> bool {
@@ -137,19 +158,117 @@ impl PreparedOrc {
         spans: FetchedSpans,
         batch_rows: usize,
     ) -> Result<NaiveStripeDecoder> {
-        let location = self.source.location();
+        let mut reader = self.span_reader(unit, spans);
+        let stripe = self.stripe(unit, &mut reader, &self.projected)?;
+        NaiveStripeDecoder::new(stripe, Arc::clone(&self.decoded_schema), batch_rows)
+            .map_err(|e| from_orc(self.source.location(), e))
+    }
+
+    /// A reader of the stripe at position `unit` of the plan from `spans`.
+    fn span_reader(&self, unit: usize, spans: FetchedSpans) -> SpanReader {
         let info = &self.tail.metadata.stripe_metadatas()[self.plan.units[unit].index];
-        let mut reader = SpanReader {
+        SpanReader {
             size: self.tail.file_size,
             spans,
             prefetched: Arc::clone(&self.prefetched),
             skipped: info.offset()..info.offset() + info.index_length(),
             chunk_check: self.tail.chunk_check,
+        }
+    }
+
+    /// The stripe at position `unit` of the plan with the columns of
+    /// `projected`.
+    fn stripe(
+        &self,
+        unit: usize,
+        reader: &mut SpanReader,
+        projected: &RootDataType,
+    ) -> Result<Stripe> {
+        let info = &self.tail.metadata.stripe_metadatas()[self.plan.units[unit].index];
+        Stripe::new(reader, &self.tail.metadata, projected, info)
+            .map_err(|e| from_orc(self.source.location(), e))
+    }
+
+    /// The stripe's batches: the columns decoded here (`ours`, whole
+    /// stripes of `rows` rows) cut to the batches `orc-rust` makes of the
+    /// others (or to [`BATCH_ROWS`] when it has none to decode).
+    fn join_with_orc_rust(
+        &self,
+        unit: usize,
+        reader: &mut SpanReader,
+        ours: Vec<Option<ArrayRef>>,
+        rows: usize,
+    ) -> Result<Vec<RecordBatch>> {
+        let location = self.source.location();
+        let theirs: Vec<usize> = (0..ours.len()).filter(|&i| ours[i].is_none()).collect();
+        let their_batches: Vec<RecordBatch> = if theirs.is_empty() {
+            Vec::new()
+        } else {
+            let ids = theirs
+                .iter()
+                .map(|&i| self.projected.children()[i].data_type().column_index());
+            let projected = self
+                .projected
+                .project(&ProjectionMask::roots(&self.projected, ids));
+            let schema = Arc::new(
+                self.decoded_schema
+                    .project(&theirs)
+                    .map_err(|e| Error::from_arrow(location, e))?,
+            );
+            let stripe = self.stripe(unit, reader, &projected)?;
+            NaiveStripeDecoder::new(stripe, schema, BATCH_ROWS)
+                .map_err(|e| from_orc(location, e))?
+                .map(|b| b.map_err(|e| from_orc(location, e)))
+                .collect::<Result<_>>()?
         };
-        let stripe = Stripe::new(&mut reader, &self.tail.metadata, &self.projected, info)
-            .map_err(|e| from_orc(location, e))?;
-        NaiveStripeDecoder::new(stripe, Arc::clone(&self.decoded_schema), batch_rows)
-            .map_err(|e| from_orc(location, e))
+        let lengths: Vec<usize> = if theirs.is_empty() {
+            (0..rows)
+                .step_by(BATCH_ROWS)
+                .map(|at| BATCH_ROWS.min(rows - at))
+                .collect()
+        } else {
+            their_batches.iter().map(RecordBatch::num_rows).collect()
+        };
+        let mut at = 0;
+        let mut batches = Vec::with_capacity(lengths.len());
+        for (b, &n) in lengths.iter().enumerate() {
+            let mut from_theirs = their_batches.get(b).map(|t| t.columns().iter());
+            let columns = ours
+                .iter()
+                .map(|array| match array {
+                    Some(array) => Ok(array.slice(at, n)),
+                    None => from_theirs
+                        .as_mut()
+                        .and_then(Iterator::next)
+                        .cloned()
+                        .ok_or_else(|| Error::Corrupt {
+                            location: location.to_string(),
+                            range: None,
+                            detail: "a stripe's columns decoded to different lengths".into(),
+                            cause: None,
+                        }),
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let options = RecordBatchOptions::new().with_row_count(Some(n));
+            batches.push(
+                RecordBatch::try_new_with_options(
+                    Arc::clone(&self.decoded_schema),
+                    columns,
+                    &options,
+                )
+                .map_err(|e| Error::from_arrow(location, e))?,
+            );
+            at += n;
+        }
+        if at != rows {
+            return Err(Error::Corrupt {
+                location: location.to_string(),
+                range: None,
+                detail: format!("a stripe of {rows} rows decoded to {at}"),
+                cause: None,
+            });
+        }
+        Ok(batches)
     }
 }
 

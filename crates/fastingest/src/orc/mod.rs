@@ -12,6 +12,7 @@
 
 mod chunks;
 mod format;
+mod integers;
 mod prune;
 mod readers;
 mod stripes;
