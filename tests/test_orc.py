@@ -196,7 +196,7 @@ def test_errors_name_the_file(tmp_path):
 
 
 def integer_runs_table(n: int = 60_000, seed: int = 5) -> pa.Table:
-    """Integer columns whose values make pyarrow's writer use every kind of
+    """Integer and date columns whose values make pyarrow's writer use every kind of
     run: short repeats, direct, patched base (small values with a few
     outliers), fixed and varying deltas; with nulls dense, sparse and
     total, and each type's extremes."""
@@ -235,6 +235,11 @@ def integer_runs_table(n: int = 60_000, seed: int = 5) -> pa.Table:
                 rng.integers(info.min, info.max, n, dtype=kind), typ, mask=mask
             )
         columns[f"{name}_all_null"] = pa.nulls(n, typ)
+    # Dates: days since 1970, an int's stream.
+    days = rng.integers(-50_000, 50_000, n).astype(np.int32)
+    columns["date_random"] = pa.array(days, pa.int32()).cast(pa.date32())
+    columns["date_sorted"] = pa.array(np.sort(days), pa.int32()).cast(pa.date32())
+    columns["date_nulls"] = pa.array(days, pa.int32(), mask=rng.random(n) < 0.5).cast(pa.date32())
     columns["s"] = pa.array([f"v{i % 13}" for i in range(n)])
     columns["f"] = pa.array(rng.standard_normal(n))
     return pa.table(columns)
@@ -251,7 +256,7 @@ def test_integer_runs_of_every_kind_match_pyarrow(tmp_path, codec):
         path.write_bytes(orc_bytes(table, compression=codec, stripe_size=stripe_size))
         want = orc.read_table(path)
         assert_tables_equal(fastingest.read_orc(str(path)), want)
-        some = ["int8_random", "int16_outliers", "s", "int64_nulls_0.3", "f"]
+        some = ["int8_random", "int16_outliers", "s", "int64_nulls_0.3", "date_nulls", "f"]
         assert_tables_equal(
             fastingest.read_orc(str(path), columns=some), orc.read_table(path, columns=some)
         )

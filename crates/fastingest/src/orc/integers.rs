@@ -11,7 +11,7 @@
 //! `tinyint` column's stream, one byte a value, is read whole).
 //!
 //! What is decoded here: a column of type `tinyint` (byte run length
-//! encoding), or `smallint`, `int`, `bigint` in `DIRECT_V2` encoding (run
+//! encoding), or `smallint`, `int`, `bigint`, `date` in `DIRECT_V2` encoding (run
 //! length encoding v2: short repeats, direct, patched base and delta runs),
 //! with its present stream. Everything else (other types, nested columns,
 //! the version 1 encoding of old writers) stays with `orc-rust`.
@@ -19,7 +19,7 @@
 use std::io::Read;
 use std::sync::Arc;
 
-use arrow_array::types::{Int16Type, Int32Type, Int64Type, Int8Type};
+use arrow_array::types::{Date32Type, Int16Type, Int32Type, Int64Type, Int8Type};
 use arrow_array::{ArrayRef, ArrowPrimitiveType, PrimitiveArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::DataType as ArrowType;
@@ -72,18 +72,23 @@ pub(super) fn decode_integer_columns(
                 Width::Long => integers::<Int64Type>(present, rows, |n, out| {
                     rle_v2_into(readable(data), n, out)
                 }),
+                Width::Date => integers::<Date32Type>(present, rows, |n, out| {
+                    rle_v2_into(readable(data), n, out)
+                }),
             };
             array.map(Some).map_err(named)
         })
         .collect()
 }
 
-/// The integer columns decoded here.
+/// The integer columns decoded here (a date is days since 1970 as an
+/// `int`'s stream).
 enum Width {
     Byte,
     Short,
     Int,
     Long,
+    Date,
 }
 
 /// A stream to read (none: an empty one, as a column of nulls has).
@@ -102,6 +107,7 @@ fn integer_width(orc: &OrcType, arrow: &ArrowType, v2: bool) -> Option<Width> {
         (OrcType::Short { .. }, ArrowType::Int16) if v2 => Some(Width::Short),
         (OrcType::Int { .. }, ArrowType::Int32) if v2 => Some(Width::Int),
         (OrcType::Long { .. }, ArrowType::Int64) if v2 => Some(Width::Long),
+        (OrcType::Date { .. }, ArrowType::Date32) if v2 => Some(Width::Date),
         _ => None,
     }
 }
