@@ -361,7 +361,7 @@ fn rle_v2_run(
     out: &mut Vec<i64>,
     scratch: &mut Vec<u64>,
 ) -> Result<usize, String> {
-    let first = *data.first().ok_or("the stream ends inside a run")?;
+    let first = *data.first().ok_or(ENDS_IN_RUN)?;
     match first >> 6 {
         0 => short_repeat(data, signed, out),
         1 => direct(data, signed, out),
