@@ -16,7 +16,7 @@ use orc_rust::schema::RootDataType;
 use orc_rust::stripe::{Stripe, StripeMetadata};
 
 use super::from_orc;
-use super::integers::decode_integer_columns;
+use super::integers::{decode_integer_columns, may_decode};
 use super::prune::prune_stripes;
 use super::readers::{SpanReader, StreamFinder};
 use super::tail::{read_tail, OrcTail};
@@ -91,27 +91,40 @@ impl Planned for PreparedOrc {
     fn decode(&self, unit: usize, spans: FetchedSpans, _: &Fetcher) -> Result<Vec<RecordBatch>> {
         let location = self.source.location();
         let mut reader = self.span_reader(unit, spans);
-        let stripe = self.stripe(unit, &mut reader, &self.projected)?;
-        let types: Vec<_> = self
-            .decoded_schema
-            .fields()
-            .iter()
-            .map(|f| f.data_type().clone())
+        let fields = self.decoded_schema.fields();
+        let candidates: Vec<usize> = (0..fields.len())
+            .filter(|&i| {
+                let orc = self.projected.children()[i].data_type();
+                may_decode(orc, fields[i].data_type())
+            })
             .collect();
-        let ours = decode_integer_columns(&stripe, &types).map_err(|detail| Error::Corrupt {
-            location: location.to_string(),
-            range: None,
-            detail: format!("stripe {}: {detail}", self.plan.units[unit].index),
-            cause: None,
-        })?;
-        if ours.iter().all(Option::is_none) {
+        if candidates.is_empty() {
+            let stripe = self.stripe(unit, &mut reader, &self.projected)?;
             return NaiveStripeDecoder::new(stripe, Arc::clone(&self.decoded_schema), BATCH_ROWS)
                 .map_err(|e| from_orc(location, e))?
                 .map(|b| b.map_err(|e| from_orc(location, e)))
                 .collect();
         }
+        // A stripe of the candidates only, so that each stream is read (and
+        // its chunks checked) once: `orc-rust`'s columns get a stripe of
+        // their own.
+        let stripe = self.stripe(unit, &mut reader, &self.projected_columns(&candidates))?;
+        let types: Vec<_> = candidates
+            .iter()
+            .map(|&i| fields[i].data_type().clone())
+            .collect();
+        let decoded = decode_integer_columns(&stripe, &types).map_err(|detail| Error::Corrupt {
+            location: location.to_string(),
+            range: None,
+            detail: format!("stripe {}: {detail}", self.plan.units[unit].index),
+            cause: None,
+        })?;
         let rows = stripe.number_of_rows();
         drop(stripe);
+        let mut ours: Vec<Option<ArrayRef>> = vec![None; fields.len()];
+        for (i, array) in candidates.into_iter().zip(decoded) {
+            ours[i] = array;
+        }
         self.join_with_orc_rust(unit, &mut reader, ours, rows)
     }
 
@@ -189,6 +202,15 @@ impl PreparedOrc {
             .map_err(|e| from_orc(self.source.location(), e))
     }
 
+    /// The projected columns at `positions` (in the decoded schema).
+    fn projected_columns(&self, positions: &[usize]) -> RootDataType {
+        let ids = positions
+            .iter()
+            .map(|&i| self.projected.children()[i].data_type().column_index());
+        self.projected
+            .project(&ProjectionMask::roots(&self.projected, ids))
+    }
+
     /// The stripe's batches: the columns decoded here (`ours`, whole
     /// stripes of `rows` rows) cut to the batches `orc-rust` makes of the
     /// others (or to [`BATCH_ROWS`] when it has none to decode).
@@ -204,12 +226,7 @@ impl PreparedOrc {
         let their_batches: Vec<RecordBatch> = if theirs.is_empty() {
             Vec::new()
         } else {
-            let ids = theirs
-                .iter()
-                .map(|&i| self.projected.children()[i].data_type().column_index());
-            let projected = self
-                .projected
-                .project(&ProjectionMask::roots(&self.projected, ids));
+            let projected = self.projected_columns(&theirs);
             let schema = Arc::new(
                 self.decoded_schema
                     .project(&theirs)

@@ -99,6 +99,12 @@ fn readable(stream: Option<Decompressor>) -> Box<dyn Read> {
     }
 }
 
+/// Whether a column of ORC type `orc`, read as Arrow type `arrow`, may be
+/// decoded here (when its stripe's encoding is one read here too).
+pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
+    integer_width(orc, arrow, true).is_some()
+}
+
 /// Which of the integer columns decoded here a column of ORC type `orc`,
 /// read as Arrow type `arrow`, is (`v2`: in run length encoding v2).
 fn integer_width(orc: &OrcType, arrow: &ArrowType, v2: bool) -> Option<Width> {
