@@ -64,6 +64,31 @@ def test_suite_smallest_case_runs_end_to_end(tmp_path):
     assert list(results.glob("suite-*-throughput.png"))
 
 
+def test_orc_types_benchmark_reports_every_type_and_reader(tmp_path):
+    # benches/bench_orc_types.py at its smallest: two type groups, one round.
+    script = str(ROOT / "benches" / "bench_orc_types.py")
+    args = ["--rounds", "1", "--size-mb", "1", "--types", "decimal,string-dict"]
+    out = subprocess.run(
+        [sys.executable, script, *args, "--data", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = re.findall(
+        r"^\| (\S+) \| \d+ \| (\S+) \| ([\d.]+) .* \| ([\d.]+)x \|$", out.stdout, re.M
+    )
+    assert {(name, reader) for name, reader, _, _ in rows} == {
+        (name, reader)
+        for name in ("decimal", "string-dict")
+        for reader in ("fastingest", "pyarrow")
+    }, out.stdout
+    assert all(float(ms) > 0 and float(ratio) > 0 for _, _, ms, ratio in rows)
+    # The dictionary-encoded copy is written beside its Parquet file.
+    assert list(tmp_path.glob("string-card1000-*-dict.orc"))
+
+
 def test_an_interrupted_suite_reports_what_it_measured(tmp_path):
     # Interrupted (as Ctrl-C or `timeout` would) once a few reads are done:
     # those reads are saved and reported, marked as an interrupted run.

@@ -267,6 +267,106 @@ def test_integer_runs_of_every_kind_match_pyarrow(tmp_path, codec):
         assert_tables_equal(streamed, orc.read_table(path, columns=only_ints))
 
 
+def text_and_number_table(n: int = 40_000, seed: int = 7) -> pa.Table:
+    """String, binary, timestamp and decimal columns shaped to reach each path of
+    fastingest's own decoders: values of every length class (empty, short, around
+    16, 32 and 64 bytes, long), multi-byte UTF-8, few distinct values (dictionary
+    encoded when the writer is asked to), nulls dense, sparse and total; timestamps
+    before 1970 with fractions (ORC-763), at nanosecond precision and near the
+    ends of timestamp[ns]; decimals of every precision class, negative and at
+    their extremes."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.choice([0, 1, 5, 15, 16, 17, 31, 32, 33, 63, 64, 65, 200, 1500], n)
+    alphabet = np.array(list("abcdefghijklmnopqrstuvwxyz0123456789"))
+
+    def text(length: int, i: int) -> str:
+        body = "".join(alphabet[(i + np.arange(length)) % len(alphabet)])
+        return body if i % 7 else body[: max(0, length - 2)] + "é"
+
+    words = [text(int(lengths[i]), i) for i in range(n)]
+    few = [f"label-{i % 37}-" + "x" * (i % 37) for i in range(n)]
+    long_few = [("long-" * 30) + str(i % 11) for i in range(n)]
+    columns: dict[str, pa.Array] = {
+        "s_any": pa.array(words),
+        "s_few": pa.array(few),
+        "s_long_few": pa.array(long_few),
+        "s_nulls": pa.array(words, mask=rng.random(n) < 0.4),
+        "s_few_nulls": pa.array(few, mask=rng.random(n) < 0.97),
+        "s_all_null": pa.nulls(n, pa.string()),
+        "s_empty": pa.array([""] * n),
+        "bin": pa.array([w.encode() + bytes([i % 256]) for i, w in enumerate(words)]),
+        "bin_nulls": pa.array(
+            [bytes([i % 251]) * (i % 9) for i in range(n)], pa.binary(), mask=rng.random(n) < 0.5
+        ),
+    }
+    second = 1_000_000_000
+    stamps = rng.integers(-3_000_000_000, 3_000_000_000, n) * second + rng.integers(0, second, n)
+    stamps[::13] = rng.integers(-86_400, 86_400, len(stamps[::13])) * second + (
+        rng.integers(0, 1000, len(stamps[::13])) * 1_000_000
+    )
+    stamps[::17] = rng.integers(-5, 5, len(stamps[::17])) * second
+    stamps[:4] = [-(2**63) + 2 * second, 2**63 - 2 * second, -1, 0]
+    columns["ts"] = pa.array(stamps, pa.timestamp("ns"))
+    columns["ts_nulls"] = pa.array(stamps, pa.timestamp("ns"), mask=rng.random(n) < 0.3)
+    columns["ts_utc"] = pa.array(stamps, pa.timestamp("ns", tz="UTC"))
+    for precision, scale in [(5, 2), (18, 4), (19, 0), (38, 10), (38, 38)]:
+        top = 10**precision - 1
+        unscaled = [int(v) for v in rng.integers(-(2**62), 2**62, n)]
+        unscaled = [max(-top, min(top, v * (10 ** max(0, precision - 19)))) for v in unscaled]
+        unscaled[:3] = [top, -top, 0]
+        wide = decimal.Context(prec=60)
+        values = [decimal.Decimal(v).scaleb(-scale, wide) for v in unscaled]
+        typ = pa.decimal128(precision, scale)
+        columns[f"dec_{precision}_{scale}"] = pa.array(values, typ)
+    columns["dec_nulls"] = pa.array(values, typ, mask=rng.random(n) < 0.5)
+    columns["i"] = pa.array(np.arange(n, dtype=np.int64))
+    columns["f"] = pa.array(rng.standard_normal(n))
+    return pa.table(columns)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_strings_timestamps_decimals_match_pyarrow(tmp_path, codec):
+    # fastingest decodes top-level string, binary, timestamp and decimal
+    # columns itself, strings direct or dictionary encoded: each, and the
+    # columns orc-rust decodes beside them, must equal pyarrow's reader.
+    table = text_and_number_table()
+    for threshold in (0.0, 1.0):
+        for stripe_size in (64 << 20, 256 << 10):
+            path = tmp_path / f"t-{codec}-{threshold}-{stripe_size}.orc"
+            path.write_bytes(
+                orc_bytes(
+                    table,
+                    compression=codec,
+                    stripe_size=stripe_size,
+                    dictionary_key_size_threshold=threshold,
+                )
+            )
+            assert_tables_equal(fastingest.read_orc(str(path)), orc.read_table(path))
+            some = ["s_few_nulls", "f", "ts_utc", "dec_38_10", "bin"]
+            streamed = pa.Table.from_batches(
+                list(fastingest.iter_orc_batches(str(path), columns=some))
+            )
+            assert_tables_equal(streamed, orc.read_table(path, columns=some))
+
+
+def test_a_string_column_that_is_not_utf8_is_refused_naming_it(tmp_path):
+    # A binary column whose footer is made to say `string`: its values are
+    # not UTF-8, and the read says where.
+    values = pa.array([b"ok", b"\xff\xfe", b"fine"] * 100, pa.binary())
+    raw = orc_bytes(pa.table({"name": values}), compression="uncompressed")
+    # The footer's type list: the column's type is a message of 8 bytes
+    # (field 4, tag 0x22) that starts `kind: BINARY` (8); STRING is 7.
+    binary_type = b"\x22\x08\x08\x08"
+    assert raw.count(binary_type) == 1
+    path = tmp_path / "not-utf8.orc"
+    path.write_bytes(raw.replace(binary_type, b"\x22\x08\x08\x07"))
+    assert orc.ORCFile(path).schema.field("name").type == pa.string()
+    with pytest.raises(
+        fastingest.CorruptFileError, match=r"not-utf8\.orc.*column 'name'.*not valid UTF-8"
+    ):
+        fastingest.read_orc(str(path))
+
+
 def _stripe_file(tmp_path, n: int = 200_000, name: str = "s.orc") -> Path:
     """An ORC file of `numeric_table` plus a date column, in several stripes."""
     table = numeric_table(n)
@@ -352,6 +452,21 @@ def test_iter_orc_batches_hands_over_a_big_stripes_first_rows_first(tmp_path):
     filters = [("g", "<", 3)]
     got = fastingest.iter_orc_batches(path, columns=["s"], filters=filters).read_all()
     assert_tables_equal(got, fastingest.read_orc(path, columns=["s"], filters=filters))
+
+
+def test_a_big_stripes_first_rows_of_timestamps_before_1970_are_those_of_read_orc(tmp_path):
+    # The first 64 Ki rows of a big stripe come from `orc-rust`'s lazy decoder
+    # unless a column is one fastingest decodes differently from it: times
+    # before 1970 with a fraction of a second, as pyarrow writes them.
+    rows = 150_000
+    nanos = np.arange(rows, dtype=np.int64) * -1_234_567_891
+    table = pa.table({"ts": pa.array(nanos, pa.timestamp("ns")), "i": pa.array(np.arange(rows))})
+    path = tmp_path / "before-1970.orc"
+    orc.write_table(table, path, stripe_size=256 << 20)
+    assert orc.ORCFile(path).nstripes == 1
+    want = orc.read_table(path)
+    assert_tables_equal(fastingest.read_orc(path), want)
+    assert_tables_equal(fastingest.iter_orc_batches(path).read_all(), want)
 
 
 def test_raw_stripes_are_the_files_bytes(tmp_path):

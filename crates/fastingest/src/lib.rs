@@ -49,6 +49,7 @@ pub mod runtime;
 pub(crate) mod simd;
 pub mod source;
 pub mod stats;
+pub(crate) mod utf8;
 
 // The entry points and the types they take and return: a service needs
 // nothing else. The public modules hold the types these name (and the

@@ -15,11 +15,12 @@ use orc_rust::projection::ProjectionMask;
 use orc_rust::schema::RootDataType;
 use orc_rust::stripe::{Stripe, StripeMetadata};
 
+use super::columns::{decode_columns, may_decode};
 use super::from_orc;
-use super::integers::{decode_integer_columns, may_decode};
 use super::prune::prune_stripes;
 use super::readers::{SpanReader, StreamFinder};
 use super::tail::{read_tail, OrcTail};
+use super::timestamps;
 use crate::dataset::FileScope;
 use crate::error::{Error, Result};
 use crate::fetch::{await_spans, FetchedSpans, Fetcher};
@@ -113,7 +114,7 @@ impl Planned for PreparedOrc {
             .iter()
             .map(|&i| fields[i].data_type().clone())
             .collect();
-        let decoded = decode_integer_columns(&stripe, &types).map_err(|detail| Error::Corrupt {
+        let decoded = decode_columns(&stripe, &types).map_err(|detail| Error::Corrupt {
             location: location.to_string(),
             range: None,
             detail: format!("stripe {}: {detail}", self.plan.units[unit].index),
@@ -129,7 +130,15 @@ impl Planned for PreparedOrc {
     }
 
     fn decodes_head(&self, _unit: usize) -> bool {
-        true
+        // `orc-rust`'s lazy decoder gives the first rows alone, but it reads
+        // times before 1970 differently from `timestamps` (see there): a
+        // stripe with a timestamp column decoded there is decoded whole.
+        !self
+            .decoded_schema
+            .fields()
+            .iter()
+            .zip(self.projected.children())
+            .any(|(field, column)| timestamps::may_decode(column.data_type(), field.data_type()))
     }
 
     fn decode_head(

@@ -15,6 +15,11 @@
 //! length encoding v2: short repeats, direct, patched base and delta runs),
 //! with its present stream. Everything else (other types, nested columns,
 //! the version 1 encoding of old writers) stays with `orc-rust`.
+//!
+//! The other decoders of [`super::columns`] build on what is here: the
+//! present stream as validity ([`validity`]), run length encoding v2 run by
+//! run ([`rle_v2_runs`]), a stream read through a [`Window`], and a column of
+//! fixed-width values with its nulls ([`primitive_column`]).
 
 use std::io::Read;
 use std::sync::Arc;
@@ -29,56 +34,57 @@ use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 use orc_rust::stripe::Stripe;
 
-/// Each top-level column of `stripe` decoded whole when it is one decoded
-/// here (`None`: `orc-rust` decodes it). `arrow` holds the Arrow types the
-/// read returns, in the stripe's column order. An error names the column.
-pub(super) fn decode_integer_columns(
+/// Column `index` of `stripe`, read as Arrow type `arrow`, decoded whole
+/// (`None`: its type or encoding is not one decoded here, so `orc-rust`
+/// decodes it).
+pub(super) fn decode(
     stripe: &Stripe,
-    arrow: &[ArrowType],
-) -> Result<Vec<Option<ArrayRef>>, String> {
+    index: usize,
+    arrow: &ArrowType,
+) -> Result<Option<ArrayRef>, String> {
+    let column = &stripe.columns()[index];
     let rows = stripe.number_of_rows();
     let streams = stripe.stream_map();
-    stripe
-        .columns()
-        .iter()
-        .zip(arrow)
-        .map(|(column, arrow)| {
-            let v2 = matches!(
-                column.encoding().kind(),
-                EncodingKind::DirectV2 | EncodingKind::DictionaryV2
-            );
-            let Some(width) = integer_width(column.data_type(), arrow, v2) else {
-                return Ok(None);
-            };
-            let named = |e: String| format!("column '{}': {e}", column.name());
-            let present = streams.get_opt(column, Kind::Present);
-            let present =
-                whole(present, "present", rows.div_ceil(8).saturating_add(64)).map_err(named)?;
-            let data = streams.get_opt(column, Kind::Data);
-            let array = match width {
-                Width::Byte => {
-                    let data = whole(data, "data", rows.saturating_add(64)).map_err(named)?;
-                    let data = data.unwrap_or_default();
-                    integers::<Int8Type>(present, rows, |n, out| {
-                        byte_rle(&data, n, |run| out.extend(run.iter().map(|&b| b as i8)))
-                    })
-                }
-                Width::Short => integers::<Int16Type>(present, rows, |n, out| {
-                    rle_v2_into(readable(data), n, out)
-                }),
-                Width::Int => integers::<Int32Type>(present, rows, |n, out| {
-                    rle_v2_into(readable(data), n, out)
-                }),
-                Width::Long => integers::<Int64Type>(present, rows, |n, out| {
-                    rle_v2_into(readable(data), n, out)
-                }),
-                Width::Date => integers::<Date32Type>(present, rows, |n, out| {
-                    rle_v2_into(readable(data), n, out)
-                }),
-            };
-            array.map(Some).map_err(named)
-        })
-        .collect()
+    let v2 = matches!(
+        column.encoding().kind(),
+        EncodingKind::DirectV2 | EncodingKind::DictionaryV2
+    );
+    let Some(width) = integer_width(column.data_type(), arrow, v2) else {
+        return Ok(None);
+    };
+    let validity = validity(stripe, index)?;
+    let data = streams.get_opt(column, Kind::Data);
+    let array = match width {
+        Width::Byte => {
+            let data = whole(data, "data", rows.saturating_add(64))?;
+            let data = data.unwrap_or_default();
+            integer_array::<Int8Type>(validity, rows, |n, out| {
+                byte_rle(&data, n, |run| out.extend(run.iter().map(|&b| b as i8)))
+            })
+        }
+        Width::Short => {
+            integer_array::<Int16Type>(validity, rows, |n, out| rle_v2_into(readable(data), n, out))
+        }
+        Width::Int => {
+            integer_array::<Int32Type>(validity, rows, |n, out| rle_v2_into(readable(data), n, out))
+        }
+        Width::Long => {
+            integer_array::<Int64Type>(validity, rows, |n, out| rle_v2_into(readable(data), n, out))
+        }
+        Width::Date => integer_array::<Date32Type>(validity, rows, |n, out| {
+            rle_v2_into(readable(data), n, out)
+        }),
+    };
+    array.map(Some)
+}
+
+/// [`primitive_column`] as an [`ArrayRef`].
+fn integer_array<T: ArrowPrimitiveType>(
+    validity: Option<BooleanBuffer>,
+    rows: usize,
+    decode: impl FnOnce(usize, &mut Vec<T::Native>) -> Result<(), String>,
+) -> Result<ArrayRef, String> {
+    primitive_column::<T>(validity, rows, decode).map(|array| Arc::new(array) as ArrayRef)
 }
 
 /// The integer columns decoded here (a date is days since 1970 as an
@@ -92,7 +98,7 @@ enum Width {
 }
 
 /// A stream to read (none: an empty one, as a column of nulls has).
-fn readable(stream: Option<Decompressor>) -> Box<dyn Read> {
+pub(super) fn readable(stream: Option<Decompressor>) -> Box<dyn Read> {
     match stream {
         Some(stream) => Box::new(stream),
         None => Box::new(std::io::empty()),
@@ -118,29 +124,28 @@ fn integer_width(orc: &OrcType, arrow: &ArrowType, v2: bool) -> Option<Width> {
     }
 }
 
-/// A column of `rows` values: its present stream (if any) read as
-/// validity, and `decode` reading as many values as are valid.
-fn integers<T: ArrowPrimitiveType>(
-    present: Option<Vec<u8>>,
+/// The validity of column `index` of `stripe`: its present stream read
+/// as a bitmap (`None`: it has none, so every row is valid). A damaged
+/// stripe footer can claim any number of rows: they are checked against
+/// the present stream before anything is sized from them.
+pub(super) fn validity(stripe: &Stripe, index: usize) -> Result<Option<BooleanBuffer>, String> {
+    let column = &stripe.columns()[index];
+    let rows = stripe.number_of_rows();
+    let present = stripe.stream_map().get_opt(column, Kind::Present);
+    let present = whole(present, "present", rows.div_ceil(8).saturating_add(64))?;
+    present
+        .map(|present| present_bits(&present, rows))
+        .transpose()
+}
+
+/// A column of `rows` values with `validity` (`None`: no nulls), and
+/// `decode` reading as many values as are valid. Without a present stream
+/// the values' buffer grows as values come past what is reserved.
+pub(super) fn primitive_column<T: ArrowPrimitiveType>(
+    validity: Option<BooleanBuffer>,
     rows: usize,
     decode: impl FnOnce(usize, &mut Vec<T::Native>) -> Result<(), String>,
-) -> Result<ArrayRef, String> {
-    // A damaged stripe footer can claim any number of rows: checked against
-    // the present stream before anything is sized from it, and without one
-    // the values' buffer grows as values come past what is reserved.
-    if let Some(present) = &present {
-        let holds_at_most = present.len().saturating_mul(8 * BYTE_RUN_MOST_PER_BYTE);
-        if rows > holds_at_most {
-            return Err(format!(
-                "the stripe claims {rows} rows, more than its present stream can hold \
-                 ({holds_at_most})"
-            ));
-        }
-    }
-    let validity = match present {
-        Some(present) => Some(present_bits(&present, rows)?),
-        None => None,
-    };
+) -> Result<PrimitiveArray<T>, String> {
     let valid = validity.as_ref().map_or(rows, |v| v.count_set_bits());
     let mut values = Vec::with_capacity(valid.min(MOST_RESERVED_VALUES));
     decode(valid, &mut values)?;
@@ -160,8 +165,7 @@ fn integers<T: ArrowPrimitiveType>(
         }
         _ => (values, None),
     };
-    let array = PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls);
-    Ok(Arc::new(array))
+    Ok(PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls))
 }
 
 /// The most bytes a byte of byte run length encoding stands for: a run of
@@ -173,13 +177,13 @@ const BYTE_RUN_MOST_PER_BYTE: usize = 65;
 const MOST_RESERVED: usize = 256 << 20;
 
 /// The most values reserved for up front (more grow the buffer).
-const MOST_RESERVED_VALUES: usize = 1 << 24;
+pub(super) const MOST_RESERVED_VALUES: usize = 1 << 24;
 
 /// The whole of a stream, decompressed (`None`: the stripe has none, as
 /// for a column without nulls), into a buffer sized for `expected` bytes
 /// (grown from there when they are more: growing by doubling copied each
 /// stream about twice more).
-fn whole(
+pub(super) fn whole(
     stream: Option<Decompressor>,
     kind: &str,
     expected: usize,
@@ -198,6 +202,13 @@ fn whole(
 /// length encoding, a byte run length encoding of bytes whose bits come
 /// most significant first (Arrow's come least significant first).
 fn present_bits(present: &[u8], rows: usize) -> Result<BooleanBuffer, String> {
+    let holds_at_most = present.len().saturating_mul(8 * BYTE_RUN_MOST_PER_BYTE);
+    if rows > holds_at_most {
+        return Err(format!(
+            "the stripe claims {rows} rows, more than its present stream can hold \
+             ({holds_at_most})"
+        ));
+    }
     let mut bytes = Vec::with_capacity(rows.div_ceil(8));
     byte_rle(present, rows.div_ceil(8), |run| {
         bytes.extend(run.iter().map(|b| b.reverse_bits()))
@@ -235,12 +246,12 @@ fn byte_rle(data: &[u8], count: usize, mut emit: impl FnMut(&[u8])) -> Result<()
     Ok(())
 }
 
-fn cut_short(done: usize, count: usize) -> String {
+pub(super) fn cut_short(done: usize, count: usize) -> String {
     format!("the stream ends after {done} of {count} values")
 }
 
 /// An integer type of a column: `i64`s narrowed to it.
-trait Narrow: Copy {
+pub(super) trait Narrow: Copy {
     /// `v`'s low bits.
     fn wrap(v: i64) -> Self;
     fn widen(self) -> i64;
@@ -261,27 +272,13 @@ macro_rules! narrow {
 narrow!(i16, i32, i64);
 
 /// Decodes `count` signed values of run length encoding v2 from `stream`
-/// into `out`, each checked to fit `N`. The stream is read a window at a
-/// time: decompressed whole, a stripe's streams took as much fresh memory
-/// as its decoded columns, and a read in a new process paid for its pages.
-fn rle_v2_into<N: Narrow>(stream: impl Read, count: usize, out: &mut Vec<N>) -> Result<(), String> {
-    let mut window = Window::new(stream);
-    let mut run = Vec::with_capacity(512);
-    let mut scratch = Vec::with_capacity(512);
-    while out.len() < count {
-        let start = window.position();
-        let data = window
-            .ahead(LONGEST_RUN)
-            .map_err(|e| format!("its data stream cannot be decompressed: {e}"))?;
-        if data.is_empty() {
-            return Err(cut_short(out.len(), count));
-        }
-        run.clear();
-        let used = rle_v2_run(data, true, &mut run, &mut scratch)
-            .map_err(|e| format!("{e} (run at byte {start} of the data stream)"))?;
-        window.advance(used);
-        let room = count - out.len();
-        let run = &run[..run.len().min(room)];
+/// into `out`, each checked to fit `N`.
+pub(super) fn rle_v2_into<N: Narrow>(
+    stream: impl Read,
+    count: usize,
+    out: &mut Vec<N>,
+) -> Result<(), String> {
+    rle_v2_runs(stream, "data", count, true, |run, start| {
         // Narrowed without a branch a value, then checked once a run.
         let mut fits = true;
         out.extend(run.iter().map(|&v| {
@@ -289,13 +286,49 @@ fn rle_v2_into<N: Narrow>(stream: impl Read, count: usize, out: &mut Vec<N>) -> 
             fits &= n.widen() == v;
             n
         }));
-        if !fits {
-            let v = run.iter().find(|&&v| N::wrap(v).widen() != v).copied();
-            return Err(format!(
-                "value {} does not fit the column's type (run at byte {start} of the data stream)",
-                v.unwrap_or_default()
-            ));
+        if fits {
+            return Ok(());
         }
+        let v = run.iter().find(|&&v| N::wrap(v).widen() != v).copied();
+        Err(format!(
+            "value {} does not fit the column's type (run at byte {start} of the data stream)",
+            v.unwrap_or_default()
+        ))
+    })
+}
+
+/// Decodes `count` values of run length encoding v2 from `stream` (the
+/// column's `kind` stream, for errors; `signed`: zigzag encoded; else unsigned, read as `i64` bits), handing
+/// each run to `each` with the byte of the stream it starts at; the last
+/// run is cut to `count`. The stream is read a window at a time:
+/// decompressed whole, a stripe's streams took as much fresh memory as its
+/// decoded columns, and a read in a new process paid for its pages.
+pub(super) fn rle_v2_runs(
+    stream: impl Read,
+    kind: &str,
+    count: usize,
+    signed: bool,
+    mut each: impl FnMut(&[i64], usize) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut window = Window::new(stream);
+    let mut run = Vec::with_capacity(512);
+    let mut scratch = Vec::with_capacity(512);
+    let mut done = 0;
+    while done < count {
+        let start = window.position();
+        let data = window
+            .ahead(LONGEST_RUN)
+            .map_err(|e| format!("its {kind} stream cannot be decompressed: {e}"))?;
+        if data.is_empty() {
+            return Err(cut_short(done, count));
+        }
+        run.clear();
+        let used = rle_v2_run(data, signed, &mut run, &mut scratch)
+            .map_err(|e| format!("{e} (run at byte {start} of the {kind} stream)"))?;
+        window.advance(used);
+        let run = &run[..run.len().min(count - done)];
+        done += run.len();
+        each(run, start)?;
     }
     Ok(())
 }
@@ -305,7 +338,7 @@ fn rle_v2_into<N: Narrow>(stream: impl Read, count: usize, out: &mut Vec<N>) -> 
 const LONGEST_RUN: usize = 4 + 8 + 512 * 8 + 31 * 8;
 
 /// A stream read through a buffer of [`WINDOW`] bytes.
-struct Window<R> {
+pub(super) struct Window<R> {
     stream: R,
     buffer: Vec<u8>,
     /// The unread bytes of `buffer`.
@@ -319,7 +352,7 @@ struct Window<R> {
 const WINDOW: usize = 64 << 10;
 
 impl<R: Read> Window<R> {
-    fn new(stream: R) -> Self {
+    pub(super) fn new(stream: R) -> Self {
         Window {
             stream,
             buffer: vec![0; WINDOW],
@@ -331,13 +364,13 @@ impl<R: Read> Window<R> {
     }
 
     /// Where the unread bytes start in the stream.
-    fn position(&self) -> usize {
+    pub(super) fn position(&self) -> usize {
         self.before + self.at
     }
 
     /// The unread bytes: at least `least` of them (at most [`WINDOW`])
     /// unless the stream ends first.
-    fn ahead(&mut self, least: usize) -> std::io::Result<&[u8]> {
+    pub(super) fn ahead(&mut self, least: usize) -> std::io::Result<&[u8]> {
         if self.end - self.at < least && !self.ended {
             self.buffer.copy_within(self.at..self.end, 0);
             self.before += self.at;
@@ -353,7 +386,7 @@ impl<R: Read> Window<R> {
         Ok(&self.buffer[self.at..self.end])
     }
 
-    fn advance(&mut self, bytes: usize) {
+    pub(super) fn advance(&mut self, bytes: usize) {
         self.at = (self.at + bytes).min(self.end);
     }
 }
@@ -689,17 +722,17 @@ mod tests {
     fn more_rows_than_the_streams_hold_are_refused_without_reserving_them() {
         let data = [0x0a, 0x27, 0x10];
         let decode = |n, out: &mut Vec<i64>| rle_v2_into(&data[..], n, out);
-        let err = integers::<Int64Type>(None, usize::MAX / 2, decode).unwrap_err();
+        let err = primitive_column::<Int64Type>(None, usize::MAX / 2, decode).unwrap_err();
         assert!(err.contains("ends after 5 of"), "{err}");
         // A present stream of one byte run: 130 bytes, 1040 rows at most.
-        let present = Some(vec![0x7f, 0xff]);
-        let err = integers::<Int64Type>(present, 1041, decode).unwrap_err();
+        let present = [0x7f, 0xff];
+        let err = present_bits(&present, 1041).unwrap_err();
         assert!(
             err.contains("1041 rows, more than its present stream"),
             "{err}"
         );
-        let present = Some(vec![0x7f, 0xff]);
-        let err = integers::<Int64Type>(present, 1040, decode).unwrap_err();
+        let validity = present_bits(&present, 1040).unwrap();
+        let err = primitive_column::<Int64Type>(Some(validity), 1040, decode).unwrap_err();
         assert!(err.contains("ends after 5 of 1040"), "{err}");
     }
 

@@ -5,18 +5,23 @@
 //! `orc-rust`. The selected stripes' footers are fetched next (small,
 //! parallel), which tells where each column stream lies; the streams of the
 //! projected columns become the plan's byte ranges, fetched with the usual
-//! coalescing, slicing and bounded parallelism. `orc-rust` then decodes each
-//! stripe from those buffers (through [`readers`]'s `SpanReader`), on the
-//! blocking pool, while later stripes are still on the wire. It never issues
-//! requests of its own.
+//! coalescing, slicing and bounded parallelism. Each stripe is then decoded
+//! from those buffers (through [`readers`]'s `SpanReader`) on the decode
+//! threads, while later stripes are still on the wire: the top-level columns
+//! [`columns`] picks by fastingest's own decoders, the rest by `orc-rust`,
+//! which never issues requests of its own.
 
 mod chunks;
+mod columns;
+mod decimals;
 mod format;
 mod integers;
 mod prune;
 mod readers;
+mod strings;
 mod stripes;
 mod tail;
+mod timestamps;
 
 use orc_rust::error::OrcError;
 

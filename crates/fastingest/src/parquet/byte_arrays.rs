@@ -29,6 +29,7 @@ use super::flat::{
     Decoded, Failure, Indices, NextPage,
 };
 use super::pages::{ChunkPages, PagesAhead};
+use crate::utf8::is_utf8;
 use crate::{memory, nontemporal};
 
 /// The most bytes a column chunk's values may take: Arrow's `Utf8` and
@@ -874,19 +875,6 @@ unsafe fn repeat_block<const B: usize, O: OffsetSizeTrait>(
 unsafe fn copy_long(from: &[u8], dst: *mut u8) {
     // SAFETY: the caller's promise; `from` is a live slice elsewhere.
     unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), dst, from.len()) }
-}
-
-/// Whether the values that start at `start` of `bytes` and end at `ends`
-/// are each valid UTF-8: their bytes together are, and no value ends
-/// inside a character (so none starts inside one either).
-fn is_utf8<O: OffsetSizeTrait>(bytes: &[u8], start: usize, ends: &[O]) -> bool {
-    let is_continuation = |b: u8| (b as i8) < -0x40;
-    simdutf8::basic::from_utf8(&bytes[start..]).is_ok()
-        && ends.iter().all(|&end| {
-            bytes
-                .get(end.as_usize())
-                .is_none_or(|&b| !is_continuation(b))
-        })
 }
 
 /// Appends `count` dictionary-encoded values (bit width byte, then hybrid

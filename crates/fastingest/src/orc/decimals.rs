@@ -1,0 +1,216 @@
+//! Top-level decimal columns of an ORC stripe, decoded here rather than by
+//! `orc-rust`.
+//!
+//! Why: `orc-rust` reads each value's varint a byte at a time through
+//! `std::io::Read` on its decompressor, and the scales through its integer
+//! decoder's: a steady read of three decimal columns took 2.0 times as long
+//! as pyarrow's.
+//!
+//! How a value is stored: its unscaled digits as a zigzag base-128 varint
+//! of up to 128 bits in the data stream, and its scale in the secondary
+//! stream (signed run length encoding v2), which a writer may vary from
+//! value to value: each value is brought to the column's scale.
+
+use std::io::Read;
+use std::sync::Arc;
+
+use arrow_array::types::Decimal128Type;
+use arrow_array::ArrayRef;
+use arrow_schema::DataType as ArrowType;
+use orc_rust::proto::column_encoding::Kind as EncodingKind;
+use orc_rust::proto::stream::Kind;
+use orc_rust::schema::DataType as OrcType;
+use orc_rust::stripe::Stripe;
+
+use super::integers::{cut_short, primitive_column, readable, rle_v2_runs, validity, Window};
+
+/// The most bytes a varint of 128 bits takes.
+const LONGEST_VARINT: usize = 19;
+
+/// Bytes of the data stream looked at a time.
+const AHEAD: usize = 4096;
+
+/// Whether a column of ORC type `orc`, read as Arrow type `arrow`, may be
+/// decoded here (when its stripe's encoding is one read here too).
+pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
+    match (orc, arrow) {
+        (
+            OrcType::Decimal {
+                precision, scale, ..
+            },
+            ArrowType::Decimal128(p, s),
+        ) => *precision == *p as u32 && *scale as i64 == *s as i64 && *p <= 38,
+        _ => false,
+    }
+}
+
+/// Column `index` of `stripe`, read as Arrow type `arrow` (one
+/// [`may_decode`] accepted), decoded whole (`None`: its encoding is not one
+/// read here).
+pub(super) fn decode(
+    stripe: &Stripe,
+    index: usize,
+    arrow: &ArrowType,
+) -> Result<Option<ArrayRef>, String> {
+    let column = &stripe.columns()[index];
+    let (EncodingKind::DirectV2, &ArrowType::Decimal128(precision, scale)) =
+        (column.encoding().kind(), arrow)
+    else {
+        return Ok(None);
+    };
+    let rows = stripe.number_of_rows();
+    let streams = stripe.stream_map();
+    let digits = streams.get_opt(column, Kind::Data);
+    let scales = streams.get_opt(column, Kind::Secondary);
+    let array = primitive_column::<Decimal128Type>(validity(stripe, index)?, rows, |n, out| {
+        varints_into(readable(digits), n, out)?;
+        let mut at = 0;
+        rle_v2_runs(readable(scales), "secondary", n, true, |run, start| {
+            let slots = &mut out[at..at + run.len()];
+            at += run.len();
+            if run.iter().all(|&s| s == scale as i64) {
+                return Ok(());
+            }
+            for (slot, &from) in slots.iter_mut().zip(run) {
+                *slot = rescale(*slot, from, scale as i64).ok_or_else(|| {
+                    format!(
+                        "a value of scale {from} does not fit the column's scale {scale} \
+                         (run at byte {start} of the secondary stream)"
+                    )
+                })?;
+            }
+            Ok(())
+        })
+    })?;
+    let array = array
+        .with_precision_and_scale(precision, scale)
+        .map_err(|e| e.to_string())?;
+    Ok(Some(Arc::new(array)))
+}
+
+/// `value` of scale `from` at scale `to`: digits added, or cut off towards
+/// zero (`None`: it does not fit, or a scale is past 38).
+fn rescale(value: i128, from: i64, to: i64) -> Option<i128> {
+    let shift = to.checked_sub(from)?;
+    let power = 10i128.checked_pow(u32::try_from(shift.unsigned_abs()).ok()?);
+    match (shift, power) {
+        (0, _) => Some(value),
+        (1.., Some(power)) => value.checked_mul(power),
+        (..0, Some(power)) => Some(value / power),
+        // Dividing by more than 10^38 leaves no digit of an i128.
+        (..0, None) => Some(0),
+        _ => None,
+    }
+}
+
+/// Decodes `count` zigzag varints of up to 128 bits from `stream` into `out`.
+fn varints_into(stream: impl Read, count: usize, out: &mut Vec<i128>) -> Result<(), String> {
+    let mut window = Window::new(stream);
+    while out.len() < count {
+        let start = window.position();
+        let data = window
+            .ahead(AHEAD)
+            .map_err(|e| format!("its data stream cannot be decompressed: {e}"))?;
+        let mut at = 0;
+        while out.len() < count {
+            let Some((value, used)) = varint128(&data[at..]) else {
+                break;
+            };
+            out.push(value);
+            at += used;
+        }
+        if out.len() < count && data.len() - at >= LONGEST_VARINT {
+            return Err(format!(
+                "a value's varint is longer than {LONGEST_VARINT} bytes (at byte {} of the \
+                 data stream)",
+                start + at
+            ));
+        }
+        if at == 0 {
+            // Not one whole varint left, and fewer bytes than the longest
+            // takes: the stream ends here.
+            return Err(cut_short(out.len(), count));
+        }
+        window.advance(at);
+    }
+    Ok(())
+}
+
+/// The zigzag varint at the start of `data` and its length in bytes
+/// (`None`: `data` ends inside it, or it is longer than 19 bytes).
+#[inline]
+fn varint128(data: &[u8]) -> Option<(i128, usize)> {
+    // Most values take at most 9 bytes (63 bits): gathered in a `u64`
+    // first (shifts of a `u128` doubled the decode).
+    let mut low = 0u64;
+    for (i, &b) in data.iter().enumerate().take(9) {
+        low |= ((b & 0x7f) as u64) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((unzigzag(low as u128), i + 1));
+        }
+    }
+    let mut value = low as u128;
+    for (i, &b) in data.iter().enumerate().take(LONGEST_VARINT).skip(9) {
+        value |= ((b & 0x7f) as u128) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((unzigzag(value), i + 1));
+        }
+    }
+    None
+}
+
+fn unzigzag(value: u128) -> i128 {
+    (value >> 1) as i128 ^ -((value & 1) as i128)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zigzag_varint(v: i128) -> Vec<u8> {
+        let mut z = ((v << 1) ^ (v >> 127)) as u128;
+        let mut out = Vec::new();
+        loop {
+            let b = (z & 0x7f) as u8;
+            z >>= 7;
+            if z == 0 {
+                out.push(b);
+                return out;
+            }
+            out.push(b | 0x80);
+        }
+    }
+
+    #[test]
+    fn varints_of_every_length_decode_across_windows() {
+        let values: Vec<i128> = (0..5000i128)
+            .map(|i| match i % 5 {
+                0 => i,
+                1 => -i,
+                2 => i128::MAX - i,
+                3 => i128::MIN + i,
+                _ => (i * 7_919) << (i % 100),
+            })
+            .collect();
+        let stream: Vec<u8> = values.iter().flat_map(|&v| zigzag_varint(v)).collect();
+        assert!(stream.len() > 2 * AHEAD);
+        let mut got = Vec::new();
+        varints_into(&stream[..], values.len(), &mut got).unwrap();
+        assert_eq!(got, values);
+        let err =
+            varints_into(&stream[..stream.len() - 1], values.len(), &mut Vec::new()).unwrap_err();
+        assert!(err.contains("ends after 4999 of 5000"), "{err}");
+        let err = varints_into(&[0x80; 40][..], 1, &mut Vec::new()).unwrap_err();
+        assert!(err.contains("longer than 19 bytes"), "{err}");
+    }
+
+    #[test]
+    fn values_are_brought_to_the_columns_scale() {
+        assert_eq!(rescale(123, 2, 2), Some(123));
+        assert_eq!(rescale(123, 1, 3), Some(12_300));
+        assert_eq!(rescale(-12_345, 4, 2), Some(-123));
+        assert_eq!(rescale(i128::MAX / 10, 0, 2), None);
+        assert_eq!(rescale(5, 60, 2), Some(0));
+        assert_eq!(rescale(5, 0, 60), None);
+    }
+}
