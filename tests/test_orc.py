@@ -268,7 +268,7 @@ def test_integer_runs_of_every_kind_match_pyarrow(tmp_path, codec):
 
 
 def text_and_number_table(n: int = 40_000, seed: int = 7) -> pa.Table:
-    """String, binary, timestamp and decimal columns shaped to reach each path of
+    """String, binary, boolean, timestamp and decimal columns shaped to reach each path of
     fastingest's own decoders: values of every length class (empty, short, around
     16, 32 and 64 bytes, long), multi-byte UTF-8, few distinct values (dictionary
     encoded when the writer is asked to), nulls dense, sparse and total; timestamps
@@ -319,6 +319,12 @@ def text_and_number_table(n: int = 40_000, seed: int = 7) -> pa.Table:
         typ = pa.decimal128(precision, scale)
         columns[f"dec_{precision}_{scale}"] = pa.array(values, typ)
     columns["dec_nulls"] = pa.array(values, typ, mask=rng.random(n) < 0.5)
+    flags = rng.random(n) < 0.5
+    columns["b"] = pa.array(flags)
+    columns["b_runs"] = pa.array(np.repeat(flags[: n // 100 + 1], 100)[:n])
+    columns["b_nulls"] = pa.array(flags, mask=rng.random(n) < 0.3)
+    columns["b_few"] = pa.array(flags, mask=rng.random(n) < 0.99)
+    columns["b_all_null"] = pa.nulls(n, pa.bool_())
     columns["i"] = pa.array(np.arange(n, dtype=np.int64))
     columns["f"] = pa.array(rng.standard_normal(n))
     return pa.table(columns)
@@ -326,8 +332,8 @@ def text_and_number_table(n: int = 40_000, seed: int = 7) -> pa.Table:
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_strings_timestamps_decimals_match_pyarrow(tmp_path, codec):
-    # fastingest decodes top-level string, binary, timestamp and decimal
-    # columns itself, strings direct or dictionary encoded: each, and the
+    # fastingest decodes top-level string, binary, boolean, timestamp and
+    # decimal columns itself, strings direct or dictionary encoded: each, and the
     # columns orc-rust decodes beside them, must equal pyarrow's reader.
     table = text_and_number_table()
     for threshold in (0.0, 1.0):
@@ -342,7 +348,7 @@ def test_strings_timestamps_decimals_match_pyarrow(tmp_path, codec):
                 )
             )
             assert_tables_equal(fastingest.read_orc(str(path)), orc.read_table(path))
-            some = ["s_few_nulls", "f", "ts_utc", "dec_38_10", "bin"]
+            some = ["s_few_nulls", "f", "ts_utc", "dec_38_10", "bin", "b_nulls"]
             streamed = pa.Table.from_batches(
                 list(fastingest.iter_orc_batches(str(path), columns=some))
             )

@@ -1,6 +1,7 @@
 //! The top-level columns of a stripe that fastingest decodes itself:
-//! integers and dates ([`integers`]), strings and binary ([`strings`]),
-//! timestamps ([`timestamps`]) and decimals ([`decimals`]).
+//! integers and dates ([`integers`]), booleans ([`booleans`]), strings and
+//! binary ([`strings`]), timestamps ([`timestamps`]) and decimals
+//! ([`decimals`]).
 //! `orc-rust` decodes every other column, and these too when a stripe has
 //! them in an encoding not read here (version 1, from old writers).
 
@@ -9,7 +10,7 @@ use arrow_schema::DataType as ArrowType;
 use orc_rust::schema::DataType as OrcType;
 use orc_rust::stripe::Stripe;
 
-use super::{decimals, integers, strings, timestamps};
+use super::{booleans, decimals, integers, strings, timestamps};
 
 /// Whether a column of ORC type `orc`, read as Arrow type `arrow`, may be
 /// decoded here (when its stripe's encoding is one read here too).
@@ -18,6 +19,7 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
         || strings::may_decode(orc, arrow)
         || timestamps::may_decode(orc, arrow)
         || decimals::may_decode(orc, arrow)
+        || booleans::may_decode(orc, arrow)
 }
 
 /// Each top-level column of `stripe` decoded whole when it is one decoded
@@ -40,6 +42,8 @@ pub(super) fn decode_columns(
                 timestamps::decode(stripe, index, arrow)
             } else if decimals::may_decode(orc, arrow) {
                 decimals::decode(stripe, index, arrow)
+            } else if booleans::may_decode(orc, arrow) {
+                booleans::decode(stripe, index)
             } else {
                 integers::decode(stripe, index, arrow)
             };

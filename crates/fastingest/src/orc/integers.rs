@@ -198,9 +198,7 @@ pub(super) fn whole(
     Ok(Some(bytes))
 }
 
-/// The present stream as a validity bitmap of `rows` bits: boolean run
-/// length encoding, a byte run length encoding of bytes whose bits come
-/// most significant first (Arrow's come least significant first).
+/// The present stream as a validity bitmap of `rows` bits.
 fn present_bits(present: &[u8], rows: usize) -> Result<BooleanBuffer, String> {
     let holds_at_most = present.len().saturating_mul(8 * BYTE_RUN_MOST_PER_BYTE);
     if rows > holds_at_most {
@@ -209,12 +207,25 @@ fn present_bits(present: &[u8], rows: usize) -> Result<BooleanBuffer, String> {
              ({holds_at_most})"
         ));
     }
-    let mut bytes = Vec::with_capacity(rows.div_ceil(8));
-    byte_rle(present, rows.div_ceil(8), |run| {
+    bits(present, rows).map_err(|e| format!("its present stream: {e}"))
+}
+
+/// The first `count` bits of a boolean stream (as a present stream, or a
+/// boolean column's data): boolean run length encoding, a byte run length
+/// encoding of bytes whose bits come most significant first (Arrow's come
+/// least significant first).
+pub(super) fn bits(stream: &[u8], count: usize) -> Result<BooleanBuffer, String> {
+    let holds_at_most = stream.len().saturating_mul(8 * BYTE_RUN_MOST_PER_BYTE);
+    if count > holds_at_most {
+        return Err(format!(
+            "{count} values, more than the stream can hold ({holds_at_most})"
+        ));
+    }
+    let mut bytes = Vec::with_capacity(count.div_ceil(8));
+    byte_rle(stream, count.div_ceil(8), |run| {
         bytes.extend(run.iter().map(|b| b.reverse_bits()))
-    })
-    .map_err(|e| format!("its present stream: {e}"))?;
-    Ok(BooleanBuffer::new(Buffer::from_vec(bytes), 0, rows))
+    })?;
+    Ok(BooleanBuffer::new(Buffer::from_vec(bytes), 0, count))
 }
 
 /// Byte run length encoding: a header byte below 128 is a run of its

@@ -11,6 +11,7 @@
 //! [`columns`] picks by fastingest's own decoders, the rest by `orc-rust`,
 //! which never issues requests of its own.
 
+mod booleans;
 mod chunks;
 mod columns;
 mod decimals;
