@@ -15,6 +15,8 @@ use arrow_schema::DataType as ArrowType;
 use orc_rust::schema::DataType as OrcType;
 use orc_rust::stripe::Stripe;
 
+use super::streams::StripeStreams;
+
 use orc_rust::proto::stream::Kind;
 
 use super::integers::{bits, validity, whole};
@@ -26,12 +28,16 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
 }
 
 /// Column `index` of `stripe` (one [`may_decode`] accepted) decoded whole.
-pub(super) fn decode(stripe: &Stripe, index: usize) -> Result<Option<ArrayRef>, String> {
+pub(super) fn decode(
+    stripe: &Stripe,
+    streams: &StripeStreams,
+    index: usize,
+) -> Result<Option<ArrayRef>, String> {
     let column = &stripe.columns()[index];
     let rows = stripe.number_of_rows();
-    let validity = validity(stripe, index)?;
+    let validity = validity(stripe, streams, index)?;
     let valid = validity.as_ref().map_or(rows, |v| v.count_set_bits());
-    let data = stripe.stream_map().get_opt(column, Kind::Data);
+    let data = streams.get(column.column_id(), Kind::Data);
     let data = whole(data, "data", valid.div_ceil(8).saturating_add(64))?.unwrap_or_default();
     let values = bits(&data, valid).map_err(|e| format!("its data stream: {e}"))?;
     let array = match validity {

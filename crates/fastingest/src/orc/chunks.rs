@@ -25,6 +25,14 @@ pub(crate) const MOST_BLOCK_SIZE: u64 = 64 << 20;
 /// The most a zstd block regenerates (its format's `Block_Maximum_Size`).
 const ZSTD_BLOCK_MOST: u64 = 128 << 10;
 
+/// The most a compression chunk of a file whose postscript gives
+/// `block_size` (if any) may unfold to.
+pub(crate) fn chunk_limit(block_size: Option<u64>) -> u64 {
+    block_size
+        .unwrap_or(DEFAULT_BLOCK_SIZE)
+        .clamp(DEFAULT_BLOCK_SIZE, MOST_BLOCK_SIZE)
+}
+
 /// The codecs whose chunks say enough about their size to be checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Checked {
@@ -55,10 +63,10 @@ impl ChunkCheck {
             CompressionKind::Zstd => Checked::Zstd,
             _ => return None,
         };
-        let limit = block_size
-            .unwrap_or(DEFAULT_BLOCK_SIZE)
-            .clamp(DEFAULT_BLOCK_SIZE, MOST_BLOCK_SIZE);
-        Some(ChunkCheck { codec, limit })
+        Some(ChunkCheck {
+            codec,
+            limit: chunk_limit(block_size),
+        })
     }
 
     /// Whether the chunks of `stream` (a whole compressed stream: chunks of

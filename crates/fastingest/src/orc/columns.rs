@@ -1,7 +1,8 @@
 //! The top-level columns of a stripe that fastingest decodes itself:
-//! integers and dates ([`integers`]), booleans ([`booleans`]), strings and
-//! binary ([`strings`]), timestamps ([`timestamps`]) and decimals
-//! ([`decimals`]).
+//! integers and dates ([`integers`]), floats ([`floats`]), booleans
+//! ([`booleans`]), strings and binary ([`strings`]), timestamps
+//! ([`timestamps`]) and decimals ([`decimals`]), each reading its streams
+//! from [`StripeStreams`].
 //! `orc-rust` decodes every other column, and these too when a stripe has
 //! them in an encoding not read here (version 1, from old writers).
 
@@ -10,7 +11,8 @@ use arrow_schema::DataType as ArrowType;
 use orc_rust::schema::DataType as OrcType;
 use orc_rust::stripe::Stripe;
 
-use super::{booleans, decimals, integers, strings, timestamps};
+use super::streams::StripeStreams;
+use super::{booleans, decimals, floats, integers, strings, timestamps};
 
 /// Whether a column of ORC type `orc`, read as Arrow type `arrow`, may be
 /// decoded here (when its stripe's encoding is one read here too).
@@ -20,6 +22,7 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
         || timestamps::may_decode(orc, arrow)
         || decimals::may_decode(orc, arrow)
         || booleans::may_decode(orc, arrow)
+        || floats::may_decode(orc, arrow)
 }
 
 /// Each top-level column of `stripe` decoded whole when it is one decoded
@@ -27,6 +30,7 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
 /// read returns, in the stripe's column order. An error names the column.
 pub(super) fn decode_columns(
     stripe: &Stripe,
+    streams: &StripeStreams,
     arrow: &[ArrowType],
 ) -> Result<Vec<Option<ArrayRef>>, String> {
     stripe
@@ -37,15 +41,17 @@ pub(super) fn decode_columns(
         .map(|(index, (column, arrow))| {
             let orc = column.data_type();
             let decoded = if strings::may_decode(orc, arrow) {
-                strings::decode(stripe, index, arrow)
+                strings::decode(stripe, streams, index, arrow)
             } else if timestamps::may_decode(orc, arrow) {
-                timestamps::decode(stripe, index, arrow)
+                timestamps::decode(stripe, streams, index, arrow)
             } else if decimals::may_decode(orc, arrow) {
-                decimals::decode(stripe, index, arrow)
+                decimals::decode(stripe, streams, index, arrow)
             } else if booleans::may_decode(orc, arrow) {
-                booleans::decode(stripe, index)
+                booleans::decode(stripe, streams, index)
+            } else if floats::may_decode(orc, arrow) {
+                floats::decode(stripe, streams, index, arrow)
             } else {
-                integers::decode(stripe, index, arrow)
+                integers::decode(stripe, streams, index, arrow)
             };
             decoded.map_err(|e| format!("column '{}': {e}", column.name()))
         })

@@ -22,6 +22,8 @@ use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 use orc_rust::stripe::Stripe;
 
+use super::streams::StripeStreams;
+
 use super::integers::{cut_short, primitive_column, readable, rle_v2_runs, validity, Window};
 
 /// The most bytes a varint of 128 bits takes.
@@ -49,6 +51,7 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
 /// read here).
 pub(super) fn decode(
     stripe: &Stripe,
+    streams: &StripeStreams,
     index: usize,
     arrow: &ArrowType,
 ) -> Result<Option<ArrayRef>, String> {
@@ -59,29 +62,29 @@ pub(super) fn decode(
         return Ok(None);
     };
     let rows = stripe.number_of_rows();
-    let streams = stripe.stream_map();
-    let digits = streams.get_opt(column, Kind::Data);
-    let scales = streams.get_opt(column, Kind::Secondary);
-    let array = primitive_column::<Decimal128Type>(validity(stripe, index)?, rows, |n, out| {
-        varints_into(readable(digits), n, out)?;
-        let mut at = 0;
-        rle_v2_runs(readable(scales), "secondary", n, true, |run, start| {
-            let slots = &mut out[at..at + run.len()];
-            at += run.len();
-            if run.iter().all(|&s| s == scale as i64) {
-                return Ok(());
-            }
-            for (slot, &from) in slots.iter_mut().zip(run) {
-                *slot = rescale(*slot, from, scale as i64).ok_or_else(|| {
-                    format!(
-                        "a value of scale {from} does not fit the column's scale {scale} \
+    let digits = streams.get(column.column_id(), Kind::Data);
+    let scales = streams.get(column.column_id(), Kind::Secondary);
+    let array =
+        primitive_column::<Decimal128Type>(validity(stripe, streams, index)?, rows, |n, out| {
+            varints_into(readable(digits), n, out)?;
+            let mut at = 0;
+            rle_v2_runs(readable(scales), "secondary", n, true, |run, start| {
+                let slots = &mut out[at..at + run.len()];
+                at += run.len();
+                if run.iter().all(|&s| s == scale as i64) {
+                    return Ok(());
+                }
+                for (slot, &from) in slots.iter_mut().zip(run) {
+                    *slot = rescale(*slot, from, scale as i64).ok_or_else(|| {
+                        format!(
+                            "a value of scale {from} does not fit the column's scale {scale} \
                          (run at byte {start} of the secondary stream)"
-                    )
-                })?;
-            }
-            Ok(())
-        })
-    })?;
+                        )
+                    })?;
+                }
+                Ok(())
+            })
+        })?;
     let array = array
         .with_precision_and_scale(precision, scale)
         .map_err(|e| e.to_string())?;

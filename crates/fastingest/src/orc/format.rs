@@ -19,6 +19,7 @@ use super::columns::{decode_columns, may_decode};
 use super::from_orc;
 use super::prune::prune_stripes;
 use super::readers::{SpanReader, StreamFinder};
+use super::streams::StripeStreams;
 use super::tail::{read_tail, OrcTail};
 use super::timestamps;
 use crate::dataset::FileScope;
@@ -106,20 +107,41 @@ impl Planned for PreparedOrc {
                 .map(|b| b.map_err(|e| from_orc(location, e)))
                 .collect();
         }
-        // A stripe of the candidates only, so that each stream is read (and
-        // its chunks checked) once: `orc-rust`'s columns get a stripe of
-        // their own.
-        let stripe = self.stripe(unit, &mut reader, &self.projected_columns(&candidates))?;
+        // The candidates' streams, each checked as it is served, and a
+        // stripe of the candidates only, for their types and encodings: it
+        // reads the same streams unchecked, and `orc-rust` decompresses none
+        // of them. `orc-rust`'s columns get a stripe of their own.
+        let index = self.plan.units[unit].index;
+        let corrupt = |detail: String| Error::Corrupt {
+            location: location.to_string(),
+            range: None,
+            detail: format!("stripe {index}: {detail}"),
+            cause: None,
+        };
+        let candidate_columns = self.projected_columns(&candidates);
+        let ids: Vec<u32> = candidate_columns
+            .children()
+            .iter()
+            .map(|c| c.data_type().column_index() as u32)
+            .collect();
+        let streams = StripeStreams::read(
+            &mut reader,
+            &self.tail.metadata.stripe_metadatas()[index],
+            self.tail.metadata.compression(),
+            self.tail.chunk_limit,
+            &ids,
+        )
+        .map_err(corrupt)?;
+        let check = reader.chunk_check.take();
+        let stripe = self.stripe(unit, &mut reader, &candidate_columns);
+        reader.chunk_check = check;
+        let stripe = stripe?;
         let types: Vec<_> = candidates
             .iter()
             .map(|&i| fields[i].data_type().clone())
             .collect();
-        let decoded = decode_columns(&stripe, &types).map_err(|detail| Error::Corrupt {
-            location: location.to_string(),
-            range: None,
-            detail: format!("stripe {}: {detail}", self.plan.units[unit].index),
-            cause: None,
-        })?;
+        let decoded = decode_columns(&stripe, &streams, &types).map_err(corrupt)?;
+        drop(streams);
         let rows = stripe.number_of_rows();
         drop(stripe);
         let mut ours: Vec<Option<ArrayRef>> = vec![None; fields.len()];

@@ -28,23 +28,24 @@ use arrow_array::types::{Date32Type, Int16Type, Int32Type, Int64Type, Int8Type};
 use arrow_array::{ArrayRef, ArrowPrimitiveType, PrimitiveArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, ScalarBuffer};
 use arrow_schema::DataType as ArrowType;
-use orc_rust::compression::Decompressor;
 use orc_rust::proto::column_encoding::Kind as EncodingKind;
 use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 use orc_rust::stripe::Stripe;
+
+use super::streams::{StreamReader, StripeStreams};
 
 /// Column `index` of `stripe`, read as Arrow type `arrow`, decoded whole
 /// (`None`: its type or encoding is not one decoded here, so `orc-rust`
 /// decodes it).
 pub(super) fn decode(
     stripe: &Stripe,
+    streams: &StripeStreams,
     index: usize,
     arrow: &ArrowType,
 ) -> Result<Option<ArrayRef>, String> {
     let column = &stripe.columns()[index];
     let rows = stripe.number_of_rows();
-    let streams = stripe.stream_map();
     let v2 = matches!(
         column.encoding().kind(),
         EncodingKind::DirectV2 | EncodingKind::DictionaryV2
@@ -52,8 +53,8 @@ pub(super) fn decode(
     let Some(width) = integer_width(column.data_type(), arrow, v2) else {
         return Ok(None);
     };
-    let validity = validity(stripe, index)?;
-    let data = streams.get_opt(column, Kind::Data);
+    let validity = validity(stripe, streams, index)?;
+    let data = streams.get(column.column_id(), Kind::Data);
     let array = match width {
         Width::Byte => {
             let data = whole(data, "data", rows.saturating_add(64))?;
@@ -98,7 +99,7 @@ enum Width {
 }
 
 /// A stream to read (none: an empty one, as a column of nulls has).
-pub(super) fn readable(stream: Option<Decompressor>) -> Box<dyn Read> {
+pub(super) fn readable(stream: Option<StreamReader>) -> Box<dyn Read> {
     match stream {
         Some(stream) => Box::new(stream),
         None => Box::new(std::io::empty()),
@@ -128,10 +129,14 @@ fn integer_width(orc: &OrcType, arrow: &ArrowType, v2: bool) -> Option<Width> {
 /// as a bitmap (`None`: it has none, so every row is valid). A damaged
 /// stripe footer can claim any number of rows: they are checked against
 /// the present stream before anything is sized from them.
-pub(super) fn validity(stripe: &Stripe, index: usize) -> Result<Option<BooleanBuffer>, String> {
+pub(super) fn validity(
+    stripe: &Stripe,
+    streams: &StripeStreams,
+    index: usize,
+) -> Result<Option<BooleanBuffer>, String> {
     let column = &stripe.columns()[index];
     let rows = stripe.number_of_rows();
-    let present = stripe.stream_map().get_opt(column, Kind::Present);
+    let present = streams.get(column.column_id(), Kind::Present);
     let present = whole(present, "present", rows.div_ceil(8).saturating_add(64))?;
     present
         .map(|present| present_bits(&present, rows))
@@ -184,7 +189,7 @@ pub(super) const MOST_RESERVED_VALUES: usize = 1 << 24;
 /// (grown from there when they are more: growing by doubling copied each
 /// stream about twice more).
 pub(super) fn whole(
-    stream: Option<Decompressor>,
+    stream: Option<StreamReader>,
     kind: &str,
     expected: usize,
 ) -> Result<Option<Vec<u8>>, String> {
@@ -193,7 +198,7 @@ pub(super) fn whole(
     };
     let mut bytes = Vec::with_capacity(expected.min(MOST_RESERVED));
     reader
-        .read_to_end(&mut bytes)
+        .append_rest(&mut bytes)
         .map_err(|e| format!("its {kind} stream cannot be decompressed: {e}"))?;
     Ok(Some(bytes))
 }

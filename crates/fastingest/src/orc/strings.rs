@@ -21,11 +21,12 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, BinaryArray, StringArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::DataType as ArrowType;
-use orc_rust::compression::Decompressor;
 use orc_rust::proto::column_encoding::Kind as EncodingKind;
 use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 use orc_rust::stripe::Stripe;
+
+use super::streams::{StreamReader, StripeStreams};
 
 use super::integers::{readable, rle_v2_runs, validity, whole, MOST_RESERVED_VALUES};
 use crate::utf8::is_utf8;
@@ -61,6 +62,7 @@ fn is_text(orc: &OrcType, arrow: &ArrowType) -> Option<bool> {
 /// (`None`: its encoding is not one read here).
 pub(super) fn decode(
     stripe: &Stripe,
+    streams: &StripeStreams,
     index: usize,
     arrow: &ArrowType,
 ) -> Result<Option<ArrayRef>, String> {
@@ -74,16 +76,15 @@ pub(super) fn decode(
         _ => return Ok(None),
     };
     let rows = stripe.number_of_rows();
-    let streams = stripe.stream_map();
-    let validity = validity(stripe, index)?;
+    let validity = validity(stripe, streams, index)?;
     let valid = validity.as_ref().map_or(rows, |v| v.count_set_bits());
-    let lengths = streams.get_opt(column, Kind::Length);
-    let data = streams.get_opt(column, Kind::Data);
+    let lengths = streams.get(column.column_id(), Kind::Length);
+    let data = streams.get(column.column_id(), Kind::Data);
     let (ends, bytes) = if dictionary {
         let entries = column.dictionary_size();
         let dictionary = Dictionary::read(
             readable(lengths),
-            streams.get_opt(column, Kind::DictionaryData),
+            streams.get(column.column_id(), Kind::DictionaryData),
             entries,
             utf8,
         )?;
@@ -147,7 +148,7 @@ fn value_ends(lengths: impl Read, count: usize) -> Result<Vec<i32>, String> {
 
 /// The values' bytes from the column's `kind` stream, as many as `ends`
 /// says; refused when the stream holds fewer.
-fn value_bytes(stream: Option<Decompressor>, kind: &str, ends: &[i32]) -> Result<Vec<u8>, String> {
+fn value_bytes(stream: Option<StreamReader>, kind: &str, ends: &[i32]) -> Result<Vec<u8>, String> {
     let total = ends.last().map_or(0, |&end| end as usize);
     let mut bytes = whole(stream, kind, total)?.unwrap_or_default();
     if bytes.len() < total {
@@ -193,7 +194,7 @@ impl Dictionary {
     /// text column each must be valid UTF-8.
     fn read(
         lengths: impl Read,
-        data: Option<Decompressor>,
+        data: Option<StreamReader>,
         entries: usize,
         utf8: bool,
     ) -> Result<Self, String> {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use orc_rust::reader::metadata::{read_metadata, FileMetadata};
 
-use super::chunks::{ChunkCheck, MOST_BLOCK_SIZE};
+use super::chunks::{chunk_limit, ChunkCheck, MOST_BLOCK_SIZE};
 use super::readers::TailChunks;
 use crate::error::{Error, Result};
 use crate::fetch::{Beside, Fetcher, FooterRound};
@@ -27,6 +27,8 @@ pub struct OrcTail {
     /// are decompressed (see [`super::chunks`]); `None` for codecs that are
     /// not.
     pub(crate) chunk_check: Option<ChunkCheck>,
+    /// The most a compression chunk of its streams may unfold to.
+    pub(crate) chunk_limit: u64,
 }
 
 /// What the postscript says about the tail: its lengths and compression.
@@ -318,6 +320,7 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
                 file_size: size,
                 type_attributes: Arc::new(attributes),
                 chunk_check: ps.chunk_check,
+                chunk_limit: chunk_limit(ps.block_size),
             })
         }
         Ok(Err(e)) => Err(match super::from_orc(location, e) {

@@ -25,6 +25,8 @@ use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 use orc_rust::stripe::Stripe;
 
+use super::streams::StripeStreams;
+
 use super::integers::{primitive_column, readable, rle_v2_into, rle_v2_runs, validity};
 
 /// 2015-01-01 00:00:00 UTC, ORC's epoch, in seconds since 1970.
@@ -71,6 +73,7 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
 /// writer's zone is not one read here).
 pub(super) fn decode(
     stripe: &Stripe,
+    streams: &StripeStreams,
     index: usize,
     arrow: &ArrowType,
 ) -> Result<Option<ArrayRef>, String> {
@@ -88,11 +91,12 @@ pub(super) fn decode(
         return Ok(None);
     }
     let rows = stripe.number_of_rows();
-    let streams = stripe.stream_map();
-    let seconds = streams.get_opt(column, Kind::Data);
-    let nanos = streams.get_opt(column, Kind::Secondary);
-    let array =
-        primitive_column::<TimestampNanosecondType>(validity(stripe, index)?, rows, |n, out| {
+    let seconds = streams.get(column.column_id(), Kind::Data);
+    let nanos = streams.get(column.column_id(), Kind::Secondary);
+    let array = primitive_column::<TimestampNanosecondType>(
+        validity(stripe, streams, index)?,
+        rows,
+        |n, out| {
             rle_v2_into(readable(seconds), n, out)?;
             let mut at = 0;
             rle_v2_runs(readable(nanos), "secondary", n, false, |run, start| {
@@ -113,7 +117,8 @@ pub(super) fn decode(
                  {start} of the secondary stream)"
                 ))
             })
-        })?;
+        },
+    )?;
     Ok(Some(Arc::new(array.with_data_type(arrow.clone()))))
 }
 
