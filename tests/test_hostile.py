@@ -166,6 +166,34 @@ def test_an_orc_snappy_chunk_claiming_too_much_in_a_stripe_is_refused(tmp_path):
     assert "says it holds 2097151 bytes, more than the file's compression blocks" in message
 
 
+def test_an_orc_zlib_chunk_unfolding_past_the_block_size_is_refused(tmp_path):
+    # Written with 1 MiB compression blocks, then the postscript made to say
+    # 256 KiB: each data chunk now unfolds past the block size the file
+    # gives, which the ORC format (and its C++ and Java readers) do not
+    # allow. Zlib streams say nothing of their size up front, so the read
+    # stops at the limit and names the chunk. (pyarrow stores this text's
+    # LZ4 chunks uncompressed; the Rust tests hold LZ4 to the limit.)
+    codec = "zlib"
+    table = pa.table({"s": [f"row {i:08d} of a table that compresses well" for i in range(60_000)]})
+    path = tmp_path / f"blocks-{codec}.orc"
+    orc.write_table(table, path, compression=codec, compression_block_size=1 << 20)
+    assert fastingest.read_orc(str(path)).equals(table)
+    data = bytearray(path.read_bytes())
+    ps_start = len(data) - 1 - data[-1]
+    postscript = bytes(data[ps_start:-1])
+    # Field 3 (compressionBlockSize), a varint: 1 MiB, then 256 KiB.
+    assert postscript.count(b"\x18\x80\x80\x40") == 1
+    data[ps_start:-1] = postscript.replace(b"\x18\x80\x80\x40", b"\x18\x80\x80\x10")
+    path.write_bytes(bytes(data))
+    with pytest.raises(fastingest.CorruptFileError) as caught:
+        fastingest.read_orc(str(path))
+    message = str(caught.value)
+    assert f"blocks-{codec}.orc" in message
+    assert "column 's'" in message
+    assert "the compression chunk at byte" in message
+    assert "262144 bytes" in message
+
+
 @pytest.mark.parametrize("call", ["metadata", "read_parquet", "iter_batches", "plan_parquet"])
 def test_a_decimal_precision_no_arrow_type_holds_is_refused_naming_the_file(tmp_path, call):
     # The fuzzer's input 777001:663040: the footer said precision 127, and

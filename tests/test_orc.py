@@ -390,10 +390,7 @@ def test_float_bits_match_pyarrow_across_compression_chunks(tmp_path, codec):
         assert ours.null_count == theirs.null_count, name
         assert ours.is_null().equals(theirs.is_null()), name
         width = np.uint32 if ours.type == pa.float32() else np.uint64
-        bits = [
-            a.fill_null(0).to_numpy(zero_copy_only=False).view(width)
-            for a in (ours, theirs)
-        ]
+        bits = [a.fill_null(0).to_numpy(zero_copy_only=False).view(width) for a in (ours, theirs)]
         assert np.array_equal(bits[0], bits[1]), name
 
 
