@@ -37,8 +37,9 @@ KNOWN_UNSUPPORTED = {
         "a decimal column with precision 0, which Arrow rejects (pyarrow maps it to 38)"
     ),
     "TestOrcFile.testDate2038.orc": (
-        "timestamps after 2038 in a writer time zone with daylight saving: orc-rust 0.9 "
-        "applies the zone's rules differently from the ORC C++ reader for some rows"
+        "summer times after 2037 in a writer time zone with daylight saving: chrono-tz's "
+        "tables end in 2037 (standard time after), where the ORC C++ reader applies the "
+        "zone's current rule; those rows read an hour off"
     ),
 }
 

@@ -9,11 +9,16 @@
 //! timestamp columns had 45 % of the read in the zone conversion and 23 % in
 //! `read_ints`, and the read at 0.28× pyarrow's.
 //!
-//! How a value is stored: seconds since 2015-01-01 00:00:00 UTC in the data
-//! stream (signed run length encoding v2), and nanoseconds in the secondary
-//! stream (unsigned encoding, whose 64 bits are read as signed), with their
-//! trailing decimal zeros cut off and counted in the low 3 bits. A `timestamp` column written in another zone stays
-//! with `orc-rust`, which shifts it to that zone's wall clock.
+//! How a value is stored: seconds since 2015-01-01 00:00:00 in the writer's
+//! zone (UTC for `timestamp with local time zone`) in the data stream
+//! (signed run length encoding v2), and nanoseconds in the secondary stream
+//! (unsigned encoding, whose 64 bits are read as signed), with their
+//! trailing decimal zeros cut off and counted in the low 3 bits.
+//!
+//! A `timestamp` written in another zone (Hive and Spark write the JVM's)
+//! reads as that zone's wall clock, as the ORC C++ reader (pyarrow's) and
+//! `orc-rust` read it: the instant, plus the zone's offset from UTC at that
+//! instant ([`ZoneOffsets`]).
 
 use std::sync::Arc;
 
@@ -83,13 +88,16 @@ pub(super) fn decode(
     }
     // A `timestamp` is a wall-clock time in the writer's zone; one written
     // in UTC needs no shift (`with local time zone` is always UTC).
-    let in_utc = match (column.data_type(), stripe.writer_tz()) {
-        (OrcType::Timestamp { .. }, Some(zone)) => UTC_ZONES.contains(&zone.name()),
-        _ => true,
+    let mut zone = match (column.data_type(), stripe.writer_tz()) {
+        (OrcType::Timestamp { .. }, Some(zone)) if !UTC_ZONES.contains(&zone.name()) => {
+            match ZoneOffsets::new(zone) {
+                Some(zone) => Some(zone),
+                None => return Ok(None),
+            }
+        }
+        _ => None,
     };
-    if !in_utc {
-        return Ok(None);
-    }
+    let epoch = zone.as_ref().map_or(ORC_EPOCH, |z| z.epoch);
     let rows = stripe.number_of_rows();
     let seconds = streams.get(column.column_id(), Kind::Data);
     let nanos = streams.get(column.column_id(), Kind::Secondary);
@@ -98,6 +106,19 @@ pub(super) fn decode(
         rows,
         |n, out| {
             rle_v2_into(readable(seconds), n, out)?;
+            if let Some(zone) = &mut zone {
+                // To the zone's wall clock, before the nanoseconds are
+                // added: where the ORC C++ reader shifts them.
+                let mut fits = true;
+                for slot in out.iter_mut() {
+                    let (value, ok) = zone.wall_clock(*slot);
+                    fits &= ok;
+                    *slot = value;
+                }
+                if !fits {
+                    return Err("a timestamp past what the zone's wall clock holds".into());
+                }
+            }
             let mut at = 0;
             rle_v2_runs(readable(nanos), "secondary", n, false, |run, start| {
                 let slots = &mut out[at..at + run.len()];
@@ -105,10 +126,11 @@ pub(super) fn decode(
                 // Checked once a run, as the integers are.
                 let mut fits = true;
                 for (slot, &encoded) in slots.iter_mut().zip(run) {
-                    let (value, ok) = nanoseconds_since_1970(*slot, encoded);
+                    let (value, ok) = nanoseconds_since_1970(*slot, encoded, epoch);
                     fits &= ok;
                     *slot = value;
                 }
+
                 if fits {
                     return Ok(());
                 }
@@ -135,7 +157,81 @@ const ZEROS: [u64; 8] = [
     100_000_000,
 ];
 
+/// A writer's zone: ORC's epoch in it, and its offsets from UTC, looked up
+/// once an hour of the instants read.
+///
+/// Why: `chrono-tz` finds a zone's offset at an instant by a search of its
+/// transitions after turning the instant into a date (the 45 % of a read
+/// that `orc-rust` spent converting zones). Values of one column cluster in
+/// time, so each hour's offset is kept in a small table: an hour whose first
+/// and last second have the same offset has it throughout (no zone changes
+/// its offset twice within an hour); an hour with a change in it is looked
+/// up second by second.
+struct ZoneOffsets {
+    zone: chrono_tz::Tz,
+    /// 2015-01-01 00:00:00 in the zone, in seconds since 1970 (UTC).
+    epoch: i64,
+    /// By hour since 1970 modulo [`HOURS_KEPT`]: the hour, and its offset
+    /// in seconds (`i64::MIN`: none kept).
+    hours: Vec<(i64, i64)>,
+}
+
+/// Hours whose offsets are kept (about 5.6 months of distinct hours).
+const HOURS_KEPT: usize = 4096;
+
+impl ZoneOffsets {
+    /// `None` when ORC's epoch is not one instant in the zone.
+    fn new(zone: chrono_tz::Tz) -> Option<ZoneOffsets> {
+        use chrono::TimeZone;
+        let epoch = zone
+            .with_ymd_and_hms(2015, 1, 1, 0, 0, 0)
+            .single()?
+            .timestamp();
+        Some(ZoneOffsets {
+            zone,
+            epoch,
+            hours: vec![(i64::MIN, 0); HOURS_KEPT],
+        })
+    }
+
+    /// The zone's offset from UTC at `second` (since 1970, UTC).
+    fn offset_at(&self, second: i64) -> i64 {
+        use chrono::{Offset, TimeZone};
+        chrono::DateTime::from_timestamp(second, 0).map_or(0, |utc| {
+            let offset = self.zone.offset_from_utc_datetime(&utc.naive_utc());
+            i64::from(offset.fix().local_minus_utc())
+        })
+    }
+
+    /// `seconds` since ORC's epoch in the zone (as the data stream holds
+    /// them) moved by the zone's offset at that instant: the wall clock,
+    /// still counted from [`Self::epoch`]; and whether it fits an `i64`.
+    #[inline]
+    fn wall_clock(&mut self, seconds: i64) -> (i64, bool) {
+        let Some(second) = seconds.checked_add(self.epoch) else {
+            return (seconds, false);
+        };
+        let hour = second.div_euclid(3600);
+        let slot = hour.rem_euclid(HOURS_KEPT as i64) as usize;
+        let offset = match self.hours[slot] {
+            (kept, offset) if kept == hour => offset,
+            _ => {
+                let first = self.offset_at(hour * 3600);
+                if first == self.offset_at(hour * 3600 + 3599) {
+                    self.hours[slot] = (hour, first);
+                    first
+                } else {
+                    self.offset_at(second)
+                }
+            }
+        };
+        let (value, overflow) = seconds.overflowing_add(offset);
+        (value, !overflow)
+    }
+}
+
 /// The nanoseconds since 1970 of the value of `seconds` since ORC's epoch
+/// (`epoch`: 2015-01-01 00:00:00 in the writer's zone, in seconds since 1970)
 /// and `encoded` nanoseconds, and whether they fit an `i64`.
 ///
 /// The nanoseconds are read as signed, as the ORC C++ reader does: its
@@ -143,11 +239,11 @@ const ZEROS: [u64; 8] = [
 /// and negative nanoseconds (-1.5 s as -1 s and -0.5 s), which read as
 /// unsigned came back 2^61 ns off. A Java writer's are never negative.
 #[inline]
-fn nanoseconds_since_1970(seconds: i64, encoded: i64) -> (i64, bool) {
+fn nanoseconds_since_1970(seconds: i64, encoded: i64, epoch: i64) -> (i64, bool) {
     // In `i64`s with the overflows gathered (`i128` arithmetic was a third
     // of the decode).
     let (nanos, o1) = (encoded >> 3).overflowing_mul(ZEROS[(encoded & 7) as usize] as i64);
-    let (seconds, o2) = seconds.overflowing_add(ORC_EPOCH);
+    let (seconds, o2) = seconds.overflowing_add(epoch);
     // Writers before ORC-763 stored a time before 1970 with a fraction of
     // more than a millisecond one second late; readers take it back.
     let late = (seconds < 0 && nanos > 999_999) as i64;
@@ -162,40 +258,91 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_wall_clock_of_a_zone_is_chronos_through_transitions_and_kept_hours() {
+        use chrono::TimeZone;
+        let zones = [
+            chrono_tz::America::Los_Angeles,
+            chrono_tz::Europe::Dublin,
+            chrono_tz::Australia::Lord_Howe,
+            chrono_tz::Asia::Kolkata,
+        ];
+        for zone in zones {
+            let mut offsets = ZoneOffsets::new(zone).unwrap();
+            let epoch = offsets.epoch;
+            let want = |second: i64| {
+                zone.timestamp_opt(second, 0)
+                    .unwrap()
+                    .naive_local()
+                    .and_utc()
+                    .timestamp()
+            };
+            // Around the transitions of 2021 and 1883 (local mean time to
+            // standard time, at an odd second), every 7 s; then again, from
+            // the kept hours; and across 1850-2100 a day and a second apart.
+            let spans = [
+                (1_615_680_000, 1_615_720_000),
+                (1_636_239_600, 1_636_279_600),
+                (1_616_850_000, 1_616_900_000),
+                (-2_717_640_000, -2_717_600_000),
+            ];
+            for _ in 0..2 {
+                for (from, to) in spans {
+                    for second in (from..to).step_by(7) {
+                        let (got, ok) = offsets.wall_clock(second - epoch);
+                        assert!(ok);
+                        assert_eq!(got + epoch, want(second), "{zone} at {second}");
+                    }
+                }
+            }
+            for second in (-3_786_825_600i64..4_102_444_800).step_by(86_401) {
+                assert_eq!(offsets.wall_clock(second - epoch).0 + epoch, want(second));
+            }
+        }
+        // 2015-01-01 00:00:00 in Los Angeles is 08:00:00 UTC.
+        let la = ZoneOffsets::new(chrono_tz::America::Los_Angeles).unwrap();
+        assert_eq!(la.epoch, ORC_EPOCH + 8 * 3600);
+        let mut la = la;
+        assert!(!la.wall_clock(i64::MAX).1);
+    }
+
+    #[test]
     fn seconds_and_cut_zeros_make_nanoseconds_since_1970() {
         // 2015-01-01 00:00:00.5: 5 with 8 zeros cut (count 7).
         assert_eq!(
-            nanoseconds_since_1970(0, 5 << 3 | 7),
+            nanoseconds_since_1970(0, 5 << 3 | 7, ORC_EPOCH),
             (ORC_EPOCH * 1_000_000_000 + 500_000_000, true)
         );
         // 123 ns: no zeros cut.
         assert_eq!(
-            nanoseconds_since_1970(1, 123 << 3),
+            nanoseconds_since_1970(1, 123 << 3, ORC_EPOCH),
             ((ORC_EPOCH + 1) * 1_000_000_000 + 123, true)
         );
         // 1969-12-31 23:59:58.5 (-2 s and 0.5 s), stored one second late
         // (ORC-763).
         let stored = -1 - ORC_EPOCH;
         assert_eq!(
-            nanoseconds_since_1970(stored, 5 << 3 | 7),
+            nanoseconds_since_1970(stored, 5 << 3 | 7, ORC_EPOCH),
             (-2_000_000_000 + 500_000_000, true)
         );
         // A microsecond before 1970 is not moved (under a millisecond).
         assert_eq!(
-            nanoseconds_since_1970(-ORC_EPOCH - 1, 999_999 << 3),
+            nanoseconds_since_1970(-ORC_EPOCH - 1, 999_999 << 3, ORC_EPOCH),
             (-1_000_000_000 + 999_999, true)
         );
         // -1.5 s as the C++ writer stores it: -1 s, and -0.5 s as -5 with
         // 8 zeros cut (-5 << 3 | 7 = -33).
         assert_eq!(
-            nanoseconds_since_1970(-1 - ORC_EPOCH, -33),
+            nanoseconds_since_1970(-1 - ORC_EPOCH, -33, ORC_EPOCH),
             (-1_500_000_000, true)
         );
         // -1 ns: 0 s and -1 ns, no zeros cut.
-        assert_eq!(nanoseconds_since_1970(-ORC_EPOCH, -8), (-1, true));
+        assert_eq!(
+            nanoseconds_since_1970(-ORC_EPOCH, -8, ORC_EPOCH),
+            (-1, true)
+        );
         // Past 2262, and past what the seconds hold.
-        assert!(!nanoseconds_since_1970(10_000_000_000, 0).1);
-        assert!(!nanoseconds_since_1970(i64::MIN, 5 << 3 | 7).1);
-        assert!(!nanoseconds_since_1970(0, i64::MAX).1);
+        assert!(!nanoseconds_since_1970(10_000_000_000, 0, ORC_EPOCH).1);
+        assert!(!nanoseconds_since_1970(i64::MIN, 5 << 3 | 7, ORC_EPOCH).1);
+        assert!(!nanoseconds_since_1970(0, i64::MAX, ORC_EPOCH).1);
     }
 }
