@@ -395,6 +395,39 @@ def test_float_bits_match_pyarrow_across_compression_chunks(tmp_path, codec):
         assert np.array_equal(bits[0], bits[1]), name
 
 
+def test_timestamps_written_in_another_zone_read_as_its_wall_clock(tmp_path):
+    # pyarrow's writer records GMT; with the stripe footers made to say ROC
+    # (Asia/Taipei: same length, uncompressed file) the values are wall-clock
+    # times there, as Hive and Spark files in the JVM's zone are. Times
+    # spread over 1900-2037 (every span of the zone's transition tables is
+    # built), clustered ones (the kept hours), times before 1970 with
+    # fractions (the C++ writer's negative nanoseconds), and nulls: as
+    # pyarrow reads them. (Taipei's history is the same in the time zone
+    # databases of chrono-tz and of this system's ORC C++ reader; that of
+    # CET, EET, MET, WET, EST, PRC and ROK is not: CET is Europe/Brussels
+    # since tzdb 2024b.)
+    rng = np.random.default_rng(5)
+    n = 60_000
+    spread = rng.integers(-2_208_988_800, 2_145_916_800, n) * 1_000_000_000
+    spread += rng.integers(0, 1_000_000_000, n)
+    clustered = 1_616_900_000_000_000_000 + rng.integers(0, 86_400_000_000_000, n)
+    before_1970 = -rng.integers(1, 10**18, n)
+    table = pa.table(
+        {
+            "spread": pa.array(spread, pa.timestamp("ns")),
+            "clustered": pa.array(clustered, pa.timestamp("ns")),
+            "before_1970": pa.array(before_1970, pa.timestamp("ns"), mask=rng.random(n) < 0.1),
+        }
+    )
+    path = tmp_path / "taipei.orc"
+    data = orc_bytes(table, compression="uncompressed", stripe_size=256 << 10)
+    assert data.count(b"\x1a\x03GMT") > 1
+    path.write_bytes(data.replace(b"\x1a\x03GMT", b"\x1a\x03ROC"))
+    want = orc.read_table(path)
+    assert not want.equals(table)  # the zone moved them
+    assert_tables_equal(fastingest.read_orc(str(path)), want)
+
+
 def test_a_string_column_that_is_not_utf8_is_refused_naming_it(tmp_path):
     # A binary column whose footer is made to say `string`: its values are
     # not UTF-8, and the read says where.

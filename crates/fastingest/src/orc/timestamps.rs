@@ -157,16 +157,20 @@ const ZEROS: [u64; 8] = [
     100_000_000,
 ];
 
-/// A writer's zone: ORC's epoch in it, and its offsets from UTC, looked up
-/// once an hour of the instants read.
+/// A writer's zone: ORC's epoch in it, and its offsets from UTC.
 ///
 /// Why: `chrono-tz` finds a zone's offset at an instant by a search of its
-/// transitions after turning the instant into a date (the 45 % of a read
-/// that `orc-rust` spent converting zones). Values of one column cluster in
-/// time, so each hour's offset is kept in a small table: an hour whose first
-/// and last second have the same offset has it throughout (no zone changes
-/// its offset twice within an hour); an hour with a change in it is looked
-/// up second by second.
+/// transitions after turning the instant into a date, 40 ns a lookup here
+/// (the 45 % of a read that `orc-rust` spent converting zones). So offsets
+/// are kept two ways:
+/// - by hour, in a small table: an hour whose first and last second have the
+///   same offset has it throughout (no zone changes its offset twice within
+///   a day: `no_zone_changes_its_offset_twice_within_a_day`); an hour with a
+///   change in it is looked up second by second;
+/// - by span of 2^25 s (about 388 days), once values have missed the hours
+///   kept [`SPAN_AFTER_MISSES`] times in it: the span's transitions, found a
+///   day at a time and each to its second. Values spread over decades then
+///   cost a table lookup each, not two searches.
 struct ZoneOffsets {
     zone: chrono_tz::Tz,
     /// 2015-01-01 00:00:00 in the zone, in seconds since 1970 (UTC).
@@ -174,10 +178,27 @@ struct ZoneOffsets {
     /// By hour since 1970 modulo [`HOURS_KEPT`]: the hour, and its offset
     /// in seconds (`i64::MIN`: none kept).
     hours: Vec<(i64, i64)>,
+    /// By span (second >> [`SPAN_SHIFT`]).
+    spans: std::collections::HashMap<i64, Span>,
 }
 
 /// Hours whose offsets are kept (about 5.6 months of distinct hours).
 const HOURS_KEPT: usize = 4096;
+
+/// A span covers 2^25 seconds.
+const SPAN_SHIFT: u32 = 25;
+
+/// Misses of the kept hours in a span before its transitions are found
+/// (which takes about 400 lookups).
+const SPAN_AFTER_MISSES: u32 = 64;
+
+enum Span {
+    /// Misses so far.
+    Counting(u32),
+    /// The offsets in force, each from the second it starts (the first from
+    /// the span's start).
+    Known(Vec<(i64, i64)>),
+}
 
 impl ZoneOffsets {
     /// `None` when ORC's epoch is not one instant in the zone.
@@ -191,7 +212,40 @@ impl ZoneOffsets {
             zone,
             epoch,
             hours: vec![(i64::MIN, 0); HOURS_KEPT],
+            spans: std::collections::HashMap::new(),
         })
+    }
+
+    /// The offsets in force in span `key`: its start's, then one a
+    /// transition, found by looking a day ahead and, where the offset
+    /// changed, halving the day to the second.
+    fn transitions(&self, key: i64) -> Vec<(i64, i64)> {
+        const DAY: i64 = 86_400;
+        let start = key << SPAN_SHIFT;
+        let end = start + (1 << SPAN_SHIFT) - 1;
+        let mut current = self.offset_at(start);
+        let mut changes = vec![(start, current)];
+        let mut at = start;
+        while at < end {
+            let next = (at + DAY).min(end);
+            let offset = self.offset_at(next);
+            if offset != current {
+                // offset(lo) == current, offset(hi) != current.
+                let (mut lo, mut hi) = (at, next);
+                while hi - lo > 1 {
+                    let mid = lo + (hi - lo) / 2;
+                    if self.offset_at(mid) == current {
+                        lo = mid;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                changes.push((hi, offset));
+                current = offset;
+            }
+            at = next;
+        }
+        changes
     }
 
     /// The zone's offset from UTC at `second` (since 1970, UTC).
@@ -215,18 +269,39 @@ impl ZoneOffsets {
         let slot = hour.rem_euclid(HOURS_KEPT as i64) as usize;
         let offset = match self.hours[slot] {
             (kept, offset) if kept == hour => offset,
-            _ => {
-                let first = self.offset_at(hour * 3600);
-                if first == self.offset_at(hour * 3600 + 3599) {
-                    self.hours[slot] = (hour, first);
-                    first
-                } else {
-                    self.offset_at(second)
-                }
-            }
+            _ => self.offset_missed(second, hour, slot),
         };
         let (value, overflow) = seconds.overflowing_add(offset);
         (value, !overflow)
+    }
+
+    /// The offset at `second`, whose `hour` is not the one kept at `slot`.
+    fn offset_missed(&mut self, second: i64, hour: i64, slot: usize) -> i64 {
+        let key = second >> SPAN_SHIFT;
+        let span = self.spans.entry(key).or_insert(Span::Counting(0));
+        if let Span::Counting(misses) = span {
+            *misses += 1;
+            if *misses >= SPAN_AFTER_MISSES {
+                let known = Span::Known(self.transitions(key));
+                self.spans.insert(key, known);
+            }
+        }
+        if let Some(Span::Known(changes)) = self.spans.get(&key) {
+            let (_, offset) = changes
+                .iter()
+                .rev()
+                .find(|&&(from, _)| from <= second)
+                .copied()
+                .unwrap_or(changes[0]);
+            return offset;
+        }
+        let first = self.offset_at(hour * 3600);
+        if first == self.offset_at(hour * 3600 + 3599) {
+            self.hours[slot] = (hour, first);
+            first
+        } else {
+            self.offset_at(second)
+        }
     }
 }
 
@@ -303,6 +378,35 @@ mod tests {
         assert_eq!(la.epoch, ORC_EPOCH + 8 * 3600);
         let mut la = la;
         assert!(!la.wall_clock(i64::MAX).1);
+    }
+
+    /// Every zone's transitions, 1800-2037, an hour at a time: how close
+    /// two of them come (`cargo test -- --ignored`, about a minute).
+    #[test]
+    #[ignore]
+    fn no_zone_changes_its_offset_twice_within_a_day() {
+        use chrono::{Offset, TimeZone};
+        let mut closest = (i64::MAX, String::new());
+        for zone in chrono_tz::TZ_VARIANTS {
+            let offset = |s: i64| {
+                let utc = chrono::DateTime::from_timestamp(s, 0).unwrap().naive_utc();
+                zone.offset_from_utc_datetime(&utc).fix().local_minus_utc()
+            };
+            let mut last_change = i64::MIN / 2;
+            let mut previous = offset(-5_364_662_400);
+            for hour in (-5_364_662_400i64..2_145_916_800).step_by(3600) {
+                let now = offset(hour);
+                if now != previous {
+                    if hour - last_change < closest.0 {
+                        closest = (hour - last_change, format!("{zone} at {hour}"));
+                    }
+                    last_change = hour;
+                    previous = now;
+                }
+            }
+        }
+        println!("closest transitions: {} s apart ({})", closest.0, closest.1);
+        assert!(closest.0 > 86_400, "{closest:?}");
     }
 
     #[test]
