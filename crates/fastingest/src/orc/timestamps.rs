@@ -178,8 +178,8 @@ struct ZoneOffsets {
     /// By hour since 1970 modulo [`HOURS_KEPT`]: the hour, and its offset
     /// in seconds (`i64::MIN`: none kept).
     hours: Vec<(i64, i64)>,
-    /// By span (second >> [`SPAN_SHIFT`]).
-    spans: std::collections::HashMap<i64, Span>,
+    /// By span (second >> [`SPAN_SHIFT`]), from [`FIRST_SPAN`].
+    spans: Vec<Span>,
 }
 
 /// Hours whose offsets are kept (about 5.6 months of distinct hours).
@@ -191,6 +191,12 @@ const SPAN_SHIFT: u32 = 25;
 /// Misses of the kept hours in a span before its transitions are found
 /// (which takes about 400 lookups).
 const SPAN_AFTER_MISSES: u32 = 64;
+
+/// The spans kept: those of the seconds a `timestamp[ns]` holds (years
+/// 1677-2262, spans -275 to 274), and more; seconds outside them are looked
+/// up one by one (their values overflow anyway).
+const FIRST_SPAN: i64 = -512;
+const SPANS: usize = 1024;
 
 enum Span {
     /// Misses so far.
@@ -212,7 +218,7 @@ impl ZoneOffsets {
             zone,
             epoch,
             hours: vec![(i64::MIN, 0); HOURS_KEPT],
-            spans: std::collections::HashMap::new(),
+            spans: (0..SPANS).map(|_| Span::Counting(0)).collect(),
         })
     }
 
@@ -265,35 +271,38 @@ impl ZoneOffsets {
         let Some(second) = seconds.checked_add(self.epoch) else {
             return (seconds, false);
         };
-        let hour = second.div_euclid(3600);
-        let slot = hour.rem_euclid(HOURS_KEPT as i64) as usize;
-        let offset = match self.hours[slot] {
-            (kept, offset) if kept == hour => offset,
-            _ => self.offset_missed(second, hour, slot),
+        let span = usize::try_from((second >> SPAN_SHIFT) - FIRST_SPAN)
+            .ok()
+            .filter(|&i| i < SPANS);
+        let offset = match span.map(|i| &self.spans[i]) {
+            Some(Span::Known(changes)) => changes
+                .iter()
+                .rev()
+                .find(|&&(from, _)| from <= second)
+                .map_or(0, |&(_, offset)| offset),
+            Some(Span::Counting(_)) => self.offset_by_hour(second, span.unwrap_or(0)),
+            None => self.offset_at(second),
         };
         let (value, overflow) = seconds.overflowing_add(offset);
         (value, !overflow)
     }
 
-    /// The offset at `second`, whose `hour` is not the one kept at `slot`.
-    fn offset_missed(&mut self, second: i64, hour: i64, slot: usize) -> i64 {
-        let key = second >> SPAN_SHIFT;
-        let span = self.spans.entry(key).or_insert(Span::Counting(0));
-        if let Span::Counting(misses) = span {
+    /// The offset at `second`, from the kept hours (or looked up and kept),
+    /// counting a miss against its span (at `span`): enough misses, and the
+    /// span's transitions are found.
+    fn offset_by_hour(&mut self, second: i64, span: usize) -> i64 {
+        let hour = second.div_euclid(3600);
+        let slot = hour.rem_euclid(HOURS_KEPT as i64) as usize;
+        let (kept, offset) = self.hours[slot];
+        if kept == hour {
+            return offset;
+        }
+        if let Span::Counting(misses) = &mut self.spans[span] {
             *misses += 1;
             if *misses >= SPAN_AFTER_MISSES {
-                let known = Span::Known(self.transitions(key));
-                self.spans.insert(key, known);
+                let key = span as i64 + FIRST_SPAN;
+                self.spans[span] = Span::Known(self.transitions(key));
             }
-        }
-        if let Some(Span::Known(changes)) = self.spans.get(&key) {
-            let (_, offset) = changes
-                .iter()
-                .rev()
-                .find(|&&(from, _)| from <= second)
-                .copied()
-                .unwrap_or(changes[0]);
-            return offset;
         }
         let first = self.offset_at(hour * 3600);
         if first == self.offset_at(hour * 3600 + 3599) {
