@@ -65,9 +65,10 @@ def test_suite_smallest_case_runs_end_to_end(tmp_path):
 
 
 def test_orc_types_benchmark_reports_every_type_and_reader(tmp_path):
-    # benches/bench_orc_types.py at its smallest: two type groups, one round.
+    # benches/bench_orc_types.py at its smallest: three type groups, one round.
     script = str(ROOT / "benches" / "bench_orc_types.py")
-    args = ["--rounds", "1", "--size-mb", "1", "--types", "decimal,string-dict"]
+    types = ("decimal", "string-dict", "timestamp-taipei")
+    args = ["--rounds", "1", "--size-mb", "1", "--types", ",".join(types)]
     out = subprocess.run(
         [sys.executable, script, *args, "--data", str(tmp_path)],
         capture_output=True,
@@ -80,13 +81,23 @@ def test_orc_types_benchmark_reports_every_type_and_reader(tmp_path):
         r"^\| (\S+) \| \d+ \| (\S+) \| ([\d.]+) .* \| ([\d.]+)x \|$", out.stdout, re.M
     )
     assert {(name, reader) for name, reader, _, _ in rows} == {
-        (name, reader)
-        for name in ("decimal", "string-dict")
-        for reader in ("fastingest", "pyarrow")
+        (name, reader) for name in types for reader in ("fastingest", "pyarrow")
     }, out.stdout
     assert all(float(ms) > 0 and float(ratio) > 0 for _, _, ms, ratio in rows)
     # The dictionary-encoded copy is written beside its Parquet file.
     assert list(tmp_path.glob("string-card1000-*-dict.orc"))
+    # The zoned copy reads as Taipei's wall clock: pyarrow's times, moved
+    # from the UTC ones written.
+    import pyarrow.orc as orc
+    import pyarrow.parquet as pq
+
+    import fastingest
+
+    (taipei,) = tmp_path.glob("timestamp-*-taipei.orc")
+    want = orc.read_table(taipei)
+    assert fastingest.read_orc(str(taipei)).equals(want)
+    written = pq.read_table(next(tmp_path.glob("timestamp-*.parquet")))
+    assert not want.column(0).equals(written.column(0).cast(want.column(0).type))
 
 
 def test_an_interrupted_suite_reports_what_it_measured(tmp_path):
