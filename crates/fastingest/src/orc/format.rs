@@ -90,7 +90,12 @@ impl Planned for PreparedOrc {
         self.filter.as_ref()
     }
 
-    fn decode(&self, unit: usize, spans: FetchedSpans, _: &Fetcher) -> Result<Vec<RecordBatch>> {
+    fn decode(
+        &self,
+        unit: usize,
+        spans: FetchedSpans,
+        fetcher: &Fetcher,
+    ) -> Result<Vec<RecordBatch>> {
         let location = self.source.location();
         let mut reader = self.span_reader(unit, spans);
         let fields = self.decoded_schema.fields();
@@ -140,10 +145,18 @@ impl Planned for PreparedOrc {
             .iter()
             .map(|&i| fields[i].data_type().clone())
             .collect();
-        let decoded = decode_columns(&stripe, &streams, &types).map_err(corrupt)?;
-        drop(streams);
         let rows = stripe.number_of_rows();
-        drop(stripe);
+        // A helper thread for each MiB of the stripe's streams, as for a
+        // Parquet row group: a hop to another thread costs more than a
+        // small column takes.
+        let data = self.tail.metadata.stripe_metadatas()[index].data_length();
+        let helpers = usize::try_from(data >> 20).unwrap_or(usize::MAX);
+        let threads = fetcher
+            .config()
+            .decode_threads()
+            .min(helpers.saturating_add(1));
+        let decoded = decode_columns(Arc::new(stripe), Arc::new(streams), &types, threads)
+            .map_err(corrupt)?;
         let mut ours: Vec<Option<ArrayRef>> = vec![None; fields.len()];
         for (i, array) in candidates.into_iter().zip(decoded) {
             ours[i] = array;
