@@ -140,11 +140,12 @@ fn check_zstd_chunks(stream: &[u8], limit: u64) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    /// A chunk: its 3-byte header, then `body`.
-    fn chunk(body: &[u8], original: bool) -> Vec<u8> {
+    /// A chunk: its 3-byte header, then `body` (`original`: stored as it
+    /// is). The stream reader's tests build theirs with it too.
+    pub(in crate::orc) fn chunk(body: &[u8], original: bool) -> Vec<u8> {
         let header = ((body.len() as u32) << 1) | u32::from(original);
         let mut out = header.to_le_bytes()[..3].to_vec();
         out.extend_from_slice(body);

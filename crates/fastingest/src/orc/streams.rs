@@ -375,14 +375,7 @@ fn damaged(at: usize, problem: String) -> io::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A chunk: its 3-byte header, then `body`.
-    fn chunk(body: &[u8], stored: bool) -> Vec<u8> {
-        let header = ((body.len() as u32) << 1) | u32::from(stored);
-        let mut out = header.to_le_bytes()[..3].to_vec();
-        out.extend_from_slice(body);
-        out
-    }
+    use crate::orc::chunks::tests::chunk;
 
     fn reader(bytes: Vec<u8>, codec: Option<CompressionType>, limit: usize) -> StreamReader {
         StreamReader::Chunks(Chunks {
