@@ -26,6 +26,7 @@
 //! # Ok(()) }
 //! ```
 
+pub(crate) mod blocks;
 pub mod cache;
 pub mod clients;
 pub mod config;

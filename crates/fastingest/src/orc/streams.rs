@@ -113,32 +113,8 @@ impl StreamReader {
         })
     }
 
-    /// Appends the next `n` bytes of the stream to `out`, without first
-    /// filling the space with zeros; an error when the stream ends sooner.
-    pub(super) fn append_to(&mut self, out: &mut Vec<u8>, n: usize) -> io::Result<()> {
-        let StreamReader::Chunks(chunks) = self else {
-            let start = out.len();
-            out.resize(start + n, 0);
-            return self.read_exact(&mut out[start..]);
-        };
-        let mut left = n;
-        while left > 0 {
-            let available = chunks.unread()?;
-            if available.is_empty() {
-                return Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    format!("the stream ends {left} bytes short"),
-                ));
-            }
-            let take = available.len().min(left);
-            out.extend_from_slice(&available[..take]);
-            chunks.at += take;
-            left -= take;
-        }
-        Ok(())
-    }
-
-    /// Appends the rest of the stream to `out`, as [`Self::append_to`].
+    /// Appends the rest of the stream to `out` (no zeros written first, as
+    /// `read_to_end` writes).
     pub(super) fn append_rest(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
         let StreamReader::Chunks(chunks) = self else {
             return self.read_to_end(out).map(drop);
@@ -154,12 +130,13 @@ impl StreamReader {
         }
     }
 
-    /// Fills `out` with the next bytes of the stream, as
-    /// [`Self::append_to`] but into space the caller owns.
+    /// Fills `out` with the next bytes of the stream, without first
+    /// filling it with zeros; an error when the stream ends sooner.
     pub(super) fn fill(&mut self, out: &mut [MaybeUninit<u8>]) -> io::Result<()> {
         let StreamReader::Chunks(chunks) = self else {
-            let mut bytes = Vec::with_capacity(out.len());
-            self.append_to(&mut bytes, out.len())?;
+            // `orc-rust`'s reader (LZO) reads into initialised space only.
+            let mut bytes = vec![0; out.len()];
+            self.read_exact(&mut bytes)?;
             for (slot, byte) in out.iter_mut().zip(bytes) {
                 slot.write(byte);
             }
@@ -435,14 +412,16 @@ mod tests {
                 }
                 assert_eq!(got, want, "{codec:?}, reads of {step}");
             }
+            // Filled in two parts, the first ending inside a chunk.
             let mut r = reader(stream.clone(), Some(codec), 1 << 16);
             let mut got = Vec::new();
-            r.append_to(&mut got, 20_001).unwrap();
-            let mut rest = vec![MaybeUninit::uninit(); want.len() - 20_001];
-            r.fill(&mut rest).unwrap();
-            got.extend(rest.iter().map(|b| unsafe { b.assume_init() }));
-            assert_eq!(got, want, "{codec:?}, appended then filled");
-            let err = r.append_to(&mut got, 1).unwrap_err();
+            for part in [20_001, want.len() - 20_001] {
+                let mut room = vec![MaybeUninit::uninit(); part];
+                r.fill(&mut room).unwrap();
+                got.extend(room.iter().map(|b| unsafe { b.assume_init() }));
+            }
+            assert_eq!(got, want, "{codec:?}, filled in two parts");
+            let err = r.fill(&mut [MaybeUninit::uninit()]).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof);
         }
     }

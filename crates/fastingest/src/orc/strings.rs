@@ -29,15 +29,12 @@ use orc_rust::stripe::Stripe;
 use super::streams::{StreamReader, StripeStreams};
 
 use super::integers::{readable, rle_v2_runs, validity, whole, MOST_RESERVED_VALUES};
+use crate::blocks::{pad_entries, BLOCK};
 use crate::utf8::is_utf8;
 
 /// The most bytes a column's values may take in one stripe: Arrow `string`
 /// and `binary` offsets are 32-bit.
 const MAX_BYTES: usize = i32::MAX as usize;
-
-/// Slack past a dictionary's last entry and past the values' room, so that
-/// every short entry is copied as one fixed-size block.
-const BLOCK: usize = 64;
 
 /// Whether a column of ORC type `orc`, read as Arrow type `arrow`, may be
 /// decoded here (when its stripe's encoding is one read here too).
@@ -204,12 +201,7 @@ impl Dictionary {
         if utf8 && !is_utf8(&bytes, 0, &ends) {
             return Err("a dictionary entry is not valid UTF-8".into());
         }
-        bytes.resize(bytes.len() + BLOCK, 0);
-        let longest = ends
-            .windows(2)
-            .map(|w| (w[1] - w[0]) as usize)
-            .max()
-            .unwrap_or(0);
+        let longest = pad_entries(&mut bytes, &ends);
         Ok(Dictionary {
             bytes,
             ends,

@@ -29,6 +29,7 @@ use super::flat::{
     Decoded, Failure, Indices, NextPage,
 };
 use super::pages::{ChunkPages, PagesAhead};
+use crate::blocks::{pad_entries, BLOCK};
 use crate::utf8::is_utf8;
 use crate::{memory, nontemporal};
 
@@ -470,14 +471,8 @@ impl Dictionary {
                 "a dictionary entry is not valid UTF-8".into(),
             ));
         }
-        // A block's slack past the last entry: every entry can be copied
-        // as a whole block (see [`Output::push`]).
-        bytes.resize(bytes.len() + BLOCK, 0);
-        let longest = offsets
-            .windows(2)
-            .map(|w| (w[1] - w[0]) as usize)
-            .max()
-            .unwrap_or(0);
+        // Every entry can be copied as a whole block (see [`Output::push`]).
+        let longest = pad_entries(&mut bytes, &offsets);
         Ok(Dictionary {
             bytes,
             offsets,
@@ -592,9 +587,6 @@ fn plain<O: OffsetSizeTrait>(
     unsafe { ends.set_len(filled + count) };
     Ok(())
 }
-
-/// The most bytes copied as one fixed-size block (see [`Output::push`]).
-const BLOCK: usize = 64;
 
 /// Values written end to end into the spare capacity of a values buffer
 /// that was grown by at least as much as they take plus a [`BLOCK`] of
