@@ -36,11 +36,6 @@ KNOWN_UNSUPPORTED = {
     "orc_split_elim.orc": (
         "a decimal column with precision 0, which Arrow rejects (pyarrow maps it to 38)"
     ),
-    "TestOrcFile.testDate2038.orc": (
-        "summer times after 2037 in a writer time zone with daylight saving: chrono-tz's "
-        "tables end in 2037 (standard time after), where the ORC C++ reader applies the "
-        "zone's current rule; those rows read an hour off"
-    ),
 }
 
 
@@ -425,6 +420,34 @@ def test_timestamps_written_in_another_zone_read_as_its_wall_clock(tmp_path):
     path.write_bytes(data.replace(b"\x1a\x03GMT", b"\x1a\x03ROC"))
     want = orc.read_table(path)
     assert not want.equals(table)  # the zone moved them
+    assert_tables_equal(fastingest.read_orc(str(path)), want)
+
+
+def test_summer_times_after_2099_follow_the_zones_rule_of_today(tmp_path):
+    # chrono-tz's tables end in 2099; after them the ORC C++ reader goes on
+    # with the zone's rule (the compiled zone file's POSIX string), and so
+    # does fastingest. CET keeps the EU rule (last Sundays of March and
+    # October at 01:00 UTC) in every tz database version, so its future
+    # reads the same everywhere: times spread over 2100-2261, and every ten
+    # minutes across the transitions of 2100, 2204 (a leap year) and 2261.
+    rng = np.random.default_rng(11)
+    spread = rng.integers(4_102_444_800, 9_183_110_400, 40_000) * 1_000_000_000
+    around = []
+    for year in (2100, 2204, 2261):
+        for month in (3, 10):
+            start = np.datetime64(f"{year}-{month:02d}-24", "s").astype(np.int64)
+            around.append(np.arange(start, start + 9 * 86_400, 600))
+    edges = np.concatenate(around) * 1_000_000_000
+    values = np.concatenate([spread, edges]) + rng.integers(0, 10**9, len(spread) + len(edges))
+    table = pa.table({"at": pa.array(values, pa.timestamp("ns"))})
+    data = orc_bytes(table, compression="uncompressed", stripe_size=256 << 10)
+    path = tmp_path / "cet-future.orc"
+    path.write_bytes(data.replace(b"\x1a\x03GMT", b"\x1a\x03CET"))
+    want = orc.read_table(path)
+    # Summer times an hour further on than winter ones (which stay: ORC
+    # counts from 2015-01-01 00:00 in the writer's zone, a winter time).
+    moved = want["at"].cast(pa.int64()).to_numpy() - values
+    assert set(moved // 3_600_000_000_000) == {0, 1}
     assert_tables_equal(fastingest.read_orc(str(path)), want)
 
 

@@ -25,6 +25,7 @@ mod strings;
 mod stripes;
 mod tail;
 mod timestamps;
+mod zones;
 
 use orc_rust::error::OrcError;
 

@@ -18,7 +18,8 @@
 //! A `timestamp` written in another zone (Hive and Spark write the JVM's)
 //! reads as that zone's wall clock, as the ORC C++ reader (pyarrow's) and
 //! `orc-rust` read it: the instant, plus the zone's offset from UTC at that
-//! instant ([`ZoneOffsets`]).
+//! instant ([`ZoneOffsets`]), by the zone's rule of today past 2099 as that
+//! reader does.
 
 use std::sync::Arc;
 
@@ -31,11 +32,12 @@ use orc_rust::schema::DataType as OrcType;
 use orc_rust::stripe::Stripe;
 
 use super::streams::StripeStreams;
+use super::zones::ZoneOffsets;
 
 use super::integers::{primitive_column, readable, rle_v2_into, rle_v2_runs, validity};
 
 /// 2015-01-01 00:00:00 UTC, ORC's epoch, in seconds since 1970.
-const ORC_EPOCH: i64 = 1_420_070_400;
+pub(super) const ORC_EPOCH: i64 = 1_420_070_400;
 
 /// The zones that are UTC at every instant (the IANA names and links).
 const UTC_ZONES: [&str; 18] = [
@@ -157,163 +159,6 @@ const ZEROS: [u64; 8] = [
     100_000_000,
 ];
 
-/// A writer's zone: ORC's epoch in it, and its offsets from UTC.
-///
-/// Why: `chrono-tz` finds a zone's offset at an instant by a search of its
-/// transitions after turning the instant into a date, 40 ns a lookup here
-/// (the 45 % of a read that `orc-rust` spent converting zones). So offsets
-/// are kept two ways:
-/// - by hour, in a small table: an hour whose first and last second have the
-///   same offset has it throughout (no zone changes its offset twice within
-///   a day: `no_zone_changes_its_offset_twice_within_a_day`); an hour with a
-///   change in it is looked up second by second;
-/// - by span of 2^25 s (about 388 days), once values have missed the hours
-///   kept [`SPAN_AFTER_MISSES`] times in it: the span's transitions, found a
-///   day at a time and each to its second. Values spread over decades then
-///   cost a table lookup each, not two searches.
-struct ZoneOffsets {
-    zone: chrono_tz::Tz,
-    /// 2015-01-01 00:00:00 in the zone, in seconds since 1970 (UTC).
-    epoch: i64,
-    /// By hour since 1970 modulo [`HOURS_KEPT`]: the hour, and its offset
-    /// in seconds (`i64::MIN`: none kept).
-    hours: Vec<(i64, i64)>,
-    /// By span (second >> [`SPAN_SHIFT`]), from [`FIRST_SPAN`].
-    spans: Vec<Span>,
-}
-
-/// Hours whose offsets are kept (about 5.6 months of distinct hours).
-const HOURS_KEPT: usize = 4096;
-
-/// A span covers 2^25 seconds.
-const SPAN_SHIFT: u32 = 25;
-
-/// Misses of the kept hours in a span before its transitions are found
-/// (which takes about 400 lookups).
-const SPAN_AFTER_MISSES: u32 = 64;
-
-/// The spans kept: those of the seconds a `timestamp[ns]` holds (years
-/// 1677-2262, spans -275 to 274), and more; seconds outside them are looked
-/// up one by one (their values overflow anyway).
-const FIRST_SPAN: i64 = -512;
-const SPANS: usize = 1024;
-
-enum Span {
-    /// Misses so far.
-    Counting(u32),
-    /// The offsets in force, each from the second it starts (the first from
-    /// the span's start).
-    Known(Vec<(i64, i64)>),
-}
-
-impl ZoneOffsets {
-    /// `None` when ORC's epoch is not one instant in the zone.
-    fn new(zone: chrono_tz::Tz) -> Option<ZoneOffsets> {
-        use chrono::TimeZone;
-        let epoch = zone
-            .with_ymd_and_hms(2015, 1, 1, 0, 0, 0)
-            .single()?
-            .timestamp();
-        Some(ZoneOffsets {
-            zone,
-            epoch,
-            hours: vec![(i64::MIN, 0); HOURS_KEPT],
-            spans: (0..SPANS).map(|_| Span::Counting(0)).collect(),
-        })
-    }
-
-    /// The offsets in force in span `key`: its start's, then one a
-    /// transition, found by looking a day ahead and, where the offset
-    /// changed, halving the day to the second.
-    fn transitions(&self, key: i64) -> Vec<(i64, i64)> {
-        const DAY: i64 = 86_400;
-        let start = key << SPAN_SHIFT;
-        let end = start + (1 << SPAN_SHIFT) - 1;
-        let mut current = self.offset_at(start);
-        let mut changes = vec![(start, current)];
-        let mut at = start;
-        while at < end {
-            let next = (at + DAY).min(end);
-            let offset = self.offset_at(next);
-            if offset != current {
-                // offset(lo) == current, offset(hi) != current.
-                let (mut lo, mut hi) = (at, next);
-                while hi - lo > 1 {
-                    let mid = lo + (hi - lo) / 2;
-                    if self.offset_at(mid) == current {
-                        lo = mid;
-                    } else {
-                        hi = mid;
-                    }
-                }
-                changes.push((hi, offset));
-                current = offset;
-            }
-            at = next;
-        }
-        changes
-    }
-
-    /// The zone's offset from UTC at `second` (since 1970, UTC).
-    fn offset_at(&self, second: i64) -> i64 {
-        use chrono::{Offset, TimeZone};
-        chrono::DateTime::from_timestamp(second, 0).map_or(0, |utc| {
-            let offset = self.zone.offset_from_utc_datetime(&utc.naive_utc());
-            i64::from(offset.fix().local_minus_utc())
-        })
-    }
-
-    /// `seconds` since ORC's epoch in the zone (as the data stream holds
-    /// them) moved by the zone's offset at that instant: the wall clock,
-    /// still counted from [`Self::epoch`]; and whether it fits an `i64`.
-    #[inline]
-    fn wall_clock(&mut self, seconds: i64) -> (i64, bool) {
-        let Some(second) = seconds.checked_add(self.epoch) else {
-            return (seconds, false);
-        };
-        let span = usize::try_from((second >> SPAN_SHIFT) - FIRST_SPAN)
-            .ok()
-            .filter(|&i| i < SPANS);
-        let offset = match span.map(|i| &self.spans[i]) {
-            Some(Span::Known(changes)) => changes
-                .iter()
-                .rev()
-                .find(|&&(from, _)| from <= second)
-                .map_or(0, |&(_, offset)| offset),
-            Some(Span::Counting(_)) => self.offset_by_hour(second, span.unwrap_or(0)),
-            None => self.offset_at(second),
-        };
-        let (value, overflow) = seconds.overflowing_add(offset);
-        (value, !overflow)
-    }
-
-    /// The offset at `second`, from the kept hours (or looked up and kept),
-    /// counting a miss against its span (at `span`): enough misses, and the
-    /// span's transitions are found.
-    fn offset_by_hour(&mut self, second: i64, span: usize) -> i64 {
-        let hour = second.div_euclid(3600);
-        let slot = hour.rem_euclid(HOURS_KEPT as i64) as usize;
-        let (kept, offset) = self.hours[slot];
-        if kept == hour {
-            return offset;
-        }
-        if let Span::Counting(misses) = &mut self.spans[span] {
-            *misses += 1;
-            if *misses >= SPAN_AFTER_MISSES {
-                let key = span as i64 + FIRST_SPAN;
-                self.spans[span] = Span::Known(self.transitions(key));
-            }
-        }
-        let first = self.offset_at(hour * 3600);
-        if first == self.offset_at(hour * 3600 + 3599) {
-            self.hours[slot] = (hour, first);
-            first
-        } else {
-            self.offset_at(second)
-        }
-    }
-}
-
 /// The nanoseconds since 1970 of the value of `seconds` since ORC's epoch
 /// (`epoch`: 2015-01-01 00:00:00 in the writer's zone, in seconds since 1970)
 /// and `encoded` nanoseconds, and whether they fit an `i64`.
@@ -340,91 +185,6 @@ fn nanoseconds_since_1970(seconds: i64, encoded: i64, epoch: i64) -> (i64, bool)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_wall_clock_of_a_zone_is_chronos_through_transitions_and_kept_hours() {
-        use chrono::TimeZone;
-        let zones = [
-            chrono_tz::America::Los_Angeles,
-            chrono_tz::Europe::Dublin,
-            chrono_tz::Australia::Lord_Howe,
-            chrono_tz::Asia::Kolkata,
-        ];
-        for zone in zones {
-            let mut offsets = ZoneOffsets::new(zone).unwrap();
-            let epoch = offsets.epoch;
-            let want = |second: i64| {
-                zone.timestamp_opt(second, 0)
-                    .unwrap()
-                    .naive_local()
-                    .and_utc()
-                    .timestamp()
-            };
-            // Around the transitions of 2021 and 1883 (local mean time to
-            // standard time, at an odd second), every 7 s; then again, from
-            // the kept hours; and across 1850-2100 a day and a second apart.
-            let spans = [
-                (1_615_680_000, 1_615_720_000),
-                (1_636_239_600, 1_636_279_600),
-                (1_616_850_000, 1_616_900_000),
-                (-2_717_640_000, -2_717_600_000),
-            ];
-            for _ in 0..2 {
-                for (from, to) in spans {
-                    for second in (from..to).step_by(7) {
-                        let (got, ok) = offsets.wall_clock(second - epoch);
-                        assert!(ok);
-                        assert_eq!(got + epoch, want(second), "{zone} at {second}");
-                    }
-                }
-            }
-            for second in (-3_786_825_600i64..4_102_444_800).step_by(86_401) {
-                assert_eq!(offsets.wall_clock(second - epoch).0 + epoch, want(second));
-            }
-        }
-        // 2015-01-01 00:00:00 in Los Angeles is 08:00:00 UTC.
-        let la = ZoneOffsets::new(chrono_tz::America::Los_Angeles).unwrap();
-        assert_eq!(la.epoch, ORC_EPOCH + 8 * 3600);
-        let mut la = la;
-        assert!(!la.wall_clock(i64::MAX).1);
-    }
-
-    /// Every zone's transitions, 1800-2037, an hour at a time: no two come
-    /// within a day of each other, so `ZoneOffsets::transitions`, looking a
-    /// day ahead, misses none (zones split over the cores: 20-40 s).
-    #[test]
-    fn no_zone_changes_its_offset_twice_within_a_day() {
-        use chrono::{Offset, TimeZone};
-        let closest_in = |zone: &chrono_tz::Tz| {
-            let offset = |s: i64| {
-                let utc = chrono::DateTime::from_timestamp(s, 0).unwrap().naive_utc();
-                zone.offset_from_utc_datetime(&utc).fix().local_minus_utc()
-            };
-            let mut closest = i64::MAX;
-            let mut last_change = i64::MIN / 2;
-            let mut previous = offset(-5_364_662_400);
-            for hour in (-5_364_662_400i64..2_145_916_800).step_by(3600) {
-                let now = offset(hour);
-                if now != previous {
-                    closest = closest.min(hour - last_change);
-                    last_change = hour;
-                    previous = now;
-                }
-            }
-            (closest, zone.name())
-        };
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let share = chrono_tz::TZ_VARIANTS.len().div_ceil(cores);
-        let closest = std::thread::scope(|scope| {
-            let workers: Vec<_> = chrono_tz::TZ_VARIANTS
-                .chunks(share)
-                .map(|zones| scope.spawn(move || zones.iter().map(closest_in).min()))
-                .collect();
-            workers.into_iter().filter_map(|w| w.join().unwrap()).min()
-        });
-        let (gap, zone) = closest.unwrap();
-        assert!(gap > 86_400, "{zone}: transitions {gap} s apart");
-    }
 
     #[test]
     fn seconds_and_cut_zeros_make_nanoseconds_since_1970() {
