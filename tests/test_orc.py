@@ -31,8 +31,6 @@ KNOWN_UNSUPPORTED = {
         "ORC 0.11 format: the postscript has no metadata length, which orc-rust 0.9 requires"
     ),
     "orc_no_format.orc": "written without a format version or metadata length (as above)",
-    "decimal64_v2.orc": "decimal64 with RLEv2 encoding is not decoded by orc-rust 0.9",
-    "decimal64_v2_cplusplus.orc": "decimal64 with RLEv2 encoding (as above)",
     "orc_split_elim.orc": (
         "a decimal column with precision 0, which Arrow rejects (pyarrow maps it to 38)"
     ),
@@ -449,6 +447,51 @@ def test_summer_times_after_2099_follow_the_zones_rule_of_today(tmp_path):
     moved = want["at"].cast(pa.int64()).to_numpy() - values
     assert set(moved // 3_600_000_000_000) == {0, 1}
     assert_tables_equal(fastingest.read_orc(str(path)), want)
+
+
+def _decimal64_file(tmp_path, unscaled: pa.Array) -> Path:
+    """An uncompressed ORC file of format version 1.9999 whose one column,
+    `d`, is a decimal(12, 2) stored as integers (`unscaled`): pyarrow's
+    writer writes an int64 column (signed run length encoding v2); its
+    footer is made to say decimal and its postscript version 1.9999."""
+    raw = orc_bytes(pa.table({"d": unscaled}), compression="uncompressed")
+    # The footer's type of column 1: `kind: LONG` (4) with precision 0 and
+    # scale 0 becomes `kind: DECIMAL` (14), precision 12, scale 2 (same
+    # length).
+    long_type = b"\x22\x08\x08\x04\x20\x00\x28\x00\x30\x00"
+    assert raw.count(long_type) == 1
+    raw = raw.replace(long_type, b"\x22\x08\x08\x0e\x20\x00\x28\x0c\x30\x02")
+    # The postscript (its length in the last byte): version [1, 9999] for
+    # [0, 12], one byte longer.
+    ps_len = raw[-1]
+    ps = raw[-1 - ps_len : -1]
+    assert ps.count(b"\x22\x02\x00\x0c") == 1
+    ps = ps.replace(b"\x22\x02\x00\x0c", b"\x22\x03\x01\x8f\x4e")
+    path = tmp_path / "decimal64.orc"
+    path.write_bytes(raw[: -1 - ps_len] + ps + bytes([len(ps)]))
+    return path
+
+
+def test_decimals_stored_as_integers_read_as_pyarrow_reads_them(tmp_path):
+    # ORC's format version 1.9999 stores a decimal of up to 18 digits as its
+    # unscaled digits, an integer: read whole, and as a stream whose first
+    # batch is decoded on its own (a stripe of over 2 x 64 Ki rows).
+    rng = np.random.default_rng(8)
+    n = 200_000
+    unscaled = pa.array(
+        rng.integers(-(10**12) + 1, 10**12, n), pa.int64(), mask=rng.random(n) < 0.1
+    )
+    path = _decimal64_file(tmp_path, unscaled)
+    want = orc.read_table(path)
+    assert orc.ORCFile(path).file_version == "1.9999"
+    assert want.schema.field("d").type == pa.decimal128(12, 2)
+    assert want["d"].to_pylist() == [
+        None if v is None else decimal.Decimal(v).scaleb(-2) for v in unscaled.to_pylist()
+    ]
+    assert_tables_equal(fastingest.read_orc(str(path)), want)
+    batches = list(fastingest.iter_orc_batches([str(path), str(path)]))
+    assert batches[0].num_rows < n
+    assert pa.Table.from_batches(batches).equals(pa.concat_tables([want, want]))
 
 
 def test_a_string_column_that_is_not_utf8_is_refused_naming_it(tmp_path):

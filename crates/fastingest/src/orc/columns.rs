@@ -30,7 +30,9 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
 
 /// Each top-level column of `stripe` decoded whole when it is one decoded
 /// here (`None`: `orc-rust` decodes it). `arrow` holds the Arrow types the
-/// read returns, in the stripe's column order. An error names the column.
+/// read returns, in the stripe's column order; `decimal_integers`: the
+/// file stores small decimals as integers
+/// ([`decimals::small_as_integers`]). An error names the column.
 ///
 /// The columns are shared out over up to `threads` decode threads (the
 /// caller's and those idle, see [`decode_threads::run_all`]): a file of one
@@ -39,6 +41,7 @@ pub(super) fn decode_columns(
     stripe: Arc<Stripe>,
     streams: Arc<StripeStreams>,
     arrow: &[ArrowType],
+    decimal_integers: bool,
     threads: usize,
 ) -> Result<Vec<Option<ArrayRef>>, String> {
     let parts: Vec<Part<Result<Option<ArrayRef>, String>>> = arrow
@@ -47,7 +50,8 @@ pub(super) fn decode_columns(
         .map(|(index, arrow)| {
             let (stripe, streams, arrow) =
                 (Arc::clone(&stripe), Arc::clone(&streams), arrow.clone());
-            Box::new(move || decode_column(&stripe, &streams, index, &arrow)) as Part<_>
+            Box::new(move || decode_column(&stripe, &streams, index, &arrow, decimal_integers))
+                as Part<_>
         })
         .collect();
     decode_threads::run_all(threads, parts)
@@ -69,6 +73,7 @@ fn decode_column(
     streams: &StripeStreams,
     index: usize,
     arrow: &ArrowType,
+    decimal_integers: bool,
 ) -> Result<Option<ArrayRef>, String> {
     let orc = stripe.columns()[index].data_type();
     if strings::may_decode(orc, arrow) {
@@ -76,7 +81,7 @@ fn decode_column(
     } else if timestamps::may_decode(orc, arrow) {
         timestamps::decode(stripe, streams, index, arrow)
     } else if decimals::may_decode(orc, arrow) {
-        decimals::decode(stripe, streams, index, arrow)
+        decimals::decode(stripe, streams, index, arrow, decimal_integers)
     } else if booleans::may_decode(orc, arrow) {
         booleans::decode(stripe, streams, index)
     } else if floats::may_decode(orc, arrow) {

@@ -10,6 +10,12 @@
 //! of up to 128 bits in the data stream, and its scale in the secondary
 //! stream (signed run length encoding v2), which a writer may vary from
 //! value to value: each value is brought to the column's scale.
+//!
+//! Files of ORC's format version 1.9999 ("UNSTABLE-PRE-2.0": ORC 1.x
+//! writers asked for the layout of version 2) store a decimal of up to 18
+//! digits as its unscaled digits at the column's scale, a signed integer of
+//! run length encoding v2, and no secondary stream ([`small_as_integers`]),
+//! as the ORC C++ reader (pyarrow's) reads them. `orc-rust` 0.9 does not.
 
 use std::io::Read;
 use std::sync::Arc;
@@ -24,13 +30,25 @@ use orc_rust::stripe::Stripe;
 
 use super::streams::StripeStreams;
 
-use super::integers::{cut_short, primitive_column, readable, rle_v2_runs, validity, Window};
+use super::integers::{
+    cut_short, primitive_column, readable, rle_v2_into, rle_v2_runs, validity, Window,
+};
 
 /// The most bytes a varint of 128 bits takes.
 const LONGEST_VARINT: usize = 19;
 
 /// Bytes of the data stream looked at a time.
 const AHEAD: usize = 4096;
+
+/// The most digits a decimal stored as an integer has.
+const INTEGER_DIGITS: u8 = 18;
+
+/// Whether a file of ORC format version `version` (as `orc-rust` gives it:
+/// "0.12", "1.9999") stores its decimals of up to [`INTEGER_DIGITS`] digits
+/// as integers.
+pub(super) fn small_as_integers(version: &str) -> bool {
+    version == "1.9999"
+}
 
 /// Whether a column of ORC type `orc`, read as Arrow type `arrow`, may be
 /// decoded here (when its stripe's encoding is one read here too).
@@ -48,21 +66,37 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
 
 /// Column `index` of `stripe`, read as Arrow type `arrow` (one
 /// [`may_decode`] accepted), decoded whole (`None`: its encoding is not one
-/// read here).
+/// read here). `integers`: the file stores decimals of up to 18 digits as
+/// integers ([`small_as_integers`]).
 pub(super) fn decode(
     stripe: &Stripe,
     streams: &StripeStreams,
     index: usize,
     arrow: &ArrowType,
+    integers: bool,
 ) -> Result<Option<ArrayRef>, String> {
     let column = &stripe.columns()[index];
-    let (EncodingKind::DirectV2, &ArrowType::Decimal128(precision, scale)) =
-        (column.encoding().kind(), arrow)
-    else {
+    let ArrowType::Decimal128(precision, scale) = *arrow else {
         return Ok(None);
     };
     let rows = stripe.number_of_rows();
     let digits = streams.get(column.column_id(), Kind::Data);
+    if integers && precision <= INTEGER_DIGITS {
+        // In run length encoding v2 whatever encoding the stripe names (a
+        // Java writer names `DIRECT`), as the ORC C++ reader reads them.
+        let array = primitive_column::<Decimal128Type>(
+            validity(stripe, streams, index)?,
+            rows,
+            |n, out| rle_v2_into(readable(digits), n, out),
+        )?;
+        let array = array
+            .with_precision_and_scale(precision, scale)
+            .map_err(|e| e.to_string())?;
+        return Ok(Some(Arc::new(array)));
+    }
+    if column.encoding().kind() != EncodingKind::DirectV2 {
+        return Ok(None);
+    }
     let scales = streams.get(column.column_id(), Kind::Secondary);
     let array =
         primitive_column::<Decimal128Type>(validity(stripe, streams, index)?, rows, |n, out| {

@@ -21,7 +21,7 @@ use super::prune::prune_stripes;
 use super::readers::{SpanReader, StreamFinder};
 use super::streams::StripeStreams;
 use super::tail::{read_tail, OrcTail};
-use super::timestamps;
+use super::{decimals, timestamps};
 use crate::dataset::FileScope;
 use crate::error::{Error, Result};
 use crate::fetch::{await_spans, FetchedSpans, Fetcher};
@@ -155,8 +155,14 @@ impl Planned for PreparedOrc {
             .config()
             .decode_threads()
             .min(helpers.saturating_add(1));
-        let decoded = decode_columns(Arc::new(stripe), Arc::new(streams), &types, threads)
-            .map_err(corrupt)?;
+        let decoded = decode_columns(
+            Arc::new(stripe),
+            Arc::new(streams),
+            &types,
+            self.decimal_integers(),
+            threads,
+        )
+        .map_err(corrupt)?;
         let mut ours: Vec<Option<ArrayRef>> = vec![None; fields.len()];
         for (i, array) in candidates.into_iter().zip(decoded) {
             ours[i] = array;
@@ -166,14 +172,19 @@ impl Planned for PreparedOrc {
 
     fn decodes_head(&self, _unit: usize) -> bool {
         // `orc-rust`'s lazy decoder gives the first rows alone, but it reads
-        // times before 1970 differently from `timestamps` (see there): a
-        // stripe with a timestamp column decoded there is decoded whole.
+        // times before 1970 differently from `timestamps` (see there), and
+        // no decimals stored as integers: a stripe with such a column is
+        // decoded whole.
+        let integers = self.decimal_integers();
         !self
             .decoded_schema
             .fields()
             .iter()
             .zip(self.projected.children())
-            .any(|(field, column)| timestamps::may_decode(column.data_type(), field.data_type()))
+            .any(|(field, column)| {
+                let (orc, arrow) = (column.data_type(), field.data_type());
+                timestamps::may_decode(orc, arrow) || integers && decimals::may_decode(orc, arrow)
+            })
     }
 
     fn decode_head(
@@ -207,6 +218,11 @@ impl Planned for PreparedOrc {
 const BATCH_ROWS: usize = 64 * 1024;
 
 impl PreparedOrc {
+    /// Whether the file stores its decimals of up to 18 digits as integers.
+    fn decimal_integers(&self) -> bool {
+        decimals::small_as_integers(self.tail.metadata.file_format_version())
+    }
+
     /// The stripe at position `unit` of the plan, read from `spans`, as a
     /// decoder of `batch_rows`-row batches (decoded as they are pulled).
     fn stripe_decoder(

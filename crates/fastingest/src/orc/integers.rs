@@ -285,7 +285,8 @@ macro_rules! narrow {
         }
     )*};
 }
-narrow!(i16, i32, i64);
+// `i128`: decimals stored as integers (`decimals::small_as_integers`).
+narrow!(i16, i32, i64, i128);
 
 /// Decodes `count` signed values of run length encoding v2 from `stream`
 /// into `out`, each checked to fit `N`.
