@@ -219,12 +219,22 @@ def test_a_decimal_precision_no_arrow_type_holds_is_refused_naming_the_file(tmp_
             + [hostile.orc_type(hostile.LONG_KIND)],
             "deeper than",
         ),
+        # Hive 0.11's decimals (precision 0) are read at the top level
+        # only; one of scale 3 is no decimal at all.
+        (
+            [
+                hostile.orc_type(hostile.STRUCT_KIND, [1], [b"s"]),
+                hostile.orc_type(hostile.STRUCT_KIND, [2], [b"d"]),
+                hostile.orc_type(hostile.DECIMAL_KIND, precision=0, scale=0),
+            ],
+            "precision 0 (Hive 0.11's) inside",
+        ),
         (
             [
                 hostile.orc_type(hostile.STRUCT_KIND, [1], [b"d"]),
-                hostile.orc_type(hostile.DECIMAL_KIND, precision=0, scale=0),
+                hostile.orc_type(hostile.DECIMAL_KIND, precision=0, scale=3),
             ],
-            "precision 0",
+            "precision 0 and scale 3",
         ),
         (
             [

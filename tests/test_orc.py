@@ -26,15 +26,7 @@ CODECS = ["uncompressed", "zlib", "snappy", "lz4", "zstd"]
 
 # Example files fastingest knowingly reads differently from pyarrow, with the
 # reason. This list only shrinks.
-KNOWN_UNSUPPORTED = {
-    "orc-file-11-format.orc": (
-        "ORC 0.11 format: the postscript has no metadata length, which orc-rust 0.9 requires"
-    ),
-    "orc_no_format.orc": "written without a format version or metadata length (as above)",
-    "orc_split_elim.orc": (
-        "a decimal column with precision 0, which Arrow rejects (pyarrow maps it to 38)"
-    ),
-}
+KNOWN_UNSUPPORTED: dict[str, str] = {}
 
 
 # Files read with the right rows but metadata pyarrow carries and
@@ -470,6 +462,71 @@ def _decimal64_file(tmp_path, unscaled: pa.Array) -> Path:
     path = tmp_path / "decimal64.orc"
     path.write_bytes(raw[: -1 - ps_len] + ps + bytes([len(ps)]))
     return path
+
+
+def _hive11_decimals(table: pa.Table, types: list[tuple[int, int]]) -> bytes:
+    """`table` written by pyarrow (uncompressed) with its decimal columns of
+    these (precision, scale) made precision 0 and scale 0 in the footer, as
+    Hive 0.11 wrote decimals: each value keeps the scale it was stored at."""
+    raw = orc_bytes(table, compression="uncompressed")
+    for precision, scale in types:
+        typed = b"\x22\x08\x08\x0e\x20\x00\x28" + bytes([precision, 0x30, scale])
+        assert raw.count(typed) == 1
+        raw = raw.replace(typed, b"\x22\x08\x08\x0e\x20\x00\x28\x00\x30\x00")
+    return raw
+
+
+def test_hive_011_decimals_read_at_scale_6_as_pyarrow_reads_them(tmp_path):
+    # Precision 0: pyarrow gives decimal(38, 6), each value cut (towards
+    # zero) or widened from its own scale to 6. Nulls, and values at scales
+    # 10 and 2.
+    rng = np.random.default_rng(12)
+    n = 5_000
+    digits = rng.integers(-(10**18), 10**18, n)
+    wide = [
+        None if k % 7 == 0 else decimal.Decimal(int(v)).scaleb(-10) for k, v in enumerate(digits)
+    ]
+    narrow = [decimal.Decimal(int(v) % 100_000).scaleb(-2) for v in digits]
+    table = pa.table(
+        {
+            "wide": pa.array(wide, pa.decimal128(20, 10)),
+            "narrow": pa.array(narrow, pa.decimal128(5, 2)),
+        }
+    )
+    path = tmp_path / "hive11.orc"
+    path.write_bytes(_hive11_decimals(table, [(20, 10), (5, 2)]))
+    want = orc.read_table(path)
+    assert want.schema.types == [pa.decimal128(38, 6)] * 2
+    cut = [
+        None if v is None else v.quantize(decimal.Decimal("1e-6"), decimal.ROUND_DOWN) for v in wide
+    ]
+    assert want["wide"].to_pylist() == cut
+    assert_tables_equal(fastingest.read_orc(str(path)), want)
+
+
+def test_hive_011_decimals_past_38_digits_or_nested_are_refused_naming_them(tmp_path):
+    # 35 digits at scale 0 are 41 at scale 6: the ORC C++ reader refuses
+    # them too.
+    big = pa.array([decimal.Decimal(10**34 + 7)], pa.decimal128(38, 0))
+    path = tmp_path / "too-long.orc"
+    path.write_bytes(_hive11_decimals(pa.table({"big": big}), [(38, 0)]))
+    with pytest.raises(OSError, match="more than 38 digits"):
+        orc.read_table(path)
+    with pytest.raises(
+        fastingest.CorruptFileError, match=r"too-long\.orc.*column 'big'.*does not fit 38 digits"
+    ):
+        fastingest.read_orc(str(path))
+    # In a struct: fastingest decodes top-level ones only, and says so.
+    inner = pa.StructArray.from_arrays(
+        [pa.array([decimal.Decimal("1.5")], pa.decimal128(9, 1))], names=["d"]
+    )
+    path = tmp_path / "nested.orc"
+    path.write_bytes(_hive11_decimals(pa.table({"s": inner}), [(9, 1)]))
+    assert orc.read_table(path).schema.field("s").type == pa.struct([("d", pa.decimal128(38, 6))])
+    with pytest.raises(
+        fastingest.CorruptFileError, match=r"nested\.orc.*precision 0 \(Hive 0\.11's\) inside"
+    ):
+        fastingest.read_orc(str(path))
 
 
 def test_decimals_stored_as_integers_read_as_pyarrow_reads_them(tmp_path):

@@ -28,6 +28,7 @@ use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 use orc_rust::stripe::Stripe;
 
+use super::rle_v1::rle_v1_runs;
 use super::streams::StripeStreams;
 
 use super::integers::{
@@ -39,6 +40,25 @@ const LONGEST_VARINT: usize = 19;
 
 /// Bytes of the data stream looked at a time.
 const AHEAD: usize = 4096;
+
+/// The Arrow precision and scale of a decimal of precision 0, as Hive 0.11
+/// wrote them (no precision, each value of its own scale): those the ORC
+/// C++ reader (pyarrow's) gives them, each value brought to the scale (and
+/// refused past 38 digits).
+pub(super) const HIVE_11: (u8, i8) = (38, 6);
+
+/// The Arrow type of a top-level column of ORC type `orc` when it is not
+/// `orc-rust`'s: Hive 0.11's decimals (`orc-rust` says precision 0).
+pub(super) fn arrow_type(orc: &OrcType) -> Option<ArrowType> {
+    match orc {
+        OrcType::Decimal {
+            precision: 0,
+            scale: 0,
+            ..
+        } => Some(ArrowType::Decimal128(HIVE_11.0, HIVE_11.1)),
+        _ => None,
+    }
+}
 
 /// The most digits a decimal stored as an integer has.
 const INTEGER_DIGITS: u8 = 18;
@@ -54,6 +74,12 @@ pub(super) fn small_as_integers(version: &str) -> bool {
 /// decoded here (when its stripe's encoding is one read here too).
 pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
     match (orc, arrow) {
+        (
+            OrcType::Decimal {
+                precision, scale, ..
+            },
+            ArrowType::Decimal128(p, s),
+        ) if *precision == 0 => (*p, *s) == HIVE_11,
         (
             OrcType::Decimal {
                 precision, scale, ..
@@ -94,30 +120,44 @@ pub(super) fn decode(
             .map_err(|e| e.to_string())?;
         return Ok(Some(Arc::new(array)));
     }
-    if column.encoding().kind() != EncodingKind::DirectV2 {
-        return Ok(None);
-    }
+    // The scales in run length encoding v2, or v1 (Hive 0.11's files).
+    let v2 = match column.encoding().kind() {
+        EncodingKind::DirectV2 => true,
+        EncodingKind::Direct => false,
+        _ => return Ok(None),
+    };
     let scales = streams.get(column.column_id(), Kind::Secondary);
+    let most = 10i128.pow(38).unsigned_abs();
     let array =
         primitive_column::<Decimal128Type>(validity(stripe, streams, index)?, rows, |n, out| {
             varints_into(readable(digits), n, out)?;
             let mut at = 0;
-            rle_v2_runs(readable(scales), "secondary", n, true, |run, start| {
+            let each = |run: &[i64], start: usize| {
                 let slots = &mut out[at..at + run.len()];
                 at += run.len();
                 if run.iter().all(|&s| s == scale as i64) {
                     return Ok(());
                 }
                 for (slot, &from) in slots.iter_mut().zip(run) {
-                    *slot = rescale(*slot, from, scale as i64).ok_or_else(|| {
-                        format!(
-                            "a value of scale {from} does not fit the column's scale {scale} \
-                         (run at byte {start} of the secondary stream)"
-                        )
-                    })?;
+                    // Brought to the column's scale, and refused past 38
+                    // digits (as the ORC C++ reader refuses Hive 0.11's).
+                    *slot = rescale(*slot, from, scale as i64)
+                        .filter(|v| v.unsigned_abs() < most)
+                        .ok_or_else(|| {
+                            format!(
+                                "a value of scale {from} does not fit 38 digits at the \
+                                 column's scale {scale} (run at byte {start} of the secondary \
+                                 stream)"
+                            )
+                        })?;
                 }
                 Ok(())
-            })
+            };
+            if v2 {
+                rle_v2_runs(readable(scales), "secondary", n, true, each)
+            } else {
+                rle_v1_runs(readable(scales), "secondary", n, true, each)
+            }
         })?;
     let array = array
         .with_precision_and_scale(precision, scale)

@@ -402,6 +402,10 @@ fn schema_of(tail: &OrcTail, projected: &RootDataType) -> SchemaRef {
         .iter()
         .zip(projected.children())
         .map(|(field, column)| {
+            let field = match decimals::arrow_type(column.data_type()) {
+                Some(arrow) => Arc::new(field.as_ref().clone().with_data_type(arrow)),
+                None => Arc::clone(field),
+            };
             let id = column.data_type().column_index();
             match tail.type_attributes.get(id).filter(|a| !a.is_empty()) {
                 Some(attributes) => Arc::new(
@@ -410,7 +414,7 @@ fn schema_of(tail: &OrcTail, projected: &RootDataType) -> SchemaRef {
                         .clone()
                         .with_metadata(attributes.iter().cloned().collect()),
                 ),
-                None => Arc::clone(field),
+                None => field,
             }
         })
         .collect();

@@ -639,12 +639,12 @@ fn big_endian(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0u64, |acc, &b| acc << 8 | b as u64)
 }
 
-fn unzigzag(v: u64) -> i64 {
+pub(super) fn unzigzag(v: u64) -> i64 {
     (v >> 1) as i64 ^ -((v & 1) as i64)
 }
 
 /// An unsigned base-128 varint and its length in bytes.
-fn varint(data: &[u8]) -> Result<(u64, usize), String> {
+pub(super) fn varint(data: &[u8]) -> Result<(u64, usize), String> {
     let mut value = 0u64;
     for (i, &b) in data.iter().enumerate().take(10) {
         value |= ((b & 0x7f) as u64) << (7 * i);

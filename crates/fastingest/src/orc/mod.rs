@@ -20,6 +20,7 @@ mod format;
 mod integers;
 mod prune;
 mod readers;
+mod rle_v1;
 mod streams;
 mod strings;
 mod stripes;

@@ -70,6 +70,29 @@ fn postscript(tail: &Bytes) -> Option<PostScriptInfo> {
     })
 }
 
+/// `tail` with a postscript that gives a metadata length of 0 where it gives
+/// none (ORC 0.11 files have no metadata section, and `orc-rust` 0.9 wants
+/// the length), and how much longer the tail grew: as if the file ended that
+/// much later, so that the footer stays where it is. `None`: the postscript
+/// gives one.
+fn with_metadata_length(tail: &Bytes, ps: &PostScriptInfo) -> Option<(Bytes, u64)> {
+    use prost::Message;
+    let end = tail.len().checked_sub(1 + ps.ps_len as usize)?;
+    let mut postscript = orc_rust::proto::PostScript::decode(&tail[end..tail.len() - 1]).ok()?;
+    if postscript.metadata_length.is_some() {
+        return None;
+    }
+    postscript.metadata_length = Some(0);
+    let encoded = postscript.encode_to_vec();
+    let length = u8::try_from(encoded.len()).ok()?;
+    let longer = (encoded.len() as u64).checked_sub(ps.ps_len)?;
+    let mut patched = Vec::with_capacity(end + encoded.len() + 1);
+    patched.extend_from_slice(&tail[..end]);
+    patched.extend_from_slice(&encoded);
+    patched.push(length);
+    Some((Bytes::from(patched), longer))
+}
+
 /// What is wrong with the compression chunks of the tail's footer and
 /// metadata sections (`tail` ends with the postscript), if anything; checked
 /// before anything decompresses them.
@@ -110,6 +133,9 @@ fn type_tree_problem(footer: Option<&orc_rust::proto::Footer>) -> Option<String>
     let n = types.len();
     let mut depth = vec![0usize; n];
     let mut used = vec![false; n];
+    let top_level: Vec<u32> = types
+        .first()
+        .map_or(Vec::new(), |root| root.subtypes.clone());
     for (id, ty) in types.iter().enumerate() {
         if let Some(name) = ty.field_names.iter().find(|n| n.contains('\0')) {
             // Arrow's C interface (how tables reach Python) has C-string names.
@@ -120,7 +146,17 @@ fn type_tree_problem(footer: Option<&orc_rust::proto::Footer>) -> Option<String>
         if ty.kind() == orc_rust::proto::r#type::Kind::Decimal {
             // Arrow (and so every reader of the result) needs 1..=38 digits.
             let (precision, scale) = (ty.precision(), ty.scale());
-            if !(1..=38).contains(&precision) || scale > precision {
+            if (precision, scale) == (0, 0) {
+                // Hive 0.11's decimal, each value of its own scale: read at
+                // `decimals::HIVE_11`, as pyarrow reads it, where fastingest
+                // decodes it (a top-level column).
+                if !top_level.contains(&(id as u32)) {
+                    return Some(format!(
+                        "type {id} is a decimal of precision 0 (Hive 0.11's) inside another \
+                         type: only top-level ones are read"
+                    ));
+                }
+            } else if !(1..=38).contains(&precision) || scale > precision {
                 return Some(format!(
                     "type {id} is a decimal of precision {precision} and scale {scale}"
                 ));
@@ -303,9 +339,15 @@ pub async fn read_tail(fetcher: &Fetcher, source: &Source) -> Result<OrcTail> {
             cause: None,
         });
     }
-    let mut reader = TailChunks {
-        size,
-        bytes: bytes.clone(),
+    let mut reader = match with_metadata_length(&bytes, &ps) {
+        Some((bytes, longer)) => TailChunks {
+            size: size + longer,
+            bytes,
+        },
+        None => TailChunks {
+            size,
+            bytes: bytes.clone(),
+        },
     };
     let decoded =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read_metadata(&mut reader)));
