@@ -17,10 +17,6 @@ from .conftest import assert_tables_equal
 # Files fastingest knowingly reads differently from pyarrow, with the reason.
 # This list only shrinks.
 KNOWN_UNSUPPORTED = {
-    "data/dict-page-offset-zero.parquet": (
-        "its footer stores a list<i16> where the Thrift spec says list<i64>; "
-        "arrow-rs 59's footer decoder rejects it (CorruptFileError), pyarrow tolerates it"
-    ),
     "data/nation.dict-malformed.parquet": (
         "a malformed dictionary page header; arrow-rs raises CorruptFileError, pyarrow tolerates it"
     ),

@@ -12,6 +12,7 @@ mod format;
 mod hybrid;
 pub(super) mod lists;
 mod memo;
+mod mistyped;
 mod pages;
 mod prune;
 mod select;
