@@ -17,9 +17,6 @@ from .conftest import assert_tables_equal
 # Files fastingest knowingly reads differently from pyarrow, with the reason.
 # This list only shrinks.
 KNOWN_UNSUPPORTED = {
-    "data/nation.dict-malformed.parquet": (
-        "a malformed dictionary page header; arrow-rs raises CorruptFileError, pyarrow tolerates it"
-    ),
     "data/int96_from_spark.parquet": (
         "INT96 timestamps outside the nanosecond range (years < 1677) overflow "
         "differently in arrow-rs and pyarrow; the in-range rows are compared"

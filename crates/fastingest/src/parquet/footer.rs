@@ -326,7 +326,8 @@ fn decode_checked(
         Err(_) => return Err(corrupt("corrupt footer (the decoder gave up)".into())),
     };
     reject_encrypted_columns(location, &metadata)?;
-    let metadata = without_impossible_dictionary_offsets(metadata)
+    let data_end = (of == FooterOf::DataFile).then_some(footer_start);
+    let metadata = super::quirks::corrected(metadata, data_end)
         .map_err(|e| Error::from_parquet(location, e))?;
     if of == FooterOf::DataFile {
         check_chunk_ranges(location, &metadata, footer_start)?;
@@ -445,41 +446,6 @@ fn reject_encrypted_columns(location: &str, metadata: &ParquetMetaData) -> Resul
 
 /// Some writers leave the file's row count at 0 while the row groups hold
 /// rows; readers that trust it return nothing. The row groups are the truth.
-/// `metadata` with each dictionary page offset below 4 dropped: no page
-/// starts inside the leading magic `PAR1`, so such an offset names none
-/// (Dremio 3.2 wrote 0 for chunks whose first page is a dictionary page at
-/// their data page offset: parquet-testing's `dict-page-offset-zero`). As
-/// pyarrow reads them, the chunk then starts at its data page offset, and
-/// a dictionary page there is read as one.
-fn without_impossible_dictionary_offsets(
-    metadata: ParquetMetaData,
-) -> parquet::errors::Result<ParquetMetaData> {
-    let impossible = |c: &parquet::file::metadata::ColumnChunkMetaData| {
-        c.dictionary_page_offset().is_some_and(|at| at < 4)
-    };
-    let any = metadata
-        .row_groups()
-        .iter()
-        .any(|rg| rg.columns().iter().any(impossible));
-    if !any {
-        return Ok(metadata);
-    }
-    let mut row_groups = Vec::with_capacity(metadata.num_row_groups());
-    for group in metadata.row_groups() {
-        let mut builder = group.clone().into_builder();
-        let columns = builder
-            .take_columns()
-            .into_iter()
-            .map(|c| match impossible(&c) {
-                true => c.into_builder().set_dictionary_page_offset(None).build(),
-                false => Ok(c),
-            })
-            .collect::<parquet::errors::Result<Vec<_>>>()?;
-        row_groups.push(builder.set_column_metadata(columns).build()?);
-    }
-    Ok(with_row_groups(metadata.file_metadata(), row_groups))
-}
-
 fn fix_row_count(metadata: ParquetMetaData) -> ParquetMetaData {
     let sum: i64 = metadata.row_groups().iter().map(|rg| rg.num_rows()).sum();
     if metadata.file_metadata().num_rows() == sum {

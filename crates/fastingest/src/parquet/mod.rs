@@ -15,6 +15,7 @@ mod memo;
 mod mistyped;
 mod pages;
 mod prune;
+mod quirks;
 mod select;
 mod summary;
 mod thrift;
