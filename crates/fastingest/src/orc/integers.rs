@@ -317,30 +317,55 @@ pub(super) fn rle_v2_into<N: Narrow>(
 /// Decodes `count` values of run length encoding v2 from `stream` (the
 /// column's `kind` stream, for errors; `signed`: zigzag encoded; else unsigned, read as `i64` bits), handing
 /// each run to `each` with the byte of the stream it starts at; the last
-/// run is cut to `count`. The stream is read a window at a time:
-/// decompressed whole, a stripe's streams took as much fresh memory as its
-/// decoded columns, and a read in a new process paid for its pages.
+/// run is cut to `count`.
 pub(super) fn rle_v2_runs(
     stream: impl Read,
     kind: &str,
     count: usize,
     signed: bool,
+    each: impl FnMut(&[i64], usize) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut scratch = Vec::with_capacity(512);
+    runs(
+        stream,
+        kind,
+        count,
+        LONGEST_RUN,
+        |data, run| rle_v2_run(data, signed, run, &mut scratch),
+        each,
+    )
+}
+
+/// Decodes `count` values of a run length encoding from `stream` (the
+/// column's `kind` stream, for errors): `decode_run` decodes the run at the
+/// start of the bytes it is given (at least `longest` of them, unless the
+/// stream ends first) and returns its length in bytes; each run goes to
+/// `each` with the byte of the stream it starts at, the last cut to
+/// `count`. The stream is read a window at a time: decompressed whole, a
+/// stripe's streams took as much fresh memory as its decoded columns, and
+/// a read in a new process paid for its pages.
+#[inline(always)]
+pub(super) fn runs(
+    stream: impl Read,
+    kind: &str,
+    count: usize,
+    longest: usize,
+    mut decode_run: impl FnMut(&[u8], &mut Vec<i64>) -> Result<usize, String>,
     mut each: impl FnMut(&[i64], usize) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut window = Window::new(stream);
     let mut run = Vec::with_capacity(512);
-    let mut scratch = Vec::with_capacity(512);
     let mut done = 0;
     while done < count {
         let start = window.position();
         let data = window
-            .ahead(LONGEST_RUN)
+            .ahead(longest)
             .map_err(|e| format!("its {kind} stream cannot be decompressed: {e}"))?;
         if data.is_empty() {
             return Err(cut_short(done, count));
         }
         run.clear();
-        let used = rle_v2_run(data, signed, &mut run, &mut scratch)
+        let used = decode_run(data, &mut run)
             .map_err(|e| format!("{e} (run at byte {start} of the {kind} stream)"))?;
         window.advance(used);
         let run = &run[..run.len().min(count - done)];

@@ -13,7 +13,7 @@
 
 use std::io::Read;
 
-use super::integers::{cut_short, unzigzag, varint, Window};
+use super::integers::{runs, unzigzag, varint};
 
 /// The most bytes a run takes: its control byte and 128 varints of 10
 /// bytes.
@@ -28,28 +28,10 @@ pub(super) fn rle_v1_runs(
     kind: &str,
     count: usize,
     signed: bool,
-    mut each: impl FnMut(&[i64], usize) -> Result<(), String>,
+    each: impl FnMut(&[i64], usize) -> Result<(), String>,
 ) -> Result<(), String> {
-    let mut window = Window::new(stream);
-    let mut run = Vec::with_capacity(130);
-    let mut done = 0;
-    while done < count {
-        let start = window.position();
-        let data = window
-            .ahead(LONGEST_RUN)
-            .map_err(|e| format!("its {kind} stream cannot be decompressed: {e}"))?;
-        if data.is_empty() {
-            return Err(cut_short(done, count));
-        }
-        run.clear();
-        let used = rle_v1_run(data, signed, &mut run)
-            .map_err(|e| format!("{e} (run at byte {start} of the {kind} stream)"))?;
-        window.advance(used);
-        let run = &run[..run.len().min(count - done)];
-        done += run.len();
-        each(run, start)?;
-    }
-    Ok(())
+    let decode_run = |data: &[u8], run: &mut Vec<i64>| rle_v1_run(data, signed, run);
+    runs(stream, kind, count, LONGEST_RUN, decode_run, each)
 }
 
 /// Decodes the run at the start of `data` (not empty) into `out`; returns

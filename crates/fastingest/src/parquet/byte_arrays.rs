@@ -1249,7 +1249,6 @@ mod tests {
     /// dictionary-encoded until its dictionary passes 4 KB, then PLAIN, in
     /// pages of about 1 KB; and the values written.
     fn falling_back(values: &[Option<String>]) -> (bytes::Bytes, Compression) {
-        use parquet::arrow::ArrowWriter;
         use parquet::file::metadata::ParquetMetaDataReader;
         use parquet::file::properties::WriterProperties;
         let array: StringArray = values.iter().map(|v| v.as_deref()).collect();
@@ -1262,11 +1261,7 @@ mod tests {
             .set_data_page_size_limit(1024)
             .set_write_batch_size(64)
             .build();
-        let mut file = Vec::new();
-        let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), Some(props)).unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
-        let file = bytes::Bytes::from(file);
+        let file = crate::parquet::written::written(&batch, props);
         let meta = ParquetMetaDataReader::new()
             .parse_and_finish(&file)
             .unwrap();

@@ -1147,7 +1147,7 @@ mod tests {
     /// One row group of `array` as a column written by the `parquet` crate
     /// (dictionary-encoded or plain), decoded by [`decode_column`].
     fn written_and_decoded(array: ArrayRef, dictionary: bool) -> ArrayRef {
-        use parquet::arrow::{ArrowSchemaConverter, ArrowWriter};
+        use parquet::arrow::ArrowSchemaConverter;
         use parquet::basic::Compression;
         use parquet::file::metadata::ParquetMetaDataReader;
         use parquet::file::properties::WriterProperties;
@@ -1160,11 +1160,7 @@ mod tests {
             .set_dictionary_page_size_limit(1 << 20)
             .set_max_row_group_row_count(Some(rows))
             .build();
-        let mut file = Vec::new();
-        let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), Some(props)).unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
-        let file = Bytes::from(file);
+        let file = crate::parquet::written::written(&batch, props);
         let meta = ParquetMetaDataReader::new()
             .parse_and_finish(&file)
             .unwrap();

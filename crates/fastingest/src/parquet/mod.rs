@@ -19,6 +19,8 @@ mod quirks;
 mod select;
 mod summary;
 mod thrift;
+#[cfg(test)]
+mod written;
 
 use arrow_schema::SchemaRef;
 

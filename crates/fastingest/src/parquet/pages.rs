@@ -612,7 +612,6 @@ mod tests {
         version: parquet::file::properties::WriterVersion,
         dictionary: bool,
     ) -> (bytes::Bytes, arrow_array::Int32Array) {
-        use parquet::arrow::ArrowWriter;
         use parquet::file::properties::WriterProperties;
         let values: arrow_array::Int32Array = (0..20_000)
             .map(|i| (i % 7 != 0).then_some(i * 37 % 1000))
@@ -632,11 +631,7 @@ mod tests {
             .set_data_page_size_limit(1024)
             .set_write_batch_size(256)
             .build();
-        let mut file = Vec::new();
-        let mut writer = ArrowWriter::try_new(&mut file, batch.schema(), Some(props)).unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
-        (bytes::Bytes::from(file), values)
+        (crate::parquet::written::written(&batch, props), values)
     }
 
     #[test]

@@ -155,15 +155,11 @@ mod tests {
             .set_created_by(created_by.to_string())
             .set_max_row_group_row_count(Some(1_000))
             .build();
-        let mut file = Vec::new();
-        let mut writer =
-            parquet::arrow::ArrowWriter::try_new(&mut file, batch.schema(), Some(props)).unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
+        let file = crate::parquet::written::written(&batch, props);
         let n = file.len();
         let footer = u32::from_le_bytes(file[n - 8..n - 4].try_into().unwrap()) as u64;
         let metadata = ParquetMetaDataReader::new()
-            .parse_and_finish(&bytes::Bytes::from(file))
+            .parse_and_finish(&file)
             .unwrap();
         (metadata, n as u64 - 8 - footer)
     }

@@ -282,11 +282,7 @@ mod tests {
                 "v".to_string(),
             )]))
             .build();
-        let mut file = Vec::new();
-        let mut writer =
-            parquet::arrow::ArrowWriter::try_new(&mut file, batch.schema(), Some(props)).unwrap();
-        writer.write(&batch).unwrap();
-        writer.close().unwrap();
+        let file = crate::parquet::written::written(&batch, props);
         let n = file.len();
         let len = u32::from_le_bytes(file[n - 8..n - 4].try_into().unwrap()) as usize;
         file[n - 8 - len..n - 8].to_vec()
