@@ -65,9 +65,9 @@ def test_suite_smallest_case_runs_end_to_end(tmp_path):
 
 
 def test_orc_types_benchmark_reports_every_type_and_reader(tmp_path):
-    # benches/bench_orc_types.py at its smallest: three type groups, one round.
+    # benches/bench_orc_types.py at its smallest: four type groups, one round.
     script = str(ROOT / "benches" / "bench_orc_types.py")
-    types = ("decimal", "string-dict", "timestamp-taipei")
+    types = ("decimal", "string-dict", "timestamp-taipei", "list")
     args = ["--rounds", "1", "--size-mb", "1", "--types", ",".join(types)]
     out = subprocess.run(
         [sys.executable, script, *args, "--data", str(tmp_path)],
@@ -98,6 +98,9 @@ def test_orc_types_benchmark_reports_every_type_and_reader(tmp_path):
     assert fastingest.read_orc(str(taipei)).equals(want)
     written = pq.read_table(next(tmp_path.glob("timestamp-*.parquet")))
     assert not want.column(0).equals(written.column(0).cast(want.column(0).type))
+    # The nested copy (list<list<int32>>, decoded by orc/nested.rs).
+    (lists,) = tmp_path.glob("list-*.orc")
+    assert fastingest.read_orc(str(lists)).equals(orc.read_table(lists))
 
 
 def test_an_interrupted_suite_reports_what_it_measured(tmp_path):

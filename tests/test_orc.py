@@ -413,6 +413,76 @@ def test_timestamps_written_in_another_zone_read_as_its_wall_clock(tmp_path):
     assert_tables_equal(fastingest.read_orc(str(path)), want)
 
 
+def _nested_table(rng, n: int, times: pa.Array) -> pa.Table:
+    """Structs, lists and maps, nested two deep, of `times` and other
+    types, with nulls at every level."""
+
+    def mask(k: int) -> pa.Array:
+        return pa.array(rng.random(k) < 0.15)
+
+    def offsets(k: int) -> np.ndarray:
+        return np.concatenate([[0], np.cumsum(rng.integers(0, 4, k))]).astype(np.int32)
+
+    assert len(times) == n
+    ints = pa.array(rng.integers(-(2**40), 2**40, n), pa.int64(), mask=rng.random(n) < 0.2)
+    names = pa.array([f"n{i % 13}" for i in range(n)], mask=rng.random(n) < 0.2)
+    struct = pa.StructArray.from_arrays([times, ints, names], ["t", "i", "s"], mask=mask(n))
+    outer = offsets(n)
+    inner_n = int(outer[-1])
+    inner = pa.StructArray.from_arrays(
+        [
+            times.take(pa.array(rng.integers(0, n, inner_n))),
+            pa.array(rng.standard_normal(inner_n)),
+        ],
+        ["t", "f"],
+        mask=mask(inner_n),
+    )
+    lists = pa.ListArray.from_arrays(pa.array(outer), inner, mask=mask(n))
+    keys = pa.array([f"k{i}" for i in range(inner_n)])
+    value_offsets = offsets(inner_n)
+    value_items = times.take(pa.array(rng.integers(0, n, int(value_offsets[-1]))))
+    values = pa.ListArray.from_arrays(pa.array(value_offsets), value_items, mask=mask(inner_n))
+    maps = pa.MapArray.from_arrays(pa.array(outer), keys, values, mask=mask(n))
+    return pa.table({"struct": struct, "lists": lists, "maps": maps, "plain": ints})
+
+
+@pytest.mark.parametrize("compression", ["uncompressed", "zstd", "snappy"])
+def test_nested_columns_read_as_pyarrow_reads_them_with_times_before_1970(tmp_path, compression):
+    # Timestamps inside structs, lists and maps, many before 1970 with a
+    # fraction of a second (which pyarrow's writer stores with negative
+    # nanoseconds): `orc-rust` read those 2^61 ns off or refused them; they
+    # are decoded here now, with the structs, lists and maps around them.
+    rng = np.random.default_rng(21)
+    n = 150_000
+    seconds = rng.integers(-3 * 10**9, 3 * 10**9, n)
+    fraction = rng.choice([0, 1, 1_000, 1_000_000, 123_456_789], n)
+    times = pa.array(seconds * 10**9 + fraction, pa.timestamp("ns"), mask=rng.random(n) < 0.1)
+    table = _nested_table(rng, n, times)
+    path = tmp_path / "nested.orc"
+    path.write_bytes(orc_bytes(table, compression=compression, stripe_size=1 << 20))
+    assert orc.ORCFile(path).nstripes > 1
+    want = orc.read_table(path)
+    assert_tables_equal(fastingest.read_orc(str(path)), want)
+    # Streamed, and a column at a time.
+    streamed = pa.Table.from_batches(list(fastingest.iter_orc_batches([str(path), str(path)])))
+    assert_tables_equal(streamed, pa.concat_tables([want, want]))
+    for name in table.column_names:
+        assert_tables_equal(fastingest.read_orc(str(path), columns=[name]), want.select([name]))
+
+
+def test_nested_summer_times_after_2099_follow_the_zones_rule(tmp_path):
+    rng = np.random.default_rng(22)
+    n = 20_000
+    times = pa.array(rng.integers(4_102_444_800, 9_183_110_400, n) * 10**9, pa.timestamp("ns"))
+    table = _nested_table(rng, n, times)
+    data = orc_bytes(table, compression="uncompressed")
+    path = tmp_path / "nested-cet.orc"
+    path.write_bytes(data.replace(b"\x1a\x03GMT", b"\x1a\x03CET"))
+    want = orc.read_table(path)
+    assert not want["struct"].equals(table["struct"])  # the zone moved them
+    assert_tables_equal(fastingest.read_orc(str(path)), want)
+
+
 def test_summer_times_after_2099_follow_the_zones_rule_of_today(tmp_path):
     # chrono-tz's tables end in 2099; after them the ORC C++ reader goes on
     # with the zone's rule (the compiled zone file's POSIX string), and so

@@ -13,8 +13,8 @@ use arrow_array::{ArrayRef, BooleanArray};
 use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer};
 use arrow_schema::DataType as ArrowType;
 use orc_rust::schema::DataType as OrcType;
-use orc_rust::stripe::Stripe;
 
+use super::columns::ColumnAt;
 use super::streams::StripeStreams;
 
 use orc_rust::proto::stream::Kind;
@@ -29,15 +29,13 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
 
 /// Column `index` of `stripe` (one [`may_decode`] accepted) decoded whole.
 pub(super) fn decode(
-    stripe: &Stripe,
     streams: &StripeStreams,
-    index: usize,
+    column: &ColumnAt,
 ) -> Result<Option<ArrayRef>, String> {
-    let column = &stripe.columns()[index];
-    let rows = stripe.number_of_rows();
-    let validity = validity(stripe, streams, index)?;
+    let rows = column.rows;
+    let validity = validity(streams, column)?;
     let valid = validity.as_ref().map_or(rows, |v| v.count_set_bits());
-    let data = streams.get(column.column_id(), Kind::Data);
+    let data = streams.get(column.id, Kind::Data);
     let data = whole(data, "data", valid.div_ceil(8).saturating_add(64))?.unwrap_or_default();
     let values = bits(&data, valid).map_err(|e| format!("its data stream: {e}"))?;
     let array = match validity {

@@ -1,25 +1,85 @@
-//! The top-level columns of a stripe that fastingest decodes itself:
-//! integers and dates ([`integers`]), floats ([`floats`]), booleans
-//! ([`booleans`]), strings and binary ([`strings`]), timestamps
-//! ([`timestamps`]) and decimals ([`decimals`]), each reading its streams
-//! from [`StripeStreams`].
+//! The columns of a stripe that fastingest decodes itself: integers and
+//! dates ([`integers`]), floats ([`floats`]), booleans ([`booleans`]),
+//! strings and binary ([`strings`]), timestamps ([`timestamps`]) and
+//! decimals ([`decimals`]), each reading its streams from
+//! [`StripeStreams`]; and structs, lists and maps of them ([`nested`]).
 //! `orc-rust` decodes every other column, and these too when a stripe has
 //! them in an encoding not read here (version 1, from old writers).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::ArrayRef;
 use arrow_schema::DataType as ArrowType;
+use orc_rust::proto::column_encoding::Kind as EncodingKind;
 use orc_rust::schema::DataType as OrcType;
 use orc_rust::stripe::Stripe;
 
 use super::streams::StripeStreams;
-use super::{booleans, decimals, floats, integers, strings, timestamps};
+use super::{booleans, decimals, floats, integers, nested, strings, timestamps};
 use crate::pipeline::decode_threads::{self, Part};
 
+/// A column of a stripe as its decoder sees it.
+pub(super) struct ColumnAt<'a> {
+    /// Its ORC column id: its streams' key.
+    pub(super) id: u32,
+    pub(super) orc: &'a OrcType,
+    /// Its encoding in this stripe, and the entries of its dictionary.
+    pub(super) encoding: EncodingKind,
+    pub(super) dictionary_size: usize,
+    /// The values it holds: the stripe's rows at the top level, its
+    /// parent's valid entries inside a struct, list or map.
+    pub(super) rows: usize,
+    /// The zone its writer wrote `timestamp` values in.
+    pub(super) zone: Option<chrono_tz::Tz>,
+    /// Whether the file stores small decimals as integers
+    /// ([`decimals::small_as_integers`]).
+    pub(super) decimal_integers: bool,
+}
+
+/// `orc` and every type under it (a struct's fields, a list's items, a
+/// map's keys and values, a union's variants), parents first.
+pub(super) fn types_under(orc: &OrcType) -> Vec<&OrcType> {
+    let mut found = vec![orc];
+    let mut at = 0;
+    while let Some(&ty) = found.get(at) {
+        match ty {
+            OrcType::Struct { children, .. } => {
+                found.extend(children.iter().map(|c| c.data_type()));
+            }
+            OrcType::List { child, .. } => found.push(child),
+            OrcType::Map { key, value, .. } => found.extend([&**key, &**value]),
+            OrcType::Union { variants, .. } => found.extend(variants),
+            _ => {}
+        }
+        at += 1;
+    }
+    found
+}
+
+/// Each column id's encoding in a stripe and the entries of its dictionary.
+pub(super) type Encodings = HashMap<u32, (EncodingKind, usize)>;
+
+/// The encodings of `stripe`'s columns and all their descendants.
+fn encodings(stripe: &Stripe) -> Encodings {
+    let mut found = HashMap::new();
+    let mut pending = stripe.columns().to_vec();
+    while let Some(column) = pending.pop() {
+        let kind = (column.encoding().kind(), column.dictionary_size());
+        found.insert(column.column_id(), kind);
+        pending.extend(column.children());
+    }
+    found
+}
+
 /// Whether a column of ORC type `orc`, read as Arrow type `arrow`, may be
-/// decoded here (when its stripe's encoding is one read here too).
+/// decoded here (when its stripe's encodings are ones read here too).
 pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
+    leaf_may_decode(orc, arrow) || nested::may_decode(orc, arrow)
+}
+
+/// [`may_decode`] for a column of no children.
+pub(super) fn leaf_may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
     integers::may_decode(orc, arrow)
         || strings::may_decode(orc, arrow)
         || timestamps::may_decode(orc, arrow)
@@ -44,14 +104,30 @@ pub(super) fn decode_columns(
     decimal_integers: bool,
     threads: usize,
 ) -> Result<Vec<Option<ArrayRef>>, String> {
+    let encodings = Arc::new(encodings(&stripe));
     let parts: Vec<Part<Result<Option<ArrayRef>, String>>> = arrow
         .iter()
         .enumerate()
         .map(|(index, arrow)| {
-            let (stripe, streams, arrow) =
-                (Arc::clone(&stripe), Arc::clone(&streams), arrow.clone());
-            Box::new(move || decode_column(&stripe, &streams, index, &arrow, decimal_integers))
-                as Part<_>
+            let (stripe, streams, encodings, arrow) = (
+                Arc::clone(&stripe),
+                Arc::clone(&streams),
+                Arc::clone(&encodings),
+                arrow.clone(),
+            );
+            Box::new(move || {
+                let top = &stripe.columns()[index];
+                let column = ColumnAt {
+                    id: top.column_id(),
+                    orc: top.data_type(),
+                    encoding: top.encoding().kind(),
+                    dictionary_size: top.dictionary_size(),
+                    rows: stripe.number_of_rows(),
+                    zone: stripe.writer_tz(),
+                    decimal_integers,
+                };
+                decode_column(&streams, &encodings, &column, &arrow)
+            }) as Part<_>
         })
         .collect();
     decode_threads::run_all(threads, parts)
@@ -67,26 +143,28 @@ pub(super) fn decode_columns(
         .collect()
 }
 
-/// Column `index` of `stripe`, by the decoder for its type.
-fn decode_column(
-    stripe: &Stripe,
+/// `column`, by the decoder for its type (`None`: one not read here);
+/// `encodings` gives those of its children.
+pub(super) fn decode_column(
     streams: &StripeStreams,
-    index: usize,
+    encodings: &Encodings,
+    column: &ColumnAt,
     arrow: &ArrowType,
-    decimal_integers: bool,
 ) -> Result<Option<ArrayRef>, String> {
-    let orc = stripe.columns()[index].data_type();
+    let orc = column.orc;
     if strings::may_decode(orc, arrow) {
-        strings::decode(stripe, streams, index, arrow)
+        strings::decode(streams, column, arrow)
     } else if timestamps::may_decode(orc, arrow) {
-        timestamps::decode(stripe, streams, index, arrow)
+        timestamps::decode(streams, column, arrow)
     } else if decimals::may_decode(orc, arrow) {
-        decimals::decode(stripe, streams, index, arrow, decimal_integers)
+        decimals::decode(streams, column, arrow, column.decimal_integers)
     } else if booleans::may_decode(orc, arrow) {
-        booleans::decode(stripe, streams, index)
+        booleans::decode(streams, column)
     } else if floats::may_decode(orc, arrow) {
-        floats::decode(stripe, streams, index, arrow)
+        floats::decode(streams, column, arrow)
+    } else if integers::may_decode(orc, arrow) {
+        integers::decode(streams, column, arrow)
     } else {
-        integers::decode(stripe, streams, index, arrow)
+        nested::decode(streams, encodings, column, arrow)
     }
 }

@@ -26,8 +26,8 @@ use arrow_schema::DataType as ArrowType;
 use orc_rust::proto::column_encoding::Kind as EncodingKind;
 use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
-use orc_rust::stripe::Stripe;
 
+use super::columns::ColumnAt;
 use super::rle_v1::rle_v1_runs;
 use super::streams::StripeStreams;
 
@@ -95,70 +95,66 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
 /// read here). `integers`: the file stores decimals of up to 18 digits as
 /// integers ([`small_as_integers`]).
 pub(super) fn decode(
-    stripe: &Stripe,
     streams: &StripeStreams,
-    index: usize,
+    column: &ColumnAt,
     arrow: &ArrowType,
     integers: bool,
 ) -> Result<Option<ArrayRef>, String> {
-    let column = &stripe.columns()[index];
     let ArrowType::Decimal128(precision, scale) = *arrow else {
         return Ok(None);
     };
-    let rows = stripe.number_of_rows();
-    let digits = streams.get(column.column_id(), Kind::Data);
+    let rows = column.rows;
+    let digits = streams.get(column.id, Kind::Data);
     if integers && precision <= INTEGER_DIGITS {
         // In run length encoding v2 whatever encoding the stripe names (a
         // Java writer names `DIRECT`), as the ORC C++ reader reads them.
-        let array = primitive_column::<Decimal128Type>(
-            validity(stripe, streams, index)?,
-            rows,
-            |n, out| rle_v2_into(readable(digits), n, out),
-        )?;
+        let array =
+            primitive_column::<Decimal128Type>(validity(streams, column)?, rows, |n, out| {
+                rle_v2_into(readable(digits), n, out)
+            })?;
         let array = array
             .with_precision_and_scale(precision, scale)
             .map_err(|e| e.to_string())?;
         return Ok(Some(Arc::new(array)));
     }
     // The scales in run length encoding v2, or v1 (Hive 0.11's files).
-    let v2 = match column.encoding().kind() {
+    let v2 = match column.encoding {
         EncodingKind::DirectV2 => true,
         EncodingKind::Direct => false,
         _ => return Ok(None),
     };
-    let scales = streams.get(column.column_id(), Kind::Secondary);
+    let scales = streams.get(column.id, Kind::Secondary);
     let most = 10i128.pow(38).unsigned_abs();
-    let array =
-        primitive_column::<Decimal128Type>(validity(stripe, streams, index)?, rows, |n, out| {
-            varints_into(readable(digits), n, out)?;
-            let mut at = 0;
-            let each = |run: &[i64], start: usize| {
-                let slots = &mut out[at..at + run.len()];
-                at += run.len();
-                if run.iter().all(|&s| s == scale as i64) {
-                    return Ok(());
-                }
-                for (slot, &from) in slots.iter_mut().zip(run) {
-                    // Brought to the column's scale, and refused past 38
-                    // digits (as the ORC C++ reader refuses Hive 0.11's).
-                    *slot = rescale(*slot, from, scale as i64)
-                        .filter(|v| v.unsigned_abs() < most)
-                        .ok_or_else(|| {
-                            format!(
-                                "a value of scale {from} does not fit 38 digits at the \
+    let array = primitive_column::<Decimal128Type>(validity(streams, column)?, rows, |n, out| {
+        varints_into(readable(digits), n, out)?;
+        let mut at = 0;
+        let each = |run: &[i64], start: usize| {
+            let slots = &mut out[at..at + run.len()];
+            at += run.len();
+            if run.iter().all(|&s| s == scale as i64) {
+                return Ok(());
+            }
+            for (slot, &from) in slots.iter_mut().zip(run) {
+                // Brought to the column's scale, and refused past 38
+                // digits (as the ORC C++ reader refuses Hive 0.11's).
+                *slot = rescale(*slot, from, scale as i64)
+                    .filter(|v| v.unsigned_abs() < most)
+                    .ok_or_else(|| {
+                        format!(
+                            "a value of scale {from} does not fit 38 digits at the \
                                  column's scale {scale} (run at byte {start} of the secondary \
                                  stream)"
-                            )
-                        })?;
-                }
-                Ok(())
-            };
-            if v2 {
-                rle_v2_runs(readable(scales), "secondary", n, true, each)
-            } else {
-                rle_v1_runs(readable(scales), "secondary", n, true, each)
+                        )
+                    })?;
             }
-        })?;
+            Ok(())
+        };
+        if v2 {
+            rle_v2_runs(readable(scales), "secondary", n, true, each)
+        } else {
+            rle_v1_runs(readable(scales), "secondary", n, true, each)
+        }
+    })?;
     let array = array
         .with_precision_and_scale(precision, scale)
         .map_err(|e| e.to_string())?;

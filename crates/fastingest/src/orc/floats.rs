@@ -16,8 +16,8 @@ use arrow_array::ArrayRef;
 use arrow_schema::DataType as ArrowType;
 use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
-use orc_rust::stripe::Stripe;
 
+use super::columns::ColumnAt;
 use super::integers::{primitive_column, validity};
 use super::streams::{StreamReader, StripeStreams};
 
@@ -34,15 +34,13 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
 
 /// Column `index` of `stripe` (one [`may_decode`] accepted) decoded whole.
 pub(super) fn decode(
-    stripe: &Stripe,
     streams: &StripeStreams,
-    index: usize,
+    column: &ColumnAt,
     arrow: &ArrowType,
 ) -> Result<Option<ArrayRef>, String> {
-    let column = &stripe.columns()[index];
-    let rows = stripe.number_of_rows();
-    let validity = validity(stripe, streams, index)?;
-    let data = streams.get(column.column_id(), Kind::Data);
+    let rows = column.rows;
+    let validity = validity(streams, column)?;
+    let data = streams.get(column.id, Kind::Data);
     let array: ArrayRef = match arrow {
         ArrowType::Float32 => Arc::new(primitive_column::<Float32Type>(
             validity,

@@ -12,16 +12,16 @@ use arrow_schema::SchemaRef;
 use bytes::Bytes;
 use orc_rust::array_decoder::NaiveStripeDecoder;
 use orc_rust::projection::ProjectionMask;
-use orc_rust::schema::RootDataType;
+use orc_rust::schema::{DataType as OrcType, RootDataType};
 use orc_rust::stripe::{Stripe, StripeMetadata};
 
-use super::columns::{decode_columns, may_decode};
+use super::columns::{decode_columns, may_decode, types_under};
+use super::decimals;
 use super::from_orc;
 use super::prune::prune_stripes;
 use super::readers::{SpanReader, StreamFinder};
 use super::streams::StripeStreams;
 use super::tail::{read_tail, OrcTail};
-use super::{decimals, timestamps};
 use crate::dataset::FileScope;
 use crate::error::{Error, Result};
 use crate::fetch::{await_spans, FetchedSpans, Fetcher};
@@ -124,10 +124,12 @@ impl Planned for PreparedOrc {
             cause: None,
         };
         let candidate_columns = self.projected_columns(&candidates);
+        // Their streams and those of every column under them.
         let ids: Vec<u32> = candidate_columns
             .children()
             .iter()
-            .map(|c| c.data_type().column_index() as u32)
+            .flat_map(|c| types_under(c.data_type()))
+            .map(|ty| ty.column_index() as u32)
             .collect();
         let streams = StripeStreams::read(
             &mut reader,
@@ -172,19 +174,19 @@ impl Planned for PreparedOrc {
 
     fn decodes_head(&self, _unit: usize) -> bool {
         // `orc-rust`'s lazy decoder gives the first rows alone, but it reads
-        // times before 1970 differently from `timestamps` (see there), and
-        // no decimals stored as integers: a stripe with such a column is
-        // decoded whole.
+        // times before 1970 and after 2099 differently from `timestamps`
+        // (see there), and no decimals stored as integers: a stripe with
+        // such a column, at any depth, is decoded whole.
         let integers = self.decimal_integers();
-        !self
-            .decoded_schema
-            .fields()
-            .iter()
-            .zip(self.projected.children())
-            .any(|(field, column)| {
-                let (orc, arrow) = (column.data_type(), field.data_type());
-                timestamps::may_decode(orc, arrow) || integers && decimals::may_decode(orc, arrow)
-            })
+        !self.projected.children().iter().any(|column| {
+            types_under(column.data_type())
+                .into_iter()
+                .any(|ty| match ty {
+                    OrcType::Timestamp { .. } | OrcType::TimestampWithLocalTimezone { .. } => true,
+                    OrcType::Decimal { .. } => integers,
+                    _ => false,
+                })
+        })
     }
 
     fn decode_head(

@@ -31,30 +31,28 @@ use arrow_schema::DataType as ArrowType;
 use orc_rust::proto::column_encoding::Kind as EncodingKind;
 use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
-use orc_rust::stripe::Stripe;
 
+use super::columns::ColumnAt;
 use super::streams::{StreamReader, StripeStreams};
 
 /// Column `index` of `stripe`, read as Arrow type `arrow`, decoded whole
 /// (`None`: its type or encoding is not one decoded here, so `orc-rust`
 /// decodes it).
 pub(super) fn decode(
-    stripe: &Stripe,
     streams: &StripeStreams,
-    index: usize,
+    column: &ColumnAt,
     arrow: &ArrowType,
 ) -> Result<Option<ArrayRef>, String> {
-    let column = &stripe.columns()[index];
-    let rows = stripe.number_of_rows();
+    let rows = column.rows;
     let v2 = matches!(
-        column.encoding().kind(),
+        column.encoding,
         EncodingKind::DirectV2 | EncodingKind::DictionaryV2
     );
-    let Some(width) = integer_width(column.data_type(), arrow, v2) else {
+    let Some(width) = integer_width(column.orc, arrow, v2) else {
         return Ok(None);
     };
-    let validity = validity(stripe, streams, index)?;
-    let data = streams.get(column.column_id(), Kind::Data);
+    let validity = validity(streams, column)?;
+    let data = streams.get(column.id, Kind::Data);
     let array = match width {
         Width::Byte => {
             let data = whole(data, "data", rows.saturating_add(64))?;
@@ -130,13 +128,11 @@ fn integer_width(orc: &OrcType, arrow: &ArrowType, v2: bool) -> Option<Width> {
 /// stripe footer can claim any number of rows: they are checked against
 /// the present stream before anything is sized from them.
 pub(super) fn validity(
-    stripe: &Stripe,
     streams: &StripeStreams,
-    index: usize,
+    column: &ColumnAt,
 ) -> Result<Option<BooleanBuffer>, String> {
-    let column = &stripe.columns()[index];
-    let rows = stripe.number_of_rows();
-    let present = streams.get(column.column_id(), Kind::Present);
+    let rows = column.rows;
+    let present = streams.get(column.id, Kind::Present);
     let present = whole(present, "present", rows.div_ceil(8).saturating_add(64))?;
     present
         .map(|present| present_bits(&present, rows))

@@ -18,6 +18,7 @@ mod decimals;
 mod floats;
 mod format;
 mod integers;
+mod nested;
 mod prune;
 mod readers;
 mod rle_v1;

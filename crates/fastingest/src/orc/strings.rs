@@ -24,8 +24,8 @@ use arrow_schema::DataType as ArrowType;
 use orc_rust::proto::column_encoding::Kind as EncodingKind;
 use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
-use orc_rust::stripe::Stripe;
 
+use super::columns::ColumnAt;
 use super::streams::{StreamReader, StripeStreams};
 
 use super::integers::{readable, rle_v2_runs, validity, whole, MOST_RESERVED_VALUES};
@@ -58,30 +58,28 @@ fn is_text(orc: &OrcType, arrow: &ArrowType) -> Option<bool> {
 /// Column `index` of `stripe` (one [`may_decode`] accepted) decoded whole
 /// (`None`: its encoding is not one read here).
 pub(super) fn decode(
-    stripe: &Stripe,
     streams: &StripeStreams,
-    index: usize,
+    column: &ColumnAt,
     arrow: &ArrowType,
 ) -> Result<Option<ArrayRef>, String> {
-    let column = &stripe.columns()[index];
-    let Some(utf8) = is_text(column.data_type(), arrow) else {
+    let Some(utf8) = is_text(column.orc, arrow) else {
         return Ok(None);
     };
-    let dictionary = match column.encoding().kind() {
+    let dictionary = match column.encoding {
         EncodingKind::DirectV2 => false,
         EncodingKind::DictionaryV2 => true,
         _ => return Ok(None),
     };
-    let rows = stripe.number_of_rows();
-    let validity = validity(stripe, streams, index)?;
+    let rows = column.rows;
+    let validity = validity(streams, column)?;
     let valid = validity.as_ref().map_or(rows, |v| v.count_set_bits());
-    let lengths = streams.get(column.column_id(), Kind::Length);
-    let data = streams.get(column.column_id(), Kind::Data);
+    let lengths = streams.get(column.id, Kind::Length);
+    let data = streams.get(column.id, Kind::Data);
     let (ends, bytes) = if dictionary {
-        let entries = column.dictionary_size();
+        let entries = column.dictionary_size;
         let dictionary = Dictionary::read(
             readable(lengths),
-            streams.get(column.column_id(), Kind::DictionaryData),
+            streams.get(column.id, Kind::DictionaryData),
             entries,
             utf8,
         )?;

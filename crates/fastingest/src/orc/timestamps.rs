@@ -29,8 +29,8 @@ use arrow_schema::{DataType as ArrowType, TimeUnit};
 use orc_rust::proto::column_encoding::Kind as EncodingKind;
 use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
-use orc_rust::stripe::Stripe;
 
+use super::columns::ColumnAt;
 use super::streams::StripeStreams;
 use super::zones::ZoneOffsets;
 
@@ -79,18 +79,16 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
 /// [`may_decode`] accepted), decoded whole (`None`: its encoding or its
 /// writer's zone is not one read here).
 pub(super) fn decode(
-    stripe: &Stripe,
     streams: &StripeStreams,
-    index: usize,
+    column: &ColumnAt,
     arrow: &ArrowType,
 ) -> Result<Option<ArrayRef>, String> {
-    let column = &stripe.columns()[index];
-    if column.encoding().kind() != EncodingKind::DirectV2 {
+    if column.encoding != EncodingKind::DirectV2 {
         return Ok(None);
     }
     // A `timestamp` is a wall-clock time in the writer's zone; one written
     // in UTC needs no shift (`with local time zone` is always UTC).
-    let mut zone = match (column.data_type(), stripe.writer_tz()) {
+    let mut zone = match (column.orc, column.zone) {
         (OrcType::Timestamp { .. }, Some(zone)) if !UTC_ZONES.contains(&zone.name()) => {
             match ZoneOffsets::new(zone) {
                 Some(zone) => Some(zone),
@@ -100,13 +98,11 @@ pub(super) fn decode(
         _ => None,
     };
     let epoch = zone.as_ref().map_or(ORC_EPOCH, |z| z.epoch);
-    let rows = stripe.number_of_rows();
-    let seconds = streams.get(column.column_id(), Kind::Data);
-    let nanos = streams.get(column.column_id(), Kind::Secondary);
-    let array = primitive_column::<TimestampNanosecondType>(
-        validity(stripe, streams, index)?,
-        rows,
-        |n, out| {
+    let rows = column.rows;
+    let seconds = streams.get(column.id, Kind::Data);
+    let nanos = streams.get(column.id, Kind::Secondary);
+    let array =
+        primitive_column::<TimestampNanosecondType>(validity(streams, column)?, rows, |n, out| {
             rle_v2_into(readable(seconds), n, out)?;
             if let Some(zone) = &mut zone {
                 // To the zone's wall clock, before the nanoseconds are
@@ -141,8 +137,7 @@ pub(super) fn decode(
                  {start} of the secondary stream)"
                 ))
             })
-        },
-    )?;
+        })?;
     Ok(Some(Arc::new(array.with_data_type(arrow.clone()))))
 }
 
