@@ -20,7 +20,7 @@ import pytest
 import fastingest
 
 from .conftest import assert_tables_equal
-from .datagen import numeric_table
+from .datagen import numeric_table, random_array, random_type
 
 CODECS = ["uncompressed", "zlib", "snappy", "lz4", "zstd"]
 
@@ -411,6 +411,26 @@ def test_timestamps_written_in_another_zone_read_as_its_wall_clock(tmp_path):
     want = orc.read_table(path)
     assert not want.equals(table)  # the zone moved them
     assert_tables_equal(fastingest.read_orc(str(path)), want)
+
+
+@pytest.mark.parametrize("seed", range(48))
+def test_random_schemas_read_as_pyarrow_reads_them(tmp_path, seed):
+    # Columns of every type pyarrow's ORC writer takes, nested two deep in
+    # structs, lists and maps, nulls at every level, a random codec, stripe
+    # size and dictionary threshold (a run of 500 such schemas found
+    # timestamps inside structs, lists and maps read wrong by orc-rust).
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([1, 50, 3_000]))
+    columns = {f"c{i}": random_array(rng, random_type(rng), n) for i in range(rng.integers(1, 5))}
+    table = pa.table(columns)
+    options = {
+        "compression": str(rng.choice(CODECS)),
+        "stripe_size": int(rng.choice([64 << 10, 64 << 20])),
+        "dictionary_key_size_threshold": float(rng.choice([0.0, 1.0])),
+    }
+    path = tmp_path / "random.orc"
+    path.write_bytes(orc_bytes(table, **options))
+    assert_tables_equal(fastingest.read_orc(str(path)), orc.read_table(path))
 
 
 def _nested_table(rng, n: int, times: pa.Array) -> pa.Table:
