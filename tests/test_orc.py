@@ -417,8 +417,10 @@ def test_timestamps_written_in_another_zone_read_as_its_wall_clock(tmp_path):
 def test_random_schemas_read_as_pyarrow_reads_them(tmp_path, seed):
     # Columns of every type pyarrow's ORC writer takes, nested two deep in
     # structs, lists and maps, nulls at every level, a random codec, stripe
-    # size and dictionary threshold (a run of 500 such schemas found
-    # timestamps inside structs, lists and maps read wrong by orc-rust).
+    # size, dictionary threshold and format version (0.11: run length
+    # encoding v1). A run of 500 such schemas found timestamps inside
+    # structs, lists and maps read wrong by orc-rust, and in 0.11 files
+    # refused.
     rng = np.random.default_rng(seed)
     n = int(rng.choice([1, 50, 3_000]))
     columns = {f"c{i}": random_array(rng, random_type(rng), n) for i in range(rng.integers(1, 5))}
@@ -427,6 +429,7 @@ def test_random_schemas_read_as_pyarrow_reads_them(tmp_path, seed):
         "compression": str(rng.choice(CODECS)),
         "stripe_size": int(rng.choice([64 << 10, 64 << 20])),
         "dictionary_key_size_threshold": float(rng.choice([0.0, 1.0])),
+        "file_version": str(rng.choice(["0.11", "0.12"])),
     }
     path = tmp_path / "random.orc"
     path.write_bytes(orc_bytes(table, **options))

@@ -28,11 +28,10 @@ use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 
 use super::columns::ColumnAt;
-use super::rle_v1::rle_v1_runs;
 use super::streams::StripeStreams;
 
 use super::integers::{
-    cut_short, primitive_column, readable, rle_v2_into, rle_v2_runs, validity, Window,
+    cut_short, primitive_column, readable, rle_into, rle_runs, validity, Rle, Window,
 };
 
 /// The most bytes a varint of 128 bits takes.
@@ -110,7 +109,7 @@ pub(super) fn decode(
         // Java writer names `DIRECT`), as the ORC C++ reader reads them.
         let array =
             primitive_column::<Decimal128Type>(validity(streams, column)?, rows, |n, out| {
-                rle_v2_into(readable(digits), n, out)
+                rle_into(Rle::V2, readable(digits), n, out)
             })?;
         let array = array
             .with_precision_and_scale(precision, scale)
@@ -118,9 +117,9 @@ pub(super) fn decode(
         return Ok(Some(Arc::new(array)));
     }
     // The scales in run length encoding v2, or v1 (Hive 0.11's files).
-    let v2 = match column.encoding {
-        EncodingKind::DirectV2 => true,
-        EncodingKind::Direct => false,
+    let rle = match column.encoding {
+        EncodingKind::DirectV2 => Rle::V2,
+        EncodingKind::Direct => Rle::V1,
         _ => return Ok(None),
     };
     let scales = streams.get(column.id, Kind::Secondary);
@@ -149,11 +148,7 @@ pub(super) fn decode(
             }
             Ok(())
         };
-        if v2 {
-            rle_v2_runs(readable(scales), "secondary", n, true, each)
-        } else {
-            rle_v1_runs(readable(scales), "secondary", n, true, each)
-        }
+        rle_runs(rle, readable(scales), "secondary", n, true, each)
     })?;
     let array = array
         .with_precision_and_scale(precision, scale)

@@ -33,6 +33,7 @@ use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 
 use super::columns::ColumnAt;
+use super::rle_v1::rle_v1_runs;
 use super::streams::{StreamReader, StripeStreams};
 
 /// Column `index` of `stripe`, read as Arrow type `arrow`, decoded whole
@@ -44,11 +45,10 @@ pub(super) fn decode(
     arrow: &ArrowType,
 ) -> Result<Option<ArrayRef>, String> {
     let rows = column.rows;
-    let v2 = matches!(
-        column.encoding,
-        EncodingKind::DirectV2 | EncodingKind::DictionaryV2
-    );
-    let Some(width) = integer_width(column.orc, arrow, v2) else {
+    let Some(rle) = Rle::of(column.encoding) else {
+        return Ok(None);
+    };
+    let Some(width) = integer_width(column.orc, arrow) else {
         return Ok(None);
     };
     let validity = validity(streams, column)?;
@@ -61,17 +61,17 @@ pub(super) fn decode(
                 byte_rle(&data, n, |run| out.extend(run.iter().map(|&b| b as i8)))
             })
         }
-        Width::Short => {
-            integer_array::<Int16Type>(validity, rows, |n, out| rle_v2_into(readable(data), n, out))
-        }
-        Width::Int => {
-            integer_array::<Int32Type>(validity, rows, |n, out| rle_v2_into(readable(data), n, out))
-        }
-        Width::Long => {
-            integer_array::<Int64Type>(validity, rows, |n, out| rle_v2_into(readable(data), n, out))
-        }
+        Width::Short => integer_array::<Int16Type>(validity, rows, |n, out| {
+            rle_into(rle, readable(data), n, out)
+        }),
+        Width::Int => integer_array::<Int32Type>(validity, rows, |n, out| {
+            rle_into(rle, readable(data), n, out)
+        }),
+        Width::Long => integer_array::<Int64Type>(validity, rows, |n, out| {
+            rle_into(rle, readable(data), n, out)
+        }),
         Width::Date => integer_array::<Date32Type>(validity, rows, |n, out| {
-            rle_v2_into(readable(data), n, out)
+            rle_into(rle, readable(data), n, out)
         }),
     };
     array.map(Some)
@@ -107,18 +107,18 @@ pub(super) fn readable(stream: Option<StreamReader>) -> Box<dyn Read> {
 /// Whether a column of ORC type `orc`, read as Arrow type `arrow`, may be
 /// decoded here (when its stripe's encoding is one read here too).
 pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
-    integer_width(orc, arrow, true).is_some()
+    integer_width(orc, arrow).is_some()
 }
 
 /// Which of the integer columns decoded here a column of ORC type `orc`,
-/// read as Arrow type `arrow`, is (`v2`: in run length encoding v2).
-fn integer_width(orc: &OrcType, arrow: &ArrowType, v2: bool) -> Option<Width> {
+/// read as Arrow type `arrow`, is.
+fn integer_width(orc: &OrcType, arrow: &ArrowType) -> Option<Width> {
     match (orc, arrow) {
         (OrcType::Byte { .. }, ArrowType::Int8) => Some(Width::Byte),
-        (OrcType::Short { .. }, ArrowType::Int16) if v2 => Some(Width::Short),
-        (OrcType::Int { .. }, ArrowType::Int32) if v2 => Some(Width::Int),
-        (OrcType::Long { .. }, ArrowType::Int64) if v2 => Some(Width::Long),
-        (OrcType::Date { .. }, ArrowType::Date32) if v2 => Some(Width::Date),
+        (OrcType::Short { .. }, ArrowType::Int16) => Some(Width::Short),
+        (OrcType::Int { .. }, ArrowType::Int32) => Some(Width::Int),
+        (OrcType::Long { .. }, ArrowType::Int64) => Some(Width::Long),
+        (OrcType::Date { .. }, ArrowType::Date32) => Some(Width::Date),
         _ => None,
     }
 }
@@ -284,14 +284,49 @@ macro_rules! narrow {
 // `i128`: decimals stored as integers (`decimals::small_as_integers`).
 narrow!(i16, i32, i64, i128);
 
-/// Decodes `count` signed values of run length encoding v2 from `stream`
-/// into `out`, each checked to fit `N`.
-pub(super) fn rle_v2_into<N: Narrow>(
+/// The run length encoding of a column's integer streams: version 1 (a
+/// stripe's `DIRECT` and `DICTIONARY` encodings, as Hive 0.11 wrote them)
+/// or version 2.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Rle {
+    V1,
+    V2,
+}
+
+impl Rle {
+    /// That of a column in `encoding`.
+    pub(super) fn of(encoding: EncodingKind) -> Option<Rle> {
+        match encoding {
+            EncodingKind::DirectV2 | EncodingKind::DictionaryV2 => Some(Rle::V2),
+            EncodingKind::Direct | EncodingKind::Dictionary => Some(Rle::V1),
+        }
+    }
+}
+
+/// [`rle_v2_runs`], or [`rle_v1_runs`], as `rle` says.
+pub(super) fn rle_runs(
+    rle: Rle,
+    stream: impl Read,
+    kind: &str,
+    count: usize,
+    signed: bool,
+    each: impl FnMut(&[i64], usize) -> Result<(), String>,
+) -> Result<(), String> {
+    match rle {
+        Rle::V2 => rle_v2_runs(stream, kind, count, signed, each),
+        Rle::V1 => rle_v1_runs(stream, kind, count, signed, each),
+    }
+}
+
+/// Decodes `count` signed values of run length encoding `rle` from
+/// `stream` (a data stream) into `out`, each checked to fit `N`.
+pub(super) fn rle_into<N: Narrow>(
+    rle: Rle,
     stream: impl Read,
     count: usize,
     out: &mut Vec<N>,
 ) -> Result<(), String> {
-    rle_v2_runs(stream, "data", count, true, |run, start| {
+    rle_runs(rle, stream, "data", count, true, |run, start| {
         // Narrowed without a branch a value, then checked once a run.
         let mut fits = true;
         out.extend(run.iter().map(|&v| {
@@ -752,14 +787,15 @@ mod tests {
         assert_eq!(got, want);
         let err = byte_rle(&[0xfe, 0x44], 2, |_| {}).unwrap_err();
         assert!(err.contains("ends after 0 of 2"), "{err}");
-        let err = rle_v2_into::<i32>(&[0x5e, 0x03, 0x5c][..], 4, &mut Vec::new()).unwrap_err();
+        let err =
+            rle_into::<i32>(Rle::V2, &[0x5e, 0x03, 0x5c][..], 4, &mut Vec::new()).unwrap_err();
         assert!(err.contains("ends inside a run"), "{err}");
     }
 
     #[test]
     fn more_rows_than_the_streams_hold_are_refused_without_reserving_them() {
         let data = [0x0a, 0x27, 0x10];
-        let decode = |n, out: &mut Vec<i64>| rle_v2_into(&data[..], n, out);
+        let decode = |n, out: &mut Vec<i64>| rle_into(Rle::V2, &data[..], n, out);
         let err = primitive_column::<Int64Type>(None, usize::MAX / 2, decode).unwrap_err();
         assert!(err.contains("ends after 5 of"), "{err}");
         // A present stream of one byte run: 130 bytes, 1040 rows at most.
@@ -790,7 +826,7 @@ mod tests {
             }
         }
         let mut got = Vec::new();
-        rle_v2_into::<i64>(&data[..], want.len(), &mut got).unwrap();
+        rle_into::<i64>(Rle::V2, &data[..], want.len(), &mut got).unwrap();
         assert_eq!(got, want);
     }
 
@@ -798,7 +834,7 @@ mod tests {
     fn values_too_wide_for_the_column_are_refused() {
         // Short repeat of 40000 (zigzag 80000, three bytes) into i16.
         let data = [0x10, 0x01, 0x38, 0x80];
-        let err = rle_v2_into::<i16>(&data[..], 3, &mut Vec::new()).unwrap_err();
+        let err = rle_into::<i16>(Rle::V2, &data[..], 3, &mut Vec::new()).unwrap_err();
         assert!(err.contains("40000 does not fit"), "{err}");
     }
 }

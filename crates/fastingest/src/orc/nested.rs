@@ -24,7 +24,7 @@ use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 
 use super::columns::{decode_column, may_decode as column_may_decode, ColumnAt, Encodings};
-use super::integers::{readable, rle_v2_runs, validity, MOST_RESERVED_VALUES};
+use super::integers::{readable, rle_runs, validity, Rle, MOST_RESERVED_VALUES};
 use super::streams::StripeStreams;
 
 /// Whether a struct, list or map column of ORC type `orc`, read as Arrow
@@ -196,12 +196,15 @@ fn offsets(
     valid: usize,
     nulls: Option<&NullBuffer>,
 ) -> Result<Option<OffsetBuffer<i32>>, String> {
-    if column.encoding != EncodingKind::DirectV2 {
-        return Ok(None);
-    }
+    let rle = match column.encoding {
+        EncodingKind::DirectV2 => Rle::V2,
+        EncodingKind::Direct => Rle::V1,
+        _ => return Ok(None),
+    };
     // Reserved as the lengths come: a stream can claim more than it holds.
     let mut lengths = Vec::with_capacity(valid.min(MOST_RESERVED_VALUES));
-    rle_v2_runs(
+    rle_runs(
+        rle,
         readable(streams.get(column.id, Kind::Length)),
         "length",
         valid,

@@ -1,7 +1,7 @@
 //! Run length encoding version 1 of ORC integers, as Hive 0.11 wrote them
-//! (a stripe's `DIRECT` encoding), for the columns fastingest decodes whose
-//! old files it reads itself: the scales of Hive 0.11's decimals
-//! (`decimals`). `orc-rust` decodes other version 1 columns.
+//! (a stripe's `DIRECT` and `DICTIONARY` encodings; pyarrow writes it for
+//! `file_version="0.11"`): the integer streams of every column fastingest
+//! decodes in such files go through here ([`super::integers::Rle`]).
 //!
 //! A run is a control byte, then:
 //! - `0..=127`: `control + 3` values from a base (a varint) by a fixed

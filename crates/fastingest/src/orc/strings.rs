@@ -28,7 +28,7 @@ use orc_rust::schema::DataType as OrcType;
 use super::columns::ColumnAt;
 use super::streams::{StreamReader, StripeStreams};
 
-use super::integers::{readable, rle_v2_runs, validity, whole, MOST_RESERVED_VALUES};
+use super::integers::{readable, rle_runs, validity, whole, Rle, MOST_RESERVED_VALUES};
 use crate::blocks::{pad_entries, BLOCK};
 use crate::utf8::is_utf8;
 
@@ -65,10 +65,12 @@ pub(super) fn decode(
     let Some(utf8) = is_text(column.orc, arrow) else {
         return Ok(None);
     };
-    let dictionary = match column.encoding {
-        EncodingKind::DirectV2 => false,
-        EncodingKind::DictionaryV2 => true,
-        _ => return Ok(None),
+    let dictionary = matches!(
+        column.encoding,
+        EncodingKind::Dictionary | EncodingKind::DictionaryV2
+    );
+    let Some(rle) = Rle::of(column.encoding) else {
+        return Ok(None);
     };
     let rows = column.rows;
     let validity = validity(streams, column)?;
@@ -78,14 +80,15 @@ pub(super) fn decode(
     let (ends, bytes) = if dictionary {
         let entries = column.dictionary_size;
         let dictionary = Dictionary::read(
+            rle,
             readable(lengths),
             streams.get(column.id, Kind::DictionaryData),
             entries,
             utf8,
         )?;
-        dictionary.gather(readable(data), valid)?
+        dictionary.gather(rle, readable(data), valid)?
     } else {
-        let ends = value_ends(readable(lengths), valid)?;
+        let ends = value_ends(rle, readable(lengths), valid)?;
         let bytes = value_bytes(data, "data", &ends)?;
         if utf8 && !is_utf8(&bytes, 0, &ends) {
             return Err("a value is not valid UTF-8".into());
@@ -116,11 +119,11 @@ pub(super) fn decode(
 
 /// `0`, then the end of each of `count` values whose lengths the column's
 /// length stream holds (unsigned run length encoding v2).
-fn value_ends(lengths: impl Read, count: usize) -> Result<Vec<i32>, String> {
+fn value_ends(rle: Rle, lengths: impl Read, count: usize) -> Result<Vec<i32>, String> {
     let mut ends = Vec::with_capacity(count.min(MOST_RESERVED_VALUES) + 1);
     ends.push(0i32);
     let mut end = 0usize;
-    rle_v2_runs(lengths, "length", count, false, |run, start| {
+    rle_runs(rle, lengths, "length", count, false, |run, start| {
         // Summed without a branch a value, then checked once a run: each
         // length is below 2^63 (`as u64` of a value read as `i64` bits),
         // so 512 of them cannot wrap a sum that started below 2^31.
@@ -188,13 +191,14 @@ impl Dictionary {
     /// length stream, their bytes from the dictionary data stream; for a
     /// text column each must be valid UTF-8.
     fn read(
+        rle: Rle,
         lengths: impl Read,
         data: Option<StreamReader>,
         entries: usize,
         utf8: bool,
     ) -> Result<Self, String> {
-        let ends =
-            value_ends(lengths, entries).map_err(|e| format!("its dictionary's lengths: {e}"))?;
+        let ends = value_ends(rle, lengths, entries)
+            .map_err(|e| format!("its dictionary's lengths: {e}"))?;
         let mut bytes = value_bytes(data, "dictionary data", &ends)?;
         if utf8 && !is_utf8(&bytes, 0, &ends) {
             return Err("a dictionary entry is not valid UTF-8".into());
@@ -214,10 +218,15 @@ impl Dictionary {
     /// The values of `count` rows whose entries the data stream indexes
     /// (unsigned run length encoding v2): `0` and each value's end, and
     /// the values end to end.
-    fn gather(&self, indexes: impl Read, count: usize) -> Result<(Vec<i32>, Vec<u8>), String> {
+    fn gather(
+        &self,
+        rle: Rle,
+        indexes: impl Read,
+        count: usize,
+    ) -> Result<(Vec<i32>, Vec<u8>), String> {
         let entries = self.len();
         let mut picked: Vec<u32> = Vec::with_capacity(count.min(MOST_RESERVED_VALUES));
-        rle_v2_runs(indexes, "data", count, false, |run, start| {
+        rle_runs(rle, indexes, "data", count, false, |run, start| {
             // Checked once a run, as in `value_ends`.
             let mut highest = 0u64;
             picked.extend(run.iter().map(|&i| {
@@ -326,7 +335,7 @@ mod tests {
 
     #[test]
     fn nulls_repeat_the_end_of_the_row_before() {
-        let ends = value_ends(&direct_runs(&[3, 0, 2])[..], 3).unwrap();
+        let ends = value_ends(Rle::V2, &direct_runs(&[3, 0, 2])[..], 3).unwrap();
         assert_eq!(ends, [0, 3, 3, 5]);
         let validity = BooleanBuffer::from(vec![false, true, false, true, true, false]);
         assert_eq!(spread(&ends, &validity), [0, 0, 3, 3, 3, 5, 5]);
@@ -338,12 +347,12 @@ mod tests {
     fn lengths_past_32_bit_offsets_are_refused() {
         // A short repeat of three lengths of 2^31 (4 bytes each).
         let stream = [0x18, 0x80, 0x00, 0x00, 0x00];
-        let err = value_ends(&stream[..], 3).unwrap_err();
+        let err = value_ends(Rle::V2, &stream[..], 3).unwrap_err();
         assert!(err.contains("more than 2 GiB"), "{err}");
         // 2^31 - 1 is the longest one value may be.
         let stream = [0x18, 0x7f, 0xff, 0xff, 0xff];
-        assert_eq!(value_ends(&stream[..], 1).unwrap(), [0, i32::MAX]);
-        let err = value_ends(&direct_runs(&[1, 2])[..], 3).unwrap_err();
+        assert_eq!(value_ends(Rle::V2, &stream[..], 1).unwrap(), [0, i32::MAX]);
+        let err = value_ends(Rle::V2, &direct_runs(&[1, 2])[..], 3).unwrap_err();
         assert!(err.contains("ends after 2 of 3"), "{err}");
     }
 
@@ -372,7 +381,7 @@ mod tests {
             let dictionary = dictionary(&entries);
             let picked: Vec<u8> = (0..1100).map(|i| [2, 0, 1, 2, 2][i % 5]).collect();
             let (ends, bytes) = dictionary
-                .gather(&direct_runs(&picked)[..], picked.len())
+                .gather(Rle::V2, &direct_runs(&picked)[..], picked.len())
                 .unwrap();
             let want: Vec<u8> = picked
                 .iter()
@@ -389,12 +398,14 @@ mod tests {
     fn an_index_past_the_dictionary_is_refused() {
         let dictionary = dictionary(&[b"a", b"b"]);
         let err = dictionary
-            .gather(&direct_runs(&[0, 1, 2, 1])[..], 4)
+            .gather(Rle::V2, &direct_runs(&[0, 1, 2, 1])[..], 4)
             .unwrap_err();
         assert!(
             err.contains("index 2 past the dictionary's 2 entries"),
             "{err}"
         );
-        assert!(dictionary.gather(&direct_runs(&[1, 0, 1])[..], 3).is_ok());
+        assert!(dictionary
+            .gather(Rle::V2, &direct_runs(&[1, 0, 1])[..], 3)
+            .is_ok());
     }
 }

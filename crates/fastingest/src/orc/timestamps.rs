@@ -34,7 +34,7 @@ use super::columns::ColumnAt;
 use super::streams::StripeStreams;
 use super::zones::ZoneOffsets;
 
-use super::integers::{primitive_column, readable, rle_v2_into, rle_v2_runs, validity};
+use super::integers::{primitive_column, readable, rle_into, rle_runs, validity, Rle};
 
 /// 2015-01-01 00:00:00 UTC, ORC's epoch, in seconds since 1970.
 pub(super) const ORC_EPOCH: i64 = 1_420_070_400;
@@ -83,9 +83,11 @@ pub(super) fn decode(
     column: &ColumnAt,
     arrow: &ArrowType,
 ) -> Result<Option<ArrayRef>, String> {
-    if column.encoding != EncodingKind::DirectV2 {
-        return Ok(None);
-    }
+    let rle = match column.encoding {
+        EncodingKind::DirectV2 => Rle::V2,
+        EncodingKind::Direct => Rle::V1,
+        _ => return Ok(None),
+    };
     // A `timestamp` is a wall-clock time in the writer's zone; one written
     // in UTC needs no shift (`with local time zone` is always UTC).
     let mut zone = match (column.orc, column.zone) {
@@ -103,7 +105,7 @@ pub(super) fn decode(
     let nanos = streams.get(column.id, Kind::Secondary);
     let array =
         primitive_column::<TimestampNanosecondType>(validity(streams, column)?, rows, |n, out| {
-            rle_v2_into(readable(seconds), n, out)?;
+            rle_into(rle, readable(seconds), n, out)?;
             if let Some(zone) = &mut zone {
                 // To the zone's wall clock, before the nanoseconds are
                 // added: where the ORC C++ reader shifts them.
@@ -118,7 +120,7 @@ pub(super) fn decode(
                 }
             }
             let mut at = 0;
-            rle_v2_runs(readable(nanos), "secondary", n, false, |run, start| {
+            rle_runs(rle, readable(nanos), "secondary", n, false, |run, start| {
                 let slots = &mut out[at..at + run.len()];
                 at += run.len();
                 // Checked once a run, as the integers are.

@@ -106,6 +106,16 @@ fn checked_header(
             header.uncompressed
         )));
     }
+    // A dictionary page is decoded whole, and the `parquet` crate reserves
+    // room for as many values as it claims: each takes at least a bit of
+    // its PLAIN values (a byte array's 4-byte length; a boolean's bit).
+    let most_values = header.uncompressed.saturating_mul(8).saturating_add(8);
+    if header.kind == DICTIONARY_PAGE && header.num_values > most_values {
+        return Err(bad(format!(
+            "the dictionary page claims {} values in {} bytes",
+            header.num_values, header.uncompressed
+        )));
+    }
     Ok((header, body))
 }
 
@@ -593,6 +603,46 @@ mod tests {
         );
         let plain = page(i32::MAX as i64, 1, &[0]);
         assert_eq!(check_pages(&plain, Compression::UNCOMPRESSED), Ok(()));
+    }
+
+    /// A dictionary page header claiming `values` values in `size` bytes
+    /// (stored), then its body.
+    fn dictionary_page(values: i32, size: usize) -> Vec<u8> {
+        let zz = |v: i32| {
+            let mut v = ((v << 1) ^ (v >> 31)) as u32;
+            let mut out = vec![];
+            while v >= 0x80 {
+                out.push((v & 0x7f) as u8 | 0x80);
+                v >>= 7;
+            }
+            out.push(v as u8);
+            out
+        };
+        let mut out = vec![0x15, 0x04]; // field 1: type 2, a dictionary page
+        for (header, value) in [(0x15, size as i32), (0x15, size as i32)] {
+            out.push(header); // fields 2 and 3: the sizes
+            out.extend(zz(value));
+        }
+        out.push(0x4c); // field 7, struct: the dictionary page header
+        out.push(0x15); // num_values
+        out.extend(zz(values));
+        out.extend([0x15, 0x00, 0x00, 0x00]); // PLAIN; stop; stop
+        out.extend(vec![0u8; size]);
+        out
+    }
+
+    #[test]
+    fn a_dictionary_page_of_more_values_than_its_bits_is_refused() {
+        // 2^30 values in 100 bytes: the crate reserved 4 GiB of offsets.
+        let chunk = dictionary_page(1 << 30, 100);
+        let bad = check_pages(&chunk, Compression::UNCOMPRESSED).unwrap_err();
+        assert!(
+            bad.detail.contains("claims 1073741824 values in 100 bytes"),
+            "{bad:?}"
+        );
+        // As many values as bits (booleans) pass.
+        let honest = dictionary_page(808, 100);
+        assert_eq!(check_pages(&honest, Compression::UNCOMPRESSED), Ok(()));
     }
 
     #[test]
