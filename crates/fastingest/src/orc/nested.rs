@@ -32,7 +32,9 @@ use super::streams::StripeStreams;
 pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
     match (orc, arrow) {
         (OrcType::Struct { children, .. }, ArrowType::Struct(fields)) => {
-            children.len() == fields.len()
+            // (A struct of no fields has no child to give its length.)
+            !children.is_empty()
+                && children.len() == fields.len()
                 && children
                     .iter()
                     .zip(fields)
