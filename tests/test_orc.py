@@ -418,7 +418,7 @@ def test_random_schemas_read_as_pyarrow_reads_them(tmp_path, seed):
     # Columns of every type pyarrow's ORC writer takes, nested two deep in
     # structs, lists and maps, nulls at every level, a random codec, stripe
     # size, dictionary threshold and format version (0.11: run length
-    # encoding v1). A run of 500 such schemas found timestamps inside
+    # encoding v1). A run of 200 such schemas found timestamps inside
     # structs, lists and maps read wrong by orc-rust, and in 0.11 files
     # refused.
     rng = np.random.default_rng(seed)
