@@ -2,9 +2,10 @@
 //! dates ([`integers`]), floats ([`floats`]), booleans ([`booleans`]),
 //! strings and binary ([`strings`]), timestamps ([`timestamps`]) and
 //! decimals ([`decimals`]), each reading its streams from
-//! [`StripeStreams`]; and structs, lists and maps of them ([`nested`]).
-//! `orc-rust` decodes every other column, and these too when a stripe has
-//! them in an encoding not read here (version 1, from old writers).
+//! [`StripeStreams`], in either version of ORC's run length encodings
+//! ([`integers::Rle`]); and structs, lists and maps of them ([`nested`]).
+//! `orc-rust` decodes every other column (unions, and a struct, list or
+//! map with one under it).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -75,17 +76,13 @@ fn encodings(stripe: &Stripe) -> Encodings {
 /// Whether a column of ORC type `orc`, read as Arrow type `arrow`, may be
 /// decoded here (when its stripe's encodings are ones read here too).
 pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
-    leaf_may_decode(orc, arrow) || nested::may_decode(orc, arrow)
-}
-
-/// [`may_decode`] for a column of no children.
-pub(super) fn leaf_may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
     integers::may_decode(orc, arrow)
         || strings::may_decode(orc, arrow)
         || timestamps::may_decode(orc, arrow)
         || decimals::may_decode(orc, arrow)
         || booleans::may_decode(orc, arrow)
         || floats::may_decode(orc, arrow)
+        || nested::may_decode(orc, arrow)
 }
 
 /// Each top-level column of `stripe` decoded whole when it is one decoded
@@ -157,7 +154,7 @@ pub(super) fn decode_column(
     } else if timestamps::may_decode(orc, arrow) {
         timestamps::decode(streams, column, arrow)
     } else if decimals::may_decode(orc, arrow) {
-        decimals::decode(streams, column, arrow, column.decimal_integers)
+        decimals::decode(streams, column, arrow)
     } else if booleans::may_decode(orc, arrow) {
         booleans::decode(streams, column)
     } else if floats::may_decode(orc, arrow) {

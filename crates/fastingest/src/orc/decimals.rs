@@ -23,7 +23,6 @@ use std::sync::Arc;
 use arrow_array::types::Decimal128Type;
 use arrow_array::ArrayRef;
 use arrow_schema::DataType as ArrowType;
-use orc_rust::proto::column_encoding::Kind as EncodingKind;
 use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 
@@ -91,20 +90,19 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
 
 /// Column `index` of `stripe`, read as Arrow type `arrow` (one
 /// [`may_decode`] accepted), decoded whole (`None`: its encoding is not one
-/// read here). `integers`: the file stores decimals of up to 18 digits as
-/// integers ([`small_as_integers`]).
+/// read here). Files that store decimals of up to 18 digits as integers
+/// ([`small_as_integers`]) say so in `column.decimal_integers`.
 pub(super) fn decode(
     streams: &StripeStreams,
     column: &ColumnAt,
     arrow: &ArrowType,
-    integers: bool,
 ) -> Result<Option<ArrayRef>, String> {
     let ArrowType::Decimal128(precision, scale) = *arrow else {
         return Ok(None);
     };
     let rows = column.rows;
     let digits = streams.get(column.id, Kind::Data);
-    if integers && precision <= INTEGER_DIGITS {
+    if column.decimal_integers && precision <= INTEGER_DIGITS {
         // In run length encoding v2 whatever encoding the stripe names (a
         // Java writer names `DIRECT`), as the ORC C++ reader reads them.
         let array =
@@ -117,10 +115,8 @@ pub(super) fn decode(
         return Ok(Some(Arc::new(array)));
     }
     // The scales in run length encoding v2, or v1 (Hive 0.11's files).
-    let rle = match column.encoding {
-        EncodingKind::DirectV2 => Rle::V2,
-        EncodingKind::Direct => Rle::V1,
-        _ => return Ok(None),
+    let Some(rle) = Rle::direct(column.encoding) else {
+        return Ok(None);
     };
     let scales = streams.get(column.id, Kind::Secondary);
     let most = 10i128.pow(38).unsigned_abs();

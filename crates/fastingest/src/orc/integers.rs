@@ -17,8 +17,8 @@
 //! the version 1 encoding of old writers) stays with `orc-rust`.
 //!
 //! The other decoders of [`super::columns`] build on what is here: the
-//! present stream as validity ([`validity`]), run length encoding v2 run by
-//! run ([`rle_v2_runs`]), a stream read through a [`Window`], and a column of
+//! present stream as validity ([`validity`]), run length encoding (v1 or v2) run by
+//! run ([`rle_runs`]), a stream read through a [`Window`], and a column of
 //! fixed-width values with its nulls ([`primitive_column`]).
 
 use std::io::Read;
@@ -33,7 +33,7 @@ use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 
 use super::columns::ColumnAt;
-use super::rle_v1::rle_v1_runs;
+use super::rle_v1::{self, rle_v1_run};
 use super::streams::{StreamReader, StripeStreams};
 
 /// Column `index` of `stripe`, read as Arrow type `arrow`, decoded whole
@@ -45,9 +45,7 @@ pub(super) fn decode(
     arrow: &ArrowType,
 ) -> Result<Option<ArrayRef>, String> {
     let rows = column.rows;
-    let Some(rle) = Rle::of(column.encoding) else {
-        return Ok(None);
-    };
+    let rle = Rle::of(column.encoding);
     let Some(width) = integer_width(column.orc, arrow) else {
         return Ok(None);
     };
@@ -295,15 +293,28 @@ pub(super) enum Rle {
 
 impl Rle {
     /// That of a column in `encoding`.
-    pub(super) fn of(encoding: EncodingKind) -> Option<Rle> {
+    pub(super) fn of(encoding: EncodingKind) -> Rle {
         match encoding {
-            EncodingKind::DirectV2 | EncodingKind::DictionaryV2 => Some(Rle::V2),
-            EncodingKind::Direct | EncodingKind::Dictionary => Some(Rle::V1),
+            EncodingKind::DirectV2 | EncodingKind::DictionaryV2 => Rle::V2,
+            EncodingKind::Direct | EncodingKind::Dictionary => Rle::V1,
+        }
+    }
+
+    /// That of a column in `encoding` when it is a direct one (`None`: a
+    /// dictionary, which timestamps, decimals, lists and maps never have).
+    pub(super) fn direct(encoding: EncodingKind) -> Option<Rle> {
+        match encoding {
+            EncodingKind::DirectV2 => Some(Rle::V2),
+            EncodingKind::Direct => Some(Rle::V1),
+            EncodingKind::Dictionary | EncodingKind::DictionaryV2 => None,
         }
     }
 }
 
-/// [`rle_v2_runs`], or [`rle_v1_runs`], as `rle` says.
+/// Decodes `count` values of run length encoding `rle` from `stream` (the
+/// column's `kind` stream, for errors; `signed`: zigzag encoded; else
+/// unsigned, read as `i64` bits), handing each run to `each` with the byte
+/// of the stream it starts at; the last run is cut to `count`.
 pub(super) fn rle_runs(
     rle: Rle,
     stream: impl Read,
@@ -313,8 +324,16 @@ pub(super) fn rle_runs(
     each: impl FnMut(&[i64], usize) -> Result<(), String>,
 ) -> Result<(), String> {
     match rle {
-        Rle::V2 => rle_v2_runs(stream, kind, count, signed, each),
-        Rle::V1 => rle_v1_runs(stream, kind, count, signed, each),
+        Rle::V2 => {
+            let mut scratch = Vec::with_capacity(512);
+            let decode_run =
+                |data: &[u8], run: &mut Vec<i64>| rle_v2_run(data, signed, run, &mut scratch);
+            runs(stream, kind, count, LONGEST_RUN, decode_run, each)
+        }
+        Rle::V1 => {
+            let decode_run = |data: &[u8], run: &mut Vec<i64>| rle_v1_run(data, signed, run);
+            runs(stream, kind, count, rle_v1::LONGEST_RUN, decode_run, each)
+        }
     }
 }
 
@@ -345,28 +364,6 @@ pub(super) fn rle_into<N: Narrow>(
     })
 }
 
-/// Decodes `count` values of run length encoding v2 from `stream` (the
-/// column's `kind` stream, for errors; `signed`: zigzag encoded; else unsigned, read as `i64` bits), handing
-/// each run to `each` with the byte of the stream it starts at; the last
-/// run is cut to `count`.
-pub(super) fn rle_v2_runs(
-    stream: impl Read,
-    kind: &str,
-    count: usize,
-    signed: bool,
-    each: impl FnMut(&[i64], usize) -> Result<(), String>,
-) -> Result<(), String> {
-    let mut scratch = Vec::with_capacity(512);
-    runs(
-        stream,
-        kind,
-        count,
-        LONGEST_RUN,
-        |data, run| rle_v2_run(data, signed, run, &mut scratch),
-        each,
-    )
-}
-
 /// Decodes `count` values of a run length encoding from `stream` (the
 /// column's `kind` stream, for errors): `decode_run` decodes the run at the
 /// start of the bytes it is given (at least `longest` of them, unless the
@@ -376,7 +373,7 @@ pub(super) fn rle_v2_runs(
 /// stripe's streams took as much fresh memory as its decoded columns, and
 /// a read in a new process paid for its pages.
 #[inline(always)]
-pub(super) fn runs(
+fn runs(
     stream: impl Read,
     kind: &str,
     count: usize,

@@ -19,7 +19,6 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, ListArray, MapArray, StructArray, UInt32Array};
 use arrow_buffer::{NullBuffer, OffsetBuffer};
 use arrow_schema::{DataType as ArrowType, FieldRef};
-use orc_rust::proto::column_encoding::Kind as EncodingKind;
 use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 
@@ -90,8 +89,8 @@ pub(super) fn decode(
                 return Ok(None);
             };
             let entries = *offsets.last().unwrap_or(&0) as usize;
-            let at = child_at(column, encodings, child, entries)?;
-            let Some(values) = decode_child(streams, encodings, &at, field.data_type())? else {
+            let Some(values) = entries_of(streams, encodings, column, child, field, entries)?
+            else {
                 return Ok(None);
             };
             let array = ListArray::try_new(Arc::clone(field), offsets, values, nulls)
@@ -123,8 +122,8 @@ pub(super) fn decode(
     }
 }
 
-/// The key or value column `orc` of a map, holding `entries` values, read
-/// as `field`.
+/// The items column `orc` of a list (a map's key or value column), holding
+/// `entries` values, read as `field`.
 fn entries_of(
     streams: &StripeStreams,
     encodings: &Encodings,
@@ -198,10 +197,8 @@ fn offsets(
     valid: usize,
     nulls: Option<&NullBuffer>,
 ) -> Result<Option<OffsetBuffer<i32>>, String> {
-    let rle = match column.encoding {
-        EncodingKind::DirectV2 => Rle::V2,
-        EncodingKind::Direct => Rle::V1,
-        _ => return Ok(None),
+    let Some(rle) = Rle::direct(column.encoding) else {
+        return Ok(None);
     };
     // Reserved as the lengths come: a stream can claim more than it holds.
     let mut lengths = Vec::with_capacity(valid.min(MOST_RESERVED_VALUES));

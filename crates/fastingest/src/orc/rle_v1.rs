@@ -11,32 +11,16 @@
 //!
 //! Values of signed columns are zigzag encoded.
 
-use std::io::Read;
-
-use super::integers::{runs, unzigzag, varint};
+use super::integers::{unzigzag, varint};
 
 /// The most bytes a run takes: its control byte and 128 varints of 10
 /// bytes.
-const LONGEST_RUN: usize = 1 + 128 * 10;
+pub(super) const LONGEST_RUN: usize = 1 + 128 * 10;
 
-/// Decodes `count` values of run length encoding v1 from `stream` (the
-/// column's `kind` stream, for errors; `signed`: zigzag encoded), handing
-/// each run to `each` with the byte of the stream it starts at; the last
-/// run is cut to `count` (as `integers::rle_v2_runs` does for v2).
-pub(super) fn rle_v1_runs(
-    stream: impl Read,
-    kind: &str,
-    count: usize,
-    signed: bool,
-    each: impl FnMut(&[i64], usize) -> Result<(), String>,
-) -> Result<(), String> {
-    let decode_run = |data: &[u8], run: &mut Vec<i64>| rle_v1_run(data, signed, run);
-    runs(stream, kind, count, LONGEST_RUN, decode_run, each)
-}
-
-/// Decodes the run at the start of `data` (not empty) into `out`; returns
-/// its length in bytes.
-fn rle_v1_run(data: &[u8], signed: bool, out: &mut Vec<i64>) -> Result<usize, String> {
+/// Decodes the run at the start of `data` (not empty) into `out` (values
+/// of a `signed` column are zigzag encoded); returns its length in bytes.
+/// `integers::rle_runs` walks a stream's runs.
+pub(super) fn rle_v1_run(data: &[u8], signed: bool, out: &mut Vec<i64>) -> Result<usize, String> {
     let value = |bytes: &[u8]| {
         varint(bytes).map(|(v, used)| (if signed { unzigzag(v) } else { v as i64 }, used))
     };
@@ -64,11 +48,11 @@ fn rle_v1_run(data: &[u8], signed: bool, out: &mut Vec<i64>) -> Result<usize, St
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::orc::integers::{rle_runs, Rle};
 
     fn decode(bytes: &[u8], signed: bool, count: usize) -> Result<Vec<i64>, String> {
         let mut out = Vec::new();
-        rle_v1_runs(bytes, "data", count, signed, |run, _| {
+        rle_runs(Rle::V1, bytes, "data", count, signed, |run, _| {
             out.extend_from_slice(run);
             Ok(())
         })?;

@@ -69,9 +69,7 @@ pub(super) fn decode(
         column.encoding,
         EncodingKind::Dictionary | EncodingKind::DictionaryV2
     );
-    let Some(rle) = Rle::of(column.encoding) else {
-        return Ok(None);
-    };
+    let rle = Rle::of(column.encoding);
     let rows = column.rows;
     let validity = validity(streams, column)?;
     let valid = validity.as_ref().map_or(rows, |v| v.count_set_bits());

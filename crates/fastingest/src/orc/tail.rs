@@ -39,8 +39,11 @@ struct PostScriptInfo {
     ps_len: u64,
     /// Length of the footer, which lies just before the postscript.
     footer_len: u64,
-    /// Length of the metadata section, which lies just before the footer.
+    /// Length of the metadata section, which lies just before the footer
+    /// (0 where the postscript gives none, as ORC 0.11's do not).
     metadata_len: u64,
+    /// Whether the postscript gives that length.
+    gives_metadata_len: bool,
     /// How its compression chunks are checked.
     chunk_check: Option<ChunkCheck>,
     /// The compression block size the postscript gives, if any.
@@ -62,6 +65,7 @@ fn postscript(tail: &Bytes) -> Option<PostScriptInfo> {
         ps_len,
         footer_len,
         metadata_len,
+        gives_metadata_len: postscript.metadata_length.is_some(),
         chunk_check: ChunkCheck::for_file(
             postscript.compression(),
             postscript.compression_block_size,
@@ -77,11 +81,11 @@ fn postscript(tail: &Bytes) -> Option<PostScriptInfo> {
 /// gives one.
 fn with_metadata_length(tail: &Bytes, ps: &PostScriptInfo) -> Option<(Bytes, u64)> {
     use prost::Message;
-    let end = tail.len().checked_sub(1 + ps.ps_len as usize)?;
-    let mut postscript = orc_rust::proto::PostScript::decode(&tail[end..tail.len() - 1]).ok()?;
-    if postscript.metadata_length.is_some() {
+    if ps.gives_metadata_len {
         return None;
     }
+    let end = tail.len().checked_sub(1 + ps.ps_len as usize)?;
+    let mut postscript = orc_rust::proto::PostScript::decode(&tail[end..tail.len() - 1]).ok()?;
     postscript.metadata_length = Some(0);
     let encoded = postscript.encode_to_vec();
     let length = u8::try_from(encoded.len()).ok()?;

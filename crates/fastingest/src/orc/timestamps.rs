@@ -26,7 +26,6 @@ use std::sync::Arc;
 use arrow_array::types::TimestampNanosecondType;
 use arrow_array::ArrayRef;
 use arrow_schema::{DataType as ArrowType, TimeUnit};
-use orc_rust::proto::column_encoding::Kind as EncodingKind;
 use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 
@@ -83,10 +82,8 @@ pub(super) fn decode(
     column: &ColumnAt,
     arrow: &ArrowType,
 ) -> Result<Option<ArrayRef>, String> {
-    let rle = match column.encoding {
-        EncodingKind::DirectV2 => Rle::V2,
-        EncodingKind::Direct => Rle::V1,
-        _ => return Ok(None),
+    let Some(rle) = Rle::direct(column.encoding) else {
+        return Ok(None);
     };
     // A `timestamp` is a wall-clock time in the writer's zone; one written
     // in UTC needs no shift (`with local time zone` is always UTC).

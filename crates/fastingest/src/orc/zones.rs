@@ -13,6 +13,10 @@ use chrono::Datelike;
 /// an hour off.
 const LAST_TABLE_YEAR: i32 = 2099;
 
+/// The first second after [`LAST_TABLE_YEAR`]: 2100-01-01 00:00:00 UTC
+/// (`the_tables_end_with_this_year_and_no_later`).
+const PAST_TABLES: i64 = 4_102_444_800;
+
 /// `second` (since 1970, UTC) or, past [`LAST_TABLE_YEAR`], the same moment
 /// of the calendar in one of the tables' last years, whose offset is the
 /// zone's under its rule of today.
@@ -25,12 +29,13 @@ const LAST_TABLE_YEAR: i32 = 2099;
 /// behind both). Within 11 years every weekday comes as each
 /// (`every_day_after_the_tables_has_a_match_in_their_last_years`).
 fn within_tables(second: i64) -> i64 {
+    // Most seconds, without a date computed for them.
+    if second < PAST_TABLES {
+        return second;
+    }
     let Some(date) = chrono::DateTime::from_timestamp(second, 0).map(|utc| utc.date_naive()) else {
         return second;
     };
-    if date.year() <= LAST_TABLE_YEAR {
-        return second;
-    }
     let month = if date.month() >= 3 || (date.month(), date.day()) == (2, 29) {
         3
     } else {
@@ -438,6 +443,11 @@ mod tests {
             offset(LAST_TABLE_YEAR + 1, 7),
             -8 * 3600,
             "the tables go past 2099 now"
+        );
+        let first = chrono::NaiveDate::from_ymd_opt(LAST_TABLE_YEAR + 1, 1, 1).unwrap();
+        assert_eq!(
+            first.and_hms_opt(0, 0, 0).unwrap().and_utc().timestamp(),
+            PAST_TABLES
         );
     }
 }
