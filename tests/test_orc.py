@@ -506,6 +506,264 @@ def test_nested_summer_times_after_2099_follow_the_zones_rule(tmp_path):
     assert_tables_equal(fastingest.read_orc(str(path)), want)
 
 
+def _fields(message: bytes) -> list[tuple[int, int, int | bytes]]:
+    """A protobuf message's fields: (number, wire type, value), varints
+    and length-delimited ones (all an ORC tail and stripe footer hold)."""
+    out, i = [], 0
+    while i < len(message):
+        key, i = _varint(message, i)
+        if key & 7 == 0:
+            value, i = _varint(message, i)
+        else:
+            assert key & 7 == 2, "only varints and length-delimited fields"
+            n, i = _varint(message, i)
+            value, i = message[i : i + n], i + n
+        out.append((key >> 3, key & 7, value))
+    return out
+
+
+def _encoded(fields: list[tuple[int, int, int | bytes]]) -> bytes:
+    def varint(v: int) -> bytes:
+        out = bytearray()
+        while True:
+            out.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
+            v >>= 7
+            if not v:
+                return bytes(out)
+
+    out = bytearray()
+    for number, wire, value in fields:
+        out += varint(number << 3 | wire)
+        out += varint(value) if wire == 0 else varint(len(value)) + value
+    return bytes(out)
+
+
+def _written_in(data: bytes, zone: str) -> bytes:
+    """An uncompressed ORC file of one stripe, as if written in `zone`: its
+    stripe footer's writer zone (field 3) replaced, and the lengths that
+    change with it (the stripe's footer length, the content length, the
+    footer length in the postscript)."""
+    ps_len = data[-1]
+    ps = _fields(data[-1 - ps_len : -1])
+    footer_len = next(v for n, _, v in ps if n == 1)
+    metadata_len = next(v for n, _, v in ps if n == 5)
+    assert next(v for n, _, v in ps if n == 2) == 0, "uncompressed files only"
+    footer_at = len(data) - 1 - ps_len - footer_len
+    footer = _fields(data[footer_at : footer_at + footer_len])
+    (stripe,) = [v for n, _, v in footer if n == 3]
+    info = {n: v for n, _, v in _fields(stripe)}
+    stripe_footer_at = info[1] + info[2] + info[3]
+    stripe_footer = _fields(data[stripe_footer_at : stripe_footer_at + info[4]])
+    stripe_footer = [f for f in stripe_footer if f[0] != 3] + [(3, 2, zone.encode())]
+    new_stripe_footer = _encoded(stripe_footer)
+    grown = len(new_stripe_footer) - info[4]
+    new_info = [(n, w, v + grown if n == 4 else v) for n, w, v in _fields(stripe)]
+    new_footer = _encoded(
+        [(n, w, _encoded(new_info) if n == 3 else v + grown if n == 2 else v) for n, w, v in footer]
+    )
+    new_ps = _encoded([(n, w, len(new_footer) if n == 1 else v) for n, w, v in ps])
+    metadata = data[footer_at - metadata_len : footer_at]
+    return (
+        data[:stripe_footer_at]
+        + new_stripe_footer
+        + metadata
+        + new_footer
+        + new_ps
+        + bytes([len(new_ps)])
+    )
+
+
+def _times_in(zone: str, tmp_path, values: np.ndarray) -> Path:
+    table = pa.table({"t": pa.array(values, pa.timestamp("ns"))})
+    path = tmp_path / f"{zone.replace('/', '_')}.orc"
+    path.write_bytes(_written_in(orc_bytes(table, compression="uncompressed"), zone))
+    return path
+
+
+def _spread_times(rng, n: int) -> np.ndarray:
+    """Times over 1700-2260, with fractions: local mean time before the
+    zones' first transitions, their histories, and the rules past 2099."""
+    seconds = rng.integers(-8_520_000_000, 9_100_000_000, n)
+    return seconds * 10**9 + rng.integers(0, 10**9, n)
+
+
+SYSTEM_ZONES = Path("/usr/share/zoneinfo")
+
+
+@pytest.fixture
+def system_zones(monkeypatch):
+    # pyarrow's ORC reader reads the zone files of the machine it runs on.
+    if not (SYSTEM_ZONES / "Europe" / "Paris").exists():
+        pytest.skip(f"no tz database in {SYSTEM_ZONES} for pyarrow's ORC reader to compare with")
+    monkeypatch.delenv("TZDIR", raising=False)
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+
+
+def test_the_writer_zone_is_read_from_the_systems_zone_file(tmp_path, system_zones):
+    # As the ORC C++ reader (pyarrow's) reads it, before a zone's first
+    # transition too (there: the first standard time it changed to, where
+    # `chrono-tz` gives local mean time: 6 minutes apart in Asia/Taipei),
+    # and for names the tz database's builds define differently (`CET`: a
+    # link to Europe/Brussels upstream, a zone of its own in Debian's).
+    rng = np.random.default_rng(31)
+    zones = [
+        "Asia/Taipei",
+        "America/New_York",
+        "Europe/Dublin",
+        "Australia/Lord_Howe",
+        "America/Sao_Paulo",
+        "Africa/Casablanca",
+        "Pacific/Apia",
+        "Asia/Kolkata",
+        "CET",
+        "EET",
+        "WET",
+        "EST",
+        "HST",
+        "PRC",
+    ]
+    values = _spread_times(rng, 20_000)
+    moved = []
+    for zone in zones:
+        if not (SYSTEM_ZONES / zone).exists():
+            continue
+        path = _times_in(zone, tmp_path, values)
+        want = orc.read_table(path)
+        assert_tables_equal(fastingest.read_orc(str(path)), want)
+        # (A zone of one offset reads every value as written.)
+        if not want.equals(pa.table({"t": pa.array(values, pa.timestamp("ns"))})):
+            moved.append(zone)
+    assert len(moved) >= 10, moved
+
+
+def test_tzdir_names_the_zone_files_as_for_pyarrow(tmp_path, system_zones, monkeypatch):
+    # TZDIR moves the zone files, for both readers: here `CET` is Sydney's.
+    zones = tmp_path / "zones"
+    zones.mkdir()
+    (zones / "CET").write_bytes((SYSTEM_ZONES / "Australia" / "Sydney").read_bytes())
+    # (pyarrow's reader reads in GMT, from there too.)
+    (zones / "GMT").write_bytes((SYSTEM_ZONES / "GMT").read_bytes())
+    values = np.arange(0, 2_000_000_000, 1_000_003) * 10**9
+    path = _times_in("CET", tmp_path, values)
+    in_paris = fastingest.read_orc(str(path))
+    monkeypatch.setenv("TZDIR", str(zones))
+    got = fastingest.read_orc(str(path))
+    assert_tables_equal(got, orc.read_table(path))
+    # Read against ORC's epoch in January (summer there, 11 hours on):
+    # July times (winter, 10 hours on) an hour back; Paris' an hour on.
+    july = np.datetime64("2020-07-15T12:00", "ns").astype(np.int64)
+    at = int(np.argmin(np.abs(values - july)))
+    hour = 3600 * 10**9
+    assert got["t"].cast(pa.int64())[at].as_py() == values[at] - hour
+    assert in_paris["t"].cast(pa.int64())[at].as_py() == values[at] + hour
+    # No file for the zone: the tables fastingest carries (`chrono-tz`'s),
+    # where pyarrow refuses the file; they agree with the system's since 1970.
+    # (Both readers keep a zone file once read: another directory.)
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "GMT").write_bytes((SYSTEM_ZONES / "GMT").read_bytes())
+    monkeypatch.setenv("TZDIR", str(bare))
+    with pytest.raises(Exception, match="(?i)time ?zone"):
+        orc.read_table(path)
+    assert_tables_equal(fastingest.read_orc(str(path)), in_paris)
+
+
+def _random_union(rng, n: int) -> pa.Array:
+    """A sparse union of 1-3 random types (leaves, or structs, lists and
+    maps of them), each row tagged at random."""
+    types = [random_type(rng, depth=1) for _ in range(rng.integers(1, 4))]
+    tags = pa.array(rng.integers(0, len(types), n).astype(np.int8))
+    return pa.UnionArray.from_sparse(tags, [random_array(rng, t, n) for t in types])
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_unions_read_as_pyarrow_reads_them(tmp_path, seed):
+    # Unions at the top, in a struct and as a list's items (with nulls), of
+    # every type pyarrow's ORC writer takes (timestamps before 1970 with
+    # fractions among them, which `orc-rust` read 2^61 ns off), in both
+    # format versions.
+    rng = np.random.default_rng(1000 + seed)
+    n = int(rng.choice([1, 50, 3_000]))
+    ends = np.concatenate([[0], np.cumsum(rng.integers(0, 4, n))]).astype(np.int32)
+    table = pa.table(
+        {
+            "top": _random_union(rng, n),
+            # (pyarrow's writer aborts on a union in a struct with nulls.)
+            "in_struct": pa.StructArray.from_arrays(
+                [_random_union(rng, n), random_array(rng, pa.int32(), n)], ["u", "i"]
+            ),
+            "in_list": pa.ListArray.from_arrays(
+                pa.array(ends),
+                _random_union(rng, int(ends[-1])),
+                mask=pa.array(rng.random(n) < 0.2),
+            ),
+        }
+    )
+    options = {
+        "compression": str(rng.choice(CODECS)),
+        "stripe_size": int(rng.choice([64 << 10, 64 << 20])),
+        "file_version": str(rng.choice(["0.11", "0.12"])),
+    }
+    path = tmp_path / "unions.orc"
+    path.write_bytes(orc_bytes(table, **options))
+    want = orc.read_table(path)
+    assert_tables_equal(fastingest.read_orc(str(path)), want)
+    for name in table.column_names:
+        assert_tables_equal(fastingest.read_orc(str(path), columns=[name]), want.select([name]))
+
+
+@pytest.mark.parametrize("when", ["before_1970", "after_2099"])
+def test_times_in_a_union_read_before_1970_and_after_2099(tmp_path, when):
+    # `orc-rust` decoded unions, and read a timestamp under one wrong: before
+    # 1970 with a fraction 2^61 ns off, after 2099 in a zone with summer
+    # time an hour off. Here each, in a union beside integers; the later
+    # times in a file written in CET (the earlier in UTC: zone databases
+    # differ on CET's history before 1900).
+    rng = np.random.default_rng(23)
+    n = 30_000
+    if when == "before_1970":
+        values = rng.integers(-3 * 10**9, 0, n) * 10**9 + rng.choice([1, 1_000, 123_456_789], n)
+    else:
+        values = rng.integers(4_102_444_800, 9_183_110_400, n) * 10**9
+    times = pa.array(values, pa.timestamp("ns"))
+    tags = pa.array((rng.random(n) < 0.7).astype(np.int8))
+    ints = pa.array(rng.integers(-(2**40), 2**40, n), pa.int64())
+    union = pa.UnionArray.from_sparse(tags, [ints, times])
+    data = orc_bytes(pa.table({"u": union}), compression="uncompressed")
+    path = tmp_path / "union.orc"
+    path.write_bytes(
+        data if when == "before_1970" else data.replace(b"\x1a\x03GMT", b"\x1a\x03CET")
+    )
+    want = orc.read_table(path)
+    got = fastingest.read_orc(str(path))
+    assert_tables_equal(got, want)
+    union_read = got["u"].combine_chunks()
+    picked = np.asarray(union_read.type_codes) == 1
+    assert picked.sum() > n // 2
+    read_times = union_read.field(1).cast(pa.int64()).to_numpy(zero_copy_only=False)[picked]
+    written = values[picked]
+    if when == "before_1970":
+        assert np.array_equal(read_times, written)
+    else:
+        # Summer times an hour on, winter ones as written (see below).
+        assert set((read_times - written) // 3_600_000_000_000) == {0, 1}
+
+
+def test_a_union_row_tagged_past_its_variants_is_refused_naming_the_file(tmp_path):
+    # 200 rows, all tagged 1: the tag stream is two runs (127 + 3 = 130,
+    # 67 + 3 = 70) of the byte 1; tagged 5 instead, past the 2 variants.
+    union = pa.UnionArray.from_sparse(
+        pa.array(np.ones(200, np.int8)), [pa.array(np.arange(200)), pa.array(np.arange(200.0))]
+    )
+    data = orc_bytes(pa.table({"u": union}), compression="uncompressed")
+    runs = b"\x7f\x01\x43\x01"
+    assert data.count(runs) == 1
+    path = tmp_path / "bad-tag.orc"
+    path.write_bytes(data.replace(runs, b"\x7f\x05\x43\x05"))
+    with pytest.raises(fastingest.CorruptFileError, match="bad-tag.orc.*tagged 5, past its 2"):
+        fastingest.read_orc(str(path))
+
+
 def test_summer_times_after_2099_follow_the_zones_rule_of_today(tmp_path):
     # chrono-tz's tables end in 2099; after them the ORC C++ reader goes on
     # with the zone's rule (the compiled zone file's POSIX string), and so

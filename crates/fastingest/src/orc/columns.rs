@@ -3,9 +3,9 @@
 //! strings and binary ([`strings`]), timestamps ([`timestamps`]) and
 //! decimals ([`decimals`]), each reading its streams from
 //! [`StripeStreams`], in either version of ORC's run length encodings
-//! ([`integers::Rle`]); and structs, lists and maps of them ([`nested`]).
-//! `orc-rust` decodes every other column (unions, and a struct, list or
-//! map with one under it).
+//! ([`integers::Rle`]); and structs, lists, maps and unions of them
+//! ([`nested`]). `orc-rust` decodes every other column (a type or encoding
+//! not read here, or a struct, list, map or union with one under it).
 
 use std::collections::HashMap;
 use std::sync::Arc;

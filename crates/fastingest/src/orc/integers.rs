@@ -230,7 +230,11 @@ pub(super) fn bits(stream: &[u8], count: usize) -> Result<BooleanBuffer, String>
 /// Byte run length encoding: a header byte below 128 is a run of its
 /// value plus 3 copies of the next byte; one above is a list of 256 less
 /// its value literal bytes. `emit` takes the bytes, `count` in all.
-fn byte_rle(data: &[u8], count: usize, mut emit: impl FnMut(&[u8])) -> Result<(), String> {
+pub(super) fn byte_rle(
+    data: &[u8],
+    count: usize,
+    mut emit: impl FnMut(&[u8]),
+) -> Result<(), String> {
     let mut at = 0;
     let mut done = 0;
     let mut run = [0u8; 130];

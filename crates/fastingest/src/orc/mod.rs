@@ -27,6 +27,7 @@ mod strings;
 mod stripes;
 mod tail;
 mod timestamps;
+mod zone_files;
 mod zones;
 
 use orc_rust::error::OrcError;

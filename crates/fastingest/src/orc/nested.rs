@@ -1,5 +1,5 @@
-//! Structs, lists and maps of the columns fastingest decodes (and of
-//! each other), decoded here rather than by `orc-rust`.
+//! Structs, lists, maps and unions of the columns fastingest decodes (and
+//! of each other), decoded here rather than by `orc-rust`.
 //!
 //! Why: `orc-rust` 0.9 reads a `timestamp` inside them wrong where the
 //! ORC C++ writer (pyarrow's) stores a time before 1970 with a fraction of
@@ -13,21 +13,31 @@
 //! valid rows. A list's (a map's) length stream, unsigned run length
 //! encoding v2, gives each valid row's number of entries, and its child
 //! (its key and value columns) holds the entries of all of them end to end.
+//! A union's data stream, byte run length encoded, gives each valid row's
+//! tag (the variant it holds), and each variant column holds a value for
+//! each row tagged with it.
+//!
+//! A union reads as an Arrow sparse union, as `orc-rust` and pyarrow read
+//! it: each variant's array spans all rows, null where the row holds
+//! another; Arrow unions have no validity of their own, so a null union row
+//! is tagged 0 and its first variant is null there.
 
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, ListArray, MapArray, StructArray, UInt32Array};
-use arrow_buffer::{NullBuffer, OffsetBuffer};
-use arrow_schema::{DataType as ArrowType, FieldRef};
+use arrow_array::{
+    new_null_array, ArrayRef, ListArray, MapArray, StructArray, UInt32Array, UnionArray,
+};
+use arrow_buffer::{BooleanBuffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_schema::{DataType as ArrowType, FieldRef, UnionFields, UnionMode};
 use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 
 use super::columns::{decode_column, may_decode as column_may_decode, ColumnAt, Encodings};
-use super::integers::{readable, rle_runs, validity, Rle, MOST_RESERVED_VALUES};
+use super::integers::{byte_rle, readable, rle_runs, validity, whole, Rle, MOST_RESERVED_VALUES};
 use super::streams::StripeStreams;
 
-/// Whether a struct, list or map column of ORC type `orc`, read as Arrow
-/// type `arrow`, may be decoded here: every column under it may be.
+/// Whether a struct, list, map or union column of ORC type `orc`, read as
+/// Arrow type `arrow`, may be decoded here: every column under it may be.
 pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
     match (orc, arrow) {
         (OrcType::Struct { children, .. }, ArrowType::Struct(fields)) => {
@@ -51,11 +61,25 @@ pub(super) fn may_decode(orc: &OrcType, arrow: &ArrowType) -> bool {
                 _ => false,
             }
         }
+        (OrcType::Union { variants, .. }, ArrowType::Union(fields, UnionMode::Sparse)) => {
+            // Tags are type ids as they stand (`orc-rust` numbers its
+            // variants so; a union of more than 127 variants it refuses).
+            !variants.is_empty()
+                && variants.len() == fields.len()
+                && fields
+                    .iter()
+                    .enumerate()
+                    .all(|(i, (id, _))| id as usize == i)
+                && variants
+                    .iter()
+                    .zip(fields.iter())
+                    .all(|(variant, (_, field))| column_may_decode(variant, field.data_type()))
+        }
         _ => false,
     }
 }
 
-/// `column` (a struct, list or map one [`may_decode`] accepted) decoded
+/// `column` (a struct, list, map or union one [`may_decode`] accepted) decoded
 /// whole, with its children's encodings from `encodings` (`None`: an
 /// encoding under it is not one read here).
 pub(super) fn decode(
@@ -118,8 +142,114 @@ pub(super) fn decode(
                 .map_err(|e| e.to_string())?;
             Ok(Some(Arc::new(array)))
         }
+        (OrcType::Union { variants, .. }, ArrowType::Union(fields, UnionMode::Sparse)) => union(
+            streams,
+            encodings,
+            column,
+            variants,
+            fields,
+            valid,
+            nulls.as_ref(),
+        ),
         _ => Ok(None),
     }
+}
+
+/// A union of `variants` read as a sparse union of `fields`, from its
+/// `valid` rows' tags (`nulls`: its null rows, if any).
+fn union(
+    streams: &StripeStreams,
+    encodings: &Encodings,
+    column: &ColumnAt,
+    variants: &[OrcType],
+    fields: &UnionFields,
+    valid: usize,
+    nulls: Option<&NullBuffer>,
+) -> Result<Option<ArrayRef>, String> {
+    let tags = union_tags(streams, column, variants.len(), valid)?;
+    // Each row's tag (`NO_TAG` where the union is null), and the index of
+    // its value in its variant's column (the rows before it with its tag).
+    const NO_TAG: u8 = u8::MAX;
+    let (row_tags, places, counts) = {
+        let mut row_tags = vec![NO_TAG; column.rows];
+        let mut places = vec![0u32; column.rows];
+        let mut counts = vec![0u32; variants.len()];
+        let mut place = |row: usize, tag: u8| {
+            row_tags[row] = tag;
+            places[row] = counts[tag as usize];
+            counts[tag as usize] += 1;
+        };
+        match nulls {
+            Some(nulls) => nulls
+                .valid_indices()
+                .zip(&tags)
+                .for_each(|(r, &t)| place(r, t)),
+            None => tags.iter().enumerate().for_each(|(r, &t)| place(r, t)),
+        }
+        (row_tags, places, counts)
+    };
+    let mut children = Vec::with_capacity(variants.len());
+    for (k, (variant, (_, field))) in variants.iter().zip(fields.iter()).enumerate() {
+        let at = child_at(column, encodings, variant, counts[k] as usize)?;
+        let Some(values) = decode_child(streams, encodings, &at, field.data_type())? else {
+            return Ok(None);
+        };
+        let child = if counts[k] == 0 {
+            new_null_array(field.data_type(), column.rows)
+        } else {
+            // Row r holds this variant's value where it is tagged k (other
+            // rows: null, at an index that stays in bounds).
+            let tagged = BooleanBuffer::collect_bool(column.rows, |r| row_tags[r] as usize == k);
+            let indices: Vec<u32> = (0..column.rows)
+                .map(|r| {
+                    if row_tags[r] as usize == k {
+                        places[r]
+                    } else {
+                        0
+                    }
+                })
+                .collect();
+            let indices = UInt32Array::new(indices.into(), Some(NullBuffer::new(tagged)));
+            arrow_select::take::take(&values, &indices, None).map_err(|e| e.to_string())?
+        };
+        children.push(child);
+    }
+    // A null row is tagged 0 (its first variant is null there).
+    let type_ids: Vec<i8> = row_tags
+        .iter()
+        .map(|&tag| if tag == NO_TAG { 0 } else { tag as i8 })
+        .collect();
+    let type_ids = ScalarBuffer::from(type_ids);
+    let array =
+        UnionArray::try_new(fields.clone(), type_ids, None, children).map_err(|e| e.to_string())?;
+    Ok(Some(Arc::new(array)))
+}
+
+/// A union's tags, one for each of its `valid` rows, each checked to name
+/// one of its `variants`.
+fn union_tags(
+    streams: &StripeStreams,
+    column: &ColumnAt,
+    variants: usize,
+    valid: usize,
+) -> Result<Vec<u8>, String> {
+    let data = whole(
+        streams.get(column.id, Kind::Data),
+        "tag",
+        valid.saturating_add(64),
+    )?;
+    let mut tags = Vec::with_capacity(valid.min(MOST_RESERVED_VALUES));
+    byte_rle(&data.unwrap_or_default(), valid, |run| {
+        tags.extend_from_slice(run)
+    })
+    .map_err(|e| format!("its tag stream: {e}"))?;
+    if let Some(row) = tags.iter().position(|&tag| tag as usize >= variants) {
+        return Err(format!(
+            "its valid row {row} is tagged {}, past its {variants} variants",
+            tags[row]
+        ));
+    }
+    Ok(tags)
 }
 
 /// The items column `orc` of a list (a map's key or value column), holding
@@ -175,16 +305,19 @@ fn spread(child: ArrayRef, nulls: Option<&NullBuffer>) -> Result<ArrayRef, Strin
     let Some(nulls) = nulls.filter(|n| n.null_count() > 0) else {
         return Ok(child);
     };
+    // A valid row takes the child's value at the number of valid rows
+    // before it; a null one, its first (a null index stays in bounds).
     let mut next = 0u32;
-    let indices: UInt32Array = nulls
+    let places: Vec<u32> = nulls
+        .inner()
         .iter()
         .map(|valid| {
-            valid.then(|| {
-                next += 1;
-                next - 1
-            })
+            let place = if valid { next } else { 0 };
+            next += u32::from(valid);
+            place
         })
         .collect();
+    let indices = UInt32Array::new(places.into(), Some(nulls.clone()));
     arrow_select::take::take(&child, &indices, None).map_err(|e| e.to_string())
 }
 

@@ -18,8 +18,8 @@
 //! A `timestamp` written in another zone (Hive and Spark write the JVM's)
 //! reads as that zone's wall clock, as the ORC C++ reader (pyarrow's) and
 //! `orc-rust` read it: the instant, plus the zone's offset from UTC at that
-//! instant ([`ZoneOffsets`]), by the zone's rule of today past 2099 as that
-//! reader does.
+//! instant ([`ZoneOffsets`]), from the system's zone file as that reader
+//! takes it ([`super::zone_files`]).
 
 use std::sync::Arc;
 
@@ -31,7 +31,7 @@ use orc_rust::schema::DataType as OrcType;
 
 use super::columns::ColumnAt;
 use super::streams::StripeStreams;
-use super::zones::ZoneOffsets;
+use super::zones::{ZoneOffsets, ZoneRules};
 
 use super::integers::{primitive_column, readable, rle_into, rle_runs, validity, Rle};
 
@@ -89,7 +89,7 @@ pub(super) fn decode(
     // in UTC needs no shift (`with local time zone` is always UTC).
     let mut zone = match (column.orc, column.zone) {
         (OrcType::Timestamp { .. }, Some(zone)) if !UTC_ZONES.contains(&zone.name()) => {
-            match ZoneOffsets::new(zone) {
+            match ZoneOffsets::new(ZoneRules::of(zone)) {
                 Some(zone) => Some(zone),
                 None => return Ok(None),
             }

@@ -1,8 +1,15 @@
 //! A writer's time zone for ORC `timestamp` columns: its offset from UTC
-//! at any instant, looked up fast ([`ZoneOffsets`]), and by the zone's rule
-//! of today past the years `chrono-tz`'s tables hold ([`within_tables`]).
+//! at any instant, looked up fast ([`ZoneOffsets`]), from the system's zone
+//! file as the ORC C++ reader reads it ([`super::zone_files`]), or where
+//! there is none from `chrono-tz`'s tables, by the zone's rule of today
+//! past the years they hold ([`within_tables`]).
+
+use std::sync::Arc;
 
 use chrono::Datelike;
+
+use super::timestamps::ORC_EPOCH;
+use super::zone_files::{zone_file, ZoneFile};
 
 /// The last year whose transitions `chrono-tz`'s tables hold: they are
 /// worked out from the tz database's rules through 2099, and after the last
@@ -55,6 +62,52 @@ fn within_tables(second: i64) -> i64 {
     }
 }
 
+/// Where a zone's offsets come from.
+pub(super) enum ZoneRules {
+    /// The zone's file in the system's tz database, as the ORC C++ reader
+    /// (pyarrow's) reads it.
+    File(Arc<ZoneFile>),
+    /// `chrono-tz`'s tables, where the system has no file for the zone.
+    Tables(chrono_tz::Tz),
+}
+
+impl ZoneRules {
+    /// The system's file for `zone`, else `chrono-tz`'s tables.
+    pub(super) fn of(zone: chrono_tz::Tz) -> ZoneRules {
+        zone_file(zone.name()).map_or(ZoneRules::Tables(zone), ZoneRules::File)
+    }
+
+    /// The offset from UTC at `second` (since 1970, UTC); past `chrono-tz`'s
+    /// tables, the zone's rule of today (see [`within_tables`]).
+    fn offset_at(&self, second: i64) -> i64 {
+        use chrono::{Offset, TimeZone};
+        match self {
+            ZoneRules::File(file) => file.offset_at(second),
+            ZoneRules::Tables(zone) => chrono::DateTime::from_timestamp(within_tables(second), 0)
+                .map_or(0, |utc| {
+                    let offset = zone.offset_from_utc_datetime(&utc.naive_utc());
+                    i64::from(offset.fix().local_minus_utc())
+                }),
+        }
+    }
+
+    /// 2015-01-01 00:00:00 in the zone, in seconds since 1970 (UTC): ORC's
+    /// epoch (`None` when it is not one instant there).
+    fn epoch(&self) -> Option<i64> {
+        use chrono::TimeZone;
+        match self {
+            // As the ORC C++ reader takes it: that time in UTC, less the
+            // offset at that instant.
+            ZoneRules::File(file) => Some(ORC_EPOCH - file.offset_at(ORC_EPOCH)),
+            ZoneRules::Tables(zone) => Some(
+                zone.with_ymd_and_hms(2015, 1, 1, 0, 0, 0)
+                    .single()?
+                    .timestamp(),
+            ),
+        }
+    }
+}
+
 /// A writer's zone: ORC's epoch in it, and its offsets from UTC.
 ///
 /// Why: `chrono-tz` finds a zone's offset at an instant by a search of its
@@ -70,7 +123,7 @@ fn within_tables(second: i64) -> i64 {
 ///   day at a time and each to its second. Values spread over decades then
 ///   cost a table lookup each, not two searches.
 pub(super) struct ZoneOffsets {
-    zone: chrono_tz::Tz,
+    rules: ZoneRules,
     /// 2015-01-01 00:00:00 in the zone, in seconds since 1970 (UTC).
     pub(super) epoch: i64,
     /// By hour since 1970 modulo [`HOURS_KEPT`]: the hour, and its offset
@@ -106,14 +159,10 @@ enum Span {
 
 impl ZoneOffsets {
     /// `None` when ORC's epoch is not one instant in the zone.
-    pub(super) fn new(zone: chrono_tz::Tz) -> Option<ZoneOffsets> {
-        use chrono::TimeZone;
-        let epoch = zone
-            .with_ymd_and_hms(2015, 1, 1, 0, 0, 0)
-            .single()?
-            .timestamp();
+    pub(super) fn new(rules: ZoneRules) -> Option<ZoneOffsets> {
+        let epoch = rules.epoch()?;
         Some(ZoneOffsets {
-            zone,
+            rules,
             epoch,
             hours: vec![(i64::MIN, 0); HOURS_KEPT],
             spans: (0..SPANS).map(|_| Span::Counting(0)).collect(),
@@ -152,15 +201,8 @@ impl ZoneOffsets {
         changes
     }
 
-    /// The zone's offset from UTC at `second` (since 1970, UTC); past
-    /// `chrono-tz`'s tables, the zone's rule of today (see
-    /// [`within_tables`]).
     fn offset_at(&self, second: i64) -> i64 {
-        use chrono::{Offset, TimeZone};
-        chrono::DateTime::from_timestamp(within_tables(second), 0).map_or(0, |utc| {
-            let offset = self.zone.offset_from_utc_datetime(&utc.naive_utc());
-            i64::from(offset.fix().local_minus_utc())
-        })
+        self.rules.offset_at(second)
     }
 
     /// `seconds` since ORC's epoch in the zone (as the data stream holds
@@ -217,7 +259,6 @@ impl ZoneOffsets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::orc::timestamps::ORC_EPOCH;
 
     #[test]
     fn the_wall_clock_of_a_zone_is_chronos_through_transitions_and_kept_hours() {
@@ -229,7 +270,7 @@ mod tests {
             chrono_tz::Asia::Kolkata,
         ];
         for zone in zones {
-            let mut offsets = ZoneOffsets::new(zone).unwrap();
+            let mut offsets = ZoneOffsets::new(ZoneRules::Tables(zone)).unwrap();
             let epoch = offsets.epoch;
             let want = |second: i64| {
                 zone.timestamp_opt(second, 0)
@@ -261,10 +302,33 @@ mod tests {
             }
         }
         // 2015-01-01 00:00:00 in Los Angeles is 08:00:00 UTC.
-        let la = ZoneOffsets::new(chrono_tz::America::Los_Angeles).unwrap();
+        let la = ZoneOffsets::new(ZoneRules::Tables(chrono_tz::America::Los_Angeles)).unwrap();
         assert_eq!(la.epoch, ORC_EPOCH + 8 * 3600);
         let mut la = la;
         assert!(!la.wall_clock(i64::MAX).1);
+    }
+
+    /// The same through a zone file's offsets: US Eastern's rule (no
+    /// transitions listed), across the transitions of 2021 and over
+    /// 1850-2100 a day and a second apart.
+    #[test]
+    fn the_wall_clock_from_a_zone_file_is_its_offsets() {
+        let eastern = tz::TimeZone::from_posix_tz("EST5EDT,M3.2.0,M11.1.0").unwrap();
+        let file = Arc::new(ZoneFile::new(eastern));
+        let mut offsets = ZoneOffsets::new(ZoneRules::File(Arc::clone(&file))).unwrap();
+        let epoch = offsets.epoch;
+        assert_eq!(epoch, ORC_EPOCH + 5 * 3600);
+        let seconds = (1_615_600_000i64..1_615_800_000)
+            .step_by(13)
+            .chain((1_636_200_000..1_636_300_000).step_by(11))
+            .chain((-3_786_825_600i64..4_102_444_800).step_by(86_401));
+        for second in seconds {
+            let (got, ok) = offsets.wall_clock(second - epoch);
+            assert!(ok);
+            assert_eq!(got + epoch, second + file.offset_at(second), "at {second}");
+        }
+        assert_eq!(file.offset_at(1_615_800_000), -4 * 3600);
+        assert_eq!(file.offset_at(1_615_600_000), -5 * 3600);
     }
 
     /// Every zone's transitions, 1800-2099 (and so those its rule of today
@@ -359,7 +423,7 @@ mod tests {
         for (zone, changes) in zones {
             // Looked up directly, and through the kept hours and spans
             // (twice: the second pass finds the spans' transitions).
-            let mut offsets = ZoneOffsets::new(zone).unwrap();
+            let mut offsets = ZoneOffsets::new(ZoneRules::Tables(zone)).unwrap();
             for pass in 0..3 {
                 for (at, offset) in changes {
                     // A zone's offsets alternate between two.
