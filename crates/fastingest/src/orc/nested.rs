@@ -199,15 +199,12 @@ fn union(
         } else {
             // Row r holds this variant's value where it is tagged k (other
             // rows: null, at an index that stays in bounds).
-            let tagged = BooleanBuffer::collect_bool(column.rows, |r| row_tags[r] as usize == k);
-            let indices: Vec<u32> = (0..column.rows)
-                .map(|r| {
-                    if row_tags[r] as usize == k {
-                        places[r]
-                    } else {
-                        0
-                    }
-                })
+            let tag = k as u8;
+            let tagged = BooleanBuffer::collect_bool(row_tags.len(), |r| row_tags[r] == tag);
+            let indices: Vec<u32> = row_tags
+                .iter()
+                .zip(&places)
+                .map(|(&t, &place)| if t == tag { place } else { 0 })
                 .collect();
             let indices = UInt32Array::new(indices.into(), Some(NullBuffer::new(tagged)));
             arrow_select::take::take(&values, &indices, None).map_err(|e| e.to_string())?
