@@ -851,7 +851,7 @@ def test_hive_011_decimals_read_at_scale_6_as_pyarrow_reads_them(tmp_path):
     assert_tables_equal(fastingest.read_orc(str(path)), want)
 
 
-def test_hive_011_decimals_past_38_digits_or_nested_are_refused_naming_them(tmp_path):
+def test_hive_011_decimals_past_38_digits_are_refused_naming_them(tmp_path):
     # 35 digits at scale 0 are 41 at scale 6: the ORC C++ reader refuses
     # them too.
     big = pa.array([decimal.Decimal(10**34 + 7)], pa.decimal128(38, 0))
@@ -863,17 +863,46 @@ def test_hive_011_decimals_past_38_digits_or_nested_are_refused_naming_them(tmp_
         fastingest.CorruptFileError, match=r"too-long\.orc.*column 'big'.*does not fit 38 digits"
     ):
         fastingest.read_orc(str(path))
-    # In a struct: fastingest decodes top-level ones only, and says so.
-    inner = pa.StructArray.from_arrays(
-        [pa.array([decimal.Decimal("1.5")], pa.decimal128(9, 1))], names=["d"]
+
+
+def test_hive_011_decimals_nested_and_streamed_read_as_pyarrow_reads_them(tmp_path):
+    # In a struct, a list, a map's values and a union (they were refused),
+    # and one at the top level of a stripe of over 2 x 64 Ki rows, whose
+    # first batch a stream decodes on its own (`orc-rust` refused the type
+    # there).
+    rng = np.random.default_rng(13)
+    n = 140_000
+
+    def decimals(k: int, precision: int, scale: int) -> pa.Array:
+        digits = rng.integers(-(10 ** (precision - 1)), 10 ** (precision - 1), k)
+        values = [decimal.Decimal(int(v)).scaleb(-scale) for v in digits]
+        return pa.array(values, pa.decimal128(precision, scale), mask=rng.random(k) < 0.1)
+
+    ends = np.concatenate([[0], np.cumsum(rng.integers(0, 3, n))]).astype(np.int32)
+    entries = int(ends[-1])
+    tags = pa.array(rng.integers(0, 2, n).astype(np.int8))
+    table = pa.table(
+        {
+            "top": decimals(n, 18, 8),
+            "struct": pa.StructArray.from_arrays(
+                [decimals(n, 9, 1), pa.array(np.arange(n))], ["d", "i"]
+            ),
+            "list": pa.ListArray.from_arrays(pa.array(ends), decimals(entries, 12, 3)),
+            "map": pa.MapArray.from_arrays(
+                pa.array(ends),
+                pa.array([f"k{i % 50}" for i in range(entries)]),
+                decimals(entries, 15, 4),
+            ),
+            "union": pa.UnionArray.from_sparse(tags, [decimals(n, 7, 2), pa.array(np.arange(n))]),
+        }
     )
-    path = tmp_path / "nested.orc"
-    path.write_bytes(_hive11_decimals(pa.table({"s": inner}), [(9, 1)]))
-    assert orc.read_table(path).schema.field("s").type == pa.struct([("d", pa.decimal128(38, 6))])
-    with pytest.raises(
-        fastingest.CorruptFileError, match=r"nested\.orc.*precision 0 \(Hive 0\.11's\) inside"
-    ):
-        fastingest.read_orc(str(path))
+    path = tmp_path / "hive11-nested.orc"
+    path.write_bytes(_hive11_decimals(table, [(18, 8), (9, 1), (12, 3), (15, 4), (7, 2)]))
+    want = orc.read_table(path)
+    assert str(want.schema.field("map").type) == "map<string, decimal128(38, 6)>"
+    assert_tables_equal(fastingest.read_orc(str(path)), want)
+    streamed = pa.Table.from_batches(list(fastingest.iter_orc_batches([str(path)])))
+    assert_tables_equal(streamed, want)
 
 
 def test_decimals_stored_as_integers_read_as_pyarrow_reads_them(tmp_path):

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use arrow_array::types::Decimal128Type;
 use arrow_array::ArrayRef;
-use arrow_schema::DataType as ArrowType;
+use arrow_schema::{DataType as ArrowType, FieldRef, UnionFields};
 use orc_rust::proto::stream::Kind;
 use orc_rust::schema::DataType as OrcType;
 
@@ -45,17 +45,93 @@ const AHEAD: usize = 4096;
 /// refused past 38 digits).
 pub(super) const HIVE_11: (u8, i8) = (38, 6);
 
-/// The Arrow type of a top-level column of ORC type `orc` when it is not
-/// `orc-rust`'s: Hive 0.11's decimals (`orc-rust` says precision 0).
-pub(super) fn arrow_type(orc: &OrcType) -> Option<ArrowType> {
-    match orc {
+/// The Arrow type of a column of ORC type `orc`, which `orc-rust` types as
+/// `arrow`, when it differs: Hive 0.11's decimals (`orc-rust` says precision
+/// 0) read at [`HIVE_11`], at any depth in structs, lists, maps and unions
+/// (`None`: none under it).
+pub(super) fn arrow_type(orc: &OrcType, arrow: &ArrowType) -> Option<ArrowType> {
+    // A field retyped where its column holds such decimals.
+    let field_of = |orc: &OrcType, field: &FieldRef| {
+        arrow_type(orc, field.data_type())
+            .map(|t| Arc::new(field.as_ref().clone().with_data_type(t)))
+    };
+    match (orc, arrow) {
+        (
+            OrcType::Decimal {
+                precision: 0,
+                scale: 0,
+                ..
+            },
+            _,
+        ) => Some(ArrowType::Decimal128(HIVE_11.0, HIVE_11.1)),
+        (OrcType::Struct { children, .. }, ArrowType::Struct(fields)) => {
+            let retyped: Vec<Option<FieldRef>> = children
+                .iter()
+                .zip(fields)
+                .map(|(child, field)| field_of(child.data_type(), field))
+                .collect();
+            retyped.iter().any(Option::is_some).then(|| {
+                let fields = retyped
+                    .into_iter()
+                    .zip(fields)
+                    .map(|(new, old)| new.unwrap_or_else(|| Arc::clone(old)));
+                ArrowType::Struct(fields.collect())
+            })
+        }
+        (OrcType::List { child, .. }, ArrowType::List(field)) => {
+            field_of(child, field).map(ArrowType::List)
+        }
+        (OrcType::Map { key, value, .. }, ArrowType::Map(entries, sorted)) => {
+            let ArrowType::Struct(pair) = entries.data_type() else {
+                return None;
+            };
+            let [k, v] = pair.iter().collect::<Vec<_>>()[..] else {
+                return None;
+            };
+            let (new_k, new_v) = (field_of(key, k), field_of(value, v));
+            if new_k.is_none() && new_v.is_none() {
+                return None;
+            }
+            let pair = vec![
+                new_k.unwrap_or_else(|| Arc::clone(k)),
+                new_v.unwrap_or_else(|| Arc::clone(v)),
+            ];
+            let entries = entries
+                .as_ref()
+                .clone()
+                .with_data_type(ArrowType::Struct(pair.into()));
+            Some(ArrowType::Map(Arc::new(entries), *sorted))
+        }
+        (OrcType::Union { variants, .. }, ArrowType::Union(fields, mode)) => {
+            let retyped: Vec<Option<FieldRef>> = variants
+                .iter()
+                .zip(fields.iter())
+                .map(|(variant, (_, field))| field_of(variant, field))
+                .collect();
+            if retyped.iter().all(Option::is_none) {
+                return None;
+            }
+            let fields: UnionFields = fields
+                .iter()
+                .zip(retyped)
+                .map(|((id, old), new)| (id, new.unwrap_or_else(|| Arc::clone(old))))
+                .collect();
+            Some(ArrowType::Union(fields, *mode))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `orc` is one of Hive 0.11's decimals (precision 0).
+pub(super) fn is_hive_11(orc: &OrcType) -> bool {
+    matches!(
+        orc,
         OrcType::Decimal {
             precision: 0,
             scale: 0,
             ..
-        } => Some(ArrowType::Decimal128(HIVE_11.0, HIVE_11.1)),
-        _ => None,
-    }
+        }
+    )
 }
 
 /// The most digits a decimal stored as an integer has.

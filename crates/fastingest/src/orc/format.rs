@@ -175,15 +175,15 @@ impl Planned for PreparedOrc {
     fn decodes_head(&self, _unit: usize) -> bool {
         // `orc-rust`'s lazy decoder gives the first rows alone, but it reads
         // times before 1970 and after 2099 differently from `timestamps`
-        // (see there), and no decimals stored as integers: a stripe with
-        // such a column, at any depth, is decoded whole.
+        // (see there), and neither decimals stored as integers nor Hive
+        // 0.11's: a stripe with such a column, at any depth, is decoded whole.
         let integers = self.decimal_integers();
         !self.projected.children().iter().any(|column| {
             types_under(column.data_type())
                 .into_iter()
                 .any(|ty| match ty {
                     OrcType::Timestamp { .. } | OrcType::TimestampWithLocalTimezone { .. } => true,
-                    OrcType::Decimal { .. } => integers,
+                    OrcType::Decimal { .. } => integers || decimals::is_hive_11(ty),
                     _ => false,
                 })
         })
@@ -404,7 +404,7 @@ fn schema_of(tail: &OrcTail, projected: &RootDataType) -> SchemaRef {
         .iter()
         .zip(projected.children())
         .map(|(field, column)| {
-            let field = match decimals::arrow_type(column.data_type()) {
+            let field = match decimals::arrow_type(column.data_type(), field.data_type()) {
                 Some(arrow) => Arc::new(field.as_ref().clone().with_data_type(arrow)),
                 None => Arc::clone(field),
             };

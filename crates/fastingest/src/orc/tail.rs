@@ -137,9 +137,6 @@ fn type_tree_problem(footer: Option<&orc_rust::proto::Footer>) -> Option<String>
     let n = types.len();
     let mut depth = vec![0usize; n];
     let mut used = vec![false; n];
-    let top_level: Vec<u32> = types
-        .first()
-        .map_or(Vec::new(), |root| root.subtypes.clone());
     for (id, ty) in types.iter().enumerate() {
         if let Some(name) = ty.field_names.iter().find(|n| n.contains('\0')) {
             // Arrow's C interface (how tables reach Python) has C-string names.
@@ -150,17 +147,10 @@ fn type_tree_problem(footer: Option<&orc_rust::proto::Footer>) -> Option<String>
         if ty.kind() == orc_rust::proto::r#type::Kind::Decimal {
             // Arrow (and so every reader of the result) needs 1..=38 digits.
             let (precision, scale) = (ty.precision(), ty.scale());
-            if (precision, scale) == (0, 0) {
-                // Hive 0.11's decimal, each value of its own scale: read at
-                // `decimals::HIVE_11`, as pyarrow reads it, where fastingest
-                // decodes it (a top-level column).
-                if !top_level.contains(&(id as u32)) {
-                    return Some(format!(
-                        "type {id} is a decimal of precision 0 (Hive 0.11's) inside another \
-                         type: only top-level ones are read"
-                    ));
-                }
-            } else if !(1..=38).contains(&precision) || scale > precision {
+            // (0, 0): Hive 0.11's decimal, each value of its own scale,
+            // read at `decimals::HIVE_11` as pyarrow reads it.
+            if (precision, scale) != (0, 0) && (!(1..=38).contains(&precision) || scale > precision)
+            {
                 return Some(format!(
                     "type {id} is a decimal of precision {precision} and scale {scale}"
                 ));
