@@ -10,6 +10,7 @@ import gzip
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -662,6 +663,41 @@ def test_tzdir_names_the_zone_files_as_for_pyarrow(tmp_path, system_zones, monke
     with pytest.raises(Exception, match="(?i)time ?zone"):
         orc.read_table(path)
     assert_tables_equal(fastingest.read_orc(str(path)), in_paris)
+
+
+@pytest.mark.parametrize("compression", ["uncompressed", "snappy", "lz4"])
+def test_a_zone_the_tz_database_does_not_name_refuses_timestamps_only(tmp_path, compression):
+    # A Java writer records the JVM's zone, which can be a custom
+    # `GMT+08:00`. `orc-rust` panicked on such a name whatever the columns
+    # (the file was refused as corrupt); like pyarrow, fastingest now reads
+    # the other columns and refuses the timestamps, naming the zone.
+    n = 150_000
+    table = pa.table(
+        {
+            "i": pa.array(np.arange(n)),
+            "s": pa.array([f"v{i % 97}" for i in range(n)]),
+            "t": pa.array(np.arange(n) * 10**9, pa.timestamp("ns")),
+        }
+    )
+    data = orc_bytes(table, compression=compression, stripe_size=1 << 20)
+    if compression == "uncompressed":
+        zone, data = "GMT+08:00", _written_in(data, "GMT+08:00")
+    else:
+        # Their small footers are stored as they are: the name in place.
+        assert data.count(b"\x1a\x03GMT") == orc.ORCFile(pa.BufferReader(data)).nstripes
+        zone, data = "XYZ", data.replace(b"\x1a\x03GMT", b"\x1a\x03XYZ")
+    path = tmp_path / "zone.orc"
+    path.write_bytes(data)
+    want = orc.read_table(path, columns=["i", "s"])
+    assert_tables_equal(fastingest.read_orc(str(path), columns=["s", "i"]), want)
+    streamed = fastingest.iter_orc_batches([str(path)], columns=["i", "s"])
+    assert_tables_equal(pa.Table.from_batches(list(streamed)), want)
+    with pytest.raises(Exception, match="(?i)time ?zone"):
+        orc.read_table(path)
+    with pytest.raises(
+        fastingest.UnsupportedError, match=rf"zone\.orc.*stripe 0.*time zone \"{re.escape(zone)}\""
+    ):
+        fastingest.read_orc(str(path))
 
 
 def _random_union(rng, n: int) -> pa.Array:

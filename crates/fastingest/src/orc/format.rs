@@ -17,6 +17,7 @@ use orc_rust::stripe::{Stripe, StripeMetadata};
 
 use super::columns::{decode_columns, may_decode, types_under};
 use super::decimals;
+use super::footer_zone::footer_for_orc_rust;
 use super::from_orc;
 use super::prune::prune_stripes;
 use super::readers::{SpanReader, StreamFinder};
@@ -248,6 +249,10 @@ impl PreparedOrc {
             prefetched: Arc::clone(&self.prefetched),
             skipped: info.offset()..info.offset() + info.index_length(),
             chunk_check: self.tail.chunk_check,
+            footer: self
+                .served_footers
+                .get(&self.plan.units[unit].index)
+                .cloned(),
         }
     }
 
@@ -374,9 +379,16 @@ pub struct PreparedOrc {
     /// them when they were close enough to be fetched together (small
     /// stripes); streams found in here are not fetched again.
     pub prefetched: Arc<FetchedSpans>,
+    /// The stripe footers `orc-rust` is handed in place of the file's,
+    /// by stripe ([`super::footer_zone`]).
+    pub served_footers: Arc<HashMap<usize, ServedFooter>>,
     /// The rows to keep, as this file can tell (`None`: all).
     pub filter: Option<Filter>,
 }
+
+/// A stripe footer's range, and the bytes served for it in place of the
+/// file's.
+type ServedFooter = (Range<u64>, Bytes);
 
 /// Whether the file has top-level column `name`.
 fn has_root(tail: &OrcTail, name: &str) -> bool {
@@ -446,10 +458,15 @@ async fn prepare(fetcher: &Fetcher, source: Source, scope: &FileScope<'_>) -> Re
         stripes.retain(|&i| keep[i]);
     }
     let footers = fetch_stripe_footers(fetcher, &source, &tail, &stripes).await?;
-    let units = stripes
-        .iter()
-        .map(|&i| stripe_streams(&location, &tail, &columns.projected, i, &footers))
-        .collect::<Result<Vec<_>>>()?;
+    let mut served_footers = HashMap::new();
+    let mut units = Vec::with_capacity(stripes.len());
+    for &i in &stripes {
+        let (unit, served) = stripe_streams(&location, &tail, &columns.projected, i, &footers)?;
+        units.push(unit);
+        if let Some(served) = served {
+            served_footers.insert(i, served);
+        }
+    }
     let plan = checked_plan(
         &source,
         tail.file_size,
@@ -466,6 +483,7 @@ async fn prepare(fetcher: &Fetcher, source: Source, scope: &FileScope<'_>) -> Re
         output_columns: columns.output_columns,
         plan,
         prefetched: Arc::new(footers),
+        served_footers: Arc::new(served_footers),
         filter,
     })
 }
@@ -584,14 +602,16 @@ async fn fetch_stripe_footers(
 }
 
 /// Stripe `i`'s unit of the plan: the data streams `projected` needs that
-/// the footers' fetch did not already bring.
+/// the footers' fetch did not already bring; and its footer's range and the
+/// bytes `orc-rust` is handed for it in place of the file's, if any
+/// ([`super::footer_zone`]).
 fn stripe_streams(
     location: &str,
     tail: &OrcTail,
     projected: &RootDataType,
     i: usize,
     footers: &FetchedSpans,
-) -> Result<PlanUnit> {
+) -> Result<(PlanUnit, Option<ServedFooter>)> {
     let info = &tail.metadata.stripe_metadatas()[i];
     let range = footer_range(location, tail, i)?;
     let corrupt = |range: Range<u64>, detail: String| Error::Corrupt {
@@ -601,6 +621,23 @@ fn stripe_streams(
         cause: None,
     };
     let bytes = footers.get(&range).unwrap_or_default();
+    let reads_timestamps = projected.children().iter().any(|column| {
+        types_under(column.data_type())
+            .into_iter()
+            .any(|ty| matches!(ty, OrcType::Timestamp { .. }))
+    });
+    let served = footer_for_orc_rust(
+        &bytes,
+        tail.metadata.compression(),
+        tail.chunk_limit,
+        reads_timestamps,
+    )
+    .map_err(|detail| Error::Unsupported {
+        location: location.to_string(),
+        detail: format!("stripe {i}: {detail}"),
+        cause: None,
+    })?;
+    let bytes = served.clone().unwrap_or(bytes);
     let streams = find_streams(
         location,
         &tail.metadata,
@@ -631,13 +668,14 @@ fn stripe_streams(
     // The index section (row indexes, bloom filters) only serves
     // predicates; decoding all rows never reads it, so it is not fetched.
     let data_start = info.offset() + info.index_length();
-    Ok(PlanUnit {
+    let unit = PlanUnit {
         index: i,
         ranges: streams
             .into_iter()
             .filter(|s| s.start >= data_start && footers.get(s).is_none())
             .collect(),
-    })
+    };
+    Ok((unit, served.map(|bytes| (range, bytes))))
 }
 
 /// The byte ranges of the streams `projected` needs in one stripe, as

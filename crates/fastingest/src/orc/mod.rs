@@ -16,6 +16,7 @@ mod chunks;
 mod columns;
 mod decimals;
 mod floats;
+mod footer_zone;
 mod format;
 mod integers;
 mod nested;

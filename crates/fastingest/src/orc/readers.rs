@@ -102,6 +102,9 @@ pub(crate) struct SpanReader {
     pub skipped: Range<u64>,
     /// How each stream served is checked first ([`super::chunks`]).
     pub chunk_check: Option<ChunkCheck>,
+    /// The stripe's footer range and the bytes served for it in place of
+    /// the file's ([`super::footer_zone`]), if any.
+    pub footer: Option<(Range<u64>, Bytes)>,
 }
 
 impl ChunkReader for SpanReader {
@@ -122,6 +125,11 @@ impl ChunkReader for SpanReader {
         let range = offset..offset.saturating_add(length);
         if self.skipped.start <= range.start && range.end <= self.skipped.end {
             return Ok(Bytes::new());
+        }
+        if let Some((footer, bytes)) = &self.footer {
+            if *footer == range {
+                return checked(&range, bytes.clone(), self.chunk_check);
+            }
         }
         let bytes = self
             .spans

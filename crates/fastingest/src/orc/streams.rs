@@ -93,7 +93,11 @@ pub(super) enum StreamReader {
 }
 
 impl StreamReader {
-    fn new(bytes: Bytes, codec: Option<Compression>, chunk_limit: usize) -> StreamReader {
+    pub(super) fn new(
+        bytes: Bytes,
+        codec: Option<Compression>,
+        chunk_limit: usize,
+    ) -> StreamReader {
         let codec = match codec.map(|c| c.compression_type()) {
             None => None,
             Some(CompressionType::Lzo) => {
