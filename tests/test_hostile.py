@@ -219,16 +219,8 @@ def test_a_decimal_precision_no_arrow_type_holds_is_refused_naming_the_file(tmp_
             + [hostile.orc_type(hostile.LONG_KIND)],
             "deeper than",
         ),
-        # Hive 0.11's decimals (precision 0) are read at the top level
-        # only; one of scale 3 is no decimal at all.
-        (
-            [
-                hostile.orc_type(hostile.STRUCT_KIND, [1], [b"s"]),
-                hostile.orc_type(hostile.STRUCT_KIND, [2], [b"d"]),
-                hostile.orc_type(hostile.DECIMAL_KIND, precision=0, scale=0),
-            ],
-            "precision 0 (Hive 0.11's) inside",
-        ),
+        # A decimal of precision 0 is Hive 0.11's only at scale 0; one of
+        # scale 3 is no decimal at all.
         (
             [
                 hostile.orc_type(hostile.STRUCT_KIND, [1], [b"d"]),
@@ -252,6 +244,22 @@ def test_orc_type_trees_that_are_not_trees_are_refused(tmp_path, types, words):
         got = read_limited(path, call)
         assert got["type"] == "CorruptFileError", got
         assert "types.orc" in got["message"] and words in got["message"], got
+
+
+def test_a_hive_011_decimal_deep_in_structs_reads_as_pyarrow_reads_it(tmp_path):
+    # (It was refused: only top-level ones were read.)
+    path = tmp_path / "types.orc"
+    types = [
+        hostile.orc_type(hostile.STRUCT_KIND, [1], [b"s"]),
+        hostile.orc_type(hostile.STRUCT_KIND, [2], [b"d"]),
+        hostile.orc_type(hostile.DECIMAL_KIND, precision=0, scale=0),
+    ]
+    path.write_bytes(hostile.orc_file(types))
+    assert read_limited(path, "read_orc") == {"ok": True}
+    want = orc.read_table(path)
+    assert str(want.schema.field("s").type) == "struct<d: decimal128(38, 6)>"
+    got = fastingest.read_orc(str(path))
+    assert got.schema.equals(want.schema) and got.num_rows == want.num_rows
 
 
 def test_short_seeded_fuzz_pass_finds_nothing(tmp_path):
