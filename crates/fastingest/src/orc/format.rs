@@ -458,10 +458,23 @@ async fn prepare(fetcher: &Fetcher, source: Source, scope: &FileScope<'_>) -> Re
         stripes.retain(|&i| keep[i]);
     }
     let footers = fetch_stripe_footers(fetcher, &source, &tail, &stripes).await?;
+    // (`orc-rust` needs a stripe's writer zone only to read a timestamp.)
+    let reads_timestamps = columns.projected.children().iter().any(|column| {
+        types_under(column.data_type())
+            .into_iter()
+            .any(|ty| matches!(ty, OrcType::Timestamp { .. }))
+    });
     let mut served_footers = HashMap::new();
     let mut units = Vec::with_capacity(stripes.len());
     for &i in &stripes {
-        let (unit, served) = stripe_streams(&location, &tail, &columns.projected, i, &footers)?;
+        let (unit, served) = stripe_streams(
+            &location,
+            &tail,
+            &columns.projected,
+            i,
+            &footers,
+            reads_timestamps,
+        )?;
         units.push(unit);
         if let Some(served) = served {
             served_footers.insert(i, served);
@@ -604,13 +617,15 @@ async fn fetch_stripe_footers(
 /// Stripe `i`'s unit of the plan: the data streams `projected` needs that
 /// the footers' fetch did not already bring; and its footer's range and the
 /// bytes `orc-rust` is handed for it in place of the file's, if any
-/// ([`super::footer_zone`]).
+/// ([`super::footer_zone`]; `reads_timestamps`: a projected column holds a
+/// `timestamp` at some depth).
 fn stripe_streams(
     location: &str,
     tail: &OrcTail,
     projected: &RootDataType,
     i: usize,
     footers: &FetchedSpans,
+    reads_timestamps: bool,
 ) -> Result<(PlanUnit, Option<ServedFooter>)> {
     let info = &tail.metadata.stripe_metadatas()[i];
     let range = footer_range(location, tail, i)?;
@@ -621,11 +636,6 @@ fn stripe_streams(
         cause: None,
     };
     let bytes = footers.get(&range).unwrap_or_default();
-    let reads_timestamps = projected.children().iter().any(|column| {
-        types_under(column.data_type())
-            .into_iter()
-            .any(|ty| matches!(ty, OrcType::Timestamp { .. }))
-    });
     let served = footer_for_orc_rust(
         &bytes,
         tail.metadata.compression(),
