@@ -3,7 +3,7 @@ written as ORC by pyarrow (snappy, 64 MiB stripes), read whole by
 fastingest.read_orc and by pyarrow.orc.read_table from local disk with the page cache
 warm. `string-dict` is the 1,000-distinct-value string file written with dictionary
 encoding (pyarrow's writer uses it only when asked). `timestamp-taipei` is the timestamp
-file written uncompressed with its stripe footers made to say `ROC` (Asia/Taipei) where
+file written uncompressed with its stripe footers made to say Asia/Taipei where
 pyarrow's writer records `GMT`: wall-clock times in a zone other than UTC, as Hive and
 Spark write them (pyarrow's writer has no setting for the zone). Readers are interleaved (A B A B
 ..., the order flipped each round), each round in fresh processes; two figures per
@@ -67,10 +67,9 @@ print(json.dumps(times))
 """
 
 
-# Files whose stripe footers are made to name a writer zone: the zone pyarrow records
-# and the one put in its place, as the footer's field 3 (a string of 3 bytes), so that
-# the file keeps its length.
-ZONED = {"timestamp-taipei": (b"\x1a\x03GMT", b"\x1a\x03ROC")}
+# Files whose stripe footers are made to name a writer zone in place of the GMT that
+# pyarrow's writer records (`devtools.orc_zone`).
+ZONED = {"timestamp-taipei": "Asia/Taipei"}
 
 
 def orc_file(name: str, size_mb: int, data: Path) -> Path:
@@ -96,11 +95,10 @@ def orc_file(name: str, size_mb: int, data: Path) -> Path:
         dictionary_key_size_threshold=1.0 if dictionary else 0.0,
     )
     if name in ZONED:
-        recorded, wanted = ZONED[name]
-        written = tmp.read_bytes()
-        if written.count(recorded) < 1:
-            raise SystemExit(f"{tmp}: no stripe footer names {recorded[2:].decode()}")
-        tmp.write_bytes(written.replace(recorded, wanted))
+        sys.path.insert(0, str(HERE.parent))
+        from devtools.orc_zone import written_in
+
+        tmp.write_bytes(written_in(tmp.read_bytes(), ZONED[name]))
     tmp.rename(path)
     return path
 

@@ -19,6 +19,8 @@ import pyarrow.orc as orc
 import pytest
 
 import fastingest
+from devtools.orc_zone import fields as protobuf_fields
+from devtools.orc_zone import written_in
 
 from .conftest import assert_tables_equal
 from .datagen import numeric_table, random_array, random_type
@@ -404,7 +406,7 @@ def test_timestamps_written_in_another_zone_read_as_its_wall_clock(tmp_path, sys
     )
     path = tmp_path / "taipei.orc"
     data = orc_bytes(table, compression="uncompressed", stripe_size=256 << 10)
-    path.write_bytes(_written_in(data, "Asia/Taipei"))
+    path.write_bytes(written_in(data, "Asia/Taipei"))
     assert orc.ORCFile(path).nstripes > 1
     want = orc.read_table(path)
     assert not want.equals(table)  # the zone moved them
@@ -504,76 +506,10 @@ def test_nested_summer_times_after_2099_follow_the_zones_rule(tmp_path):
     assert_tables_equal(fastingest.read_orc(str(path)), want)
 
 
-def _fields(message: bytes) -> list[tuple[int, int, int | bytes]]:
-    """A protobuf message's fields: (number, wire type, value), varints
-    and length-delimited ones (all an ORC tail and stripe footer hold)."""
-    out, i = [], 0
-    while i < len(message):
-        key, i = _varint(message, i)
-        if key & 7 == 0:
-            value, i = _varint(message, i)
-        else:
-            assert key & 7 == 2, "only varints and length-delimited fields"
-            n, i = _varint(message, i)
-            value, i = message[i : i + n], i + n
-        out.append((key >> 3, key & 7, value))
-    return out
-
-
-def _encoded(fields: list[tuple[int, int, int | bytes]]) -> bytes:
-    def varint(v: int) -> bytes:
-        out = bytearray()
-        while True:
-            out.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
-            v >>= 7
-            if not v:
-                return bytes(out)
-
-    out = bytearray()
-    for number, wire, value in fields:
-        out += varint(number << 3 | wire)
-        out += varint(value) if wire == 0 else varint(len(value)) + value
-    return bytes(out)
-
-
-def _written_in(data: bytes, zone: str) -> bytes:
-    """An uncompressed ORC file as if written in `zone`: each stripe
-    footer's writer zone (field 3) replaced, and what moves with it (each
-    stripe's offset and footer length, the content length, the footer
-    length in the postscript)."""
-    ps_len = data[-1]
-    ps = _fields(data[-1 - ps_len : -1])
-    footer_len = next(v for n, _, v in ps if n == 1)
-    metadata_len = next(v for n, _, v in ps if n == 5)
-    assert next(v for n, _, v in ps if n == 2) == 0, "uncompressed files only"
-    footer_at = len(data) - 1 - ps_len - footer_len
-    footer = _fields(data[footer_at : footer_at + footer_len])
-    content, stripes, grown = bytearray(data[:3]), [], 0
-    for n, _, v in footer:
-        if n != 3:
-            continue
-        info = {k: value for k, _, value in _fields(v)}
-        body_end = info[1] + info[2] + info[3]
-        old = data[body_end : body_end + info[4]]
-        new = _encoded([f for f in _fields(old) if f[0] != 3] + [(3, 2, zone.encode())])
-        content += data[info[1] : body_end] + new
-        moved = {1: info[1] + grown, 4: len(new)}
-        stripes.append(_encoded([(k, w, moved.get(k, x)) for k, w, x in _fields(v)]))
-        grown += len(new) - len(old)
-    assert len(content) == footer_at - metadata_len + grown
-    stripes_left = iter(stripes)
-    new_footer = _encoded(
-        [(n, w, next(stripes_left) if n == 3 else v + grown if n == 2 else v) for n, w, v in footer]
-    )
-    new_ps = _encoded([(n, w, len(new_footer) if n == 1 else v) for n, w, v in ps])
-    metadata = data[footer_at - metadata_len : footer_at]
-    return bytes(content) + metadata + new_footer + new_ps + bytes([len(new_ps)])
-
-
 def _times_in(zone: str, tmp_path, values: np.ndarray) -> Path:
     table = pa.table({"t": pa.array(values, pa.timestamp("ns"))})
     path = tmp_path / f"{zone.replace('/', '_')}.orc"
-    path.write_bytes(_written_in(orc_bytes(table, compression="uncompressed"), zone))
+    path.write_bytes(written_in(orc_bytes(table, compression="uncompressed"), zone))
     return path
 
 
@@ -681,7 +617,7 @@ def test_a_zone_the_tz_database_does_not_name_refuses_timestamps_only(tmp_path, 
     )
     data = orc_bytes(table, compression=compression, stripe_size=1 << 20)
     if compression == "uncompressed":
-        zone, data = "GMT+08:00", _written_in(data, "GMT+08:00")
+        zone, data = "GMT+08:00", written_in(data, "GMT+08:00")
     else:
         # Their small footers are stored as they are: the name in place.
         assert data.count(b"\x1a\x03GMT") == orc.ORCFile(pa.BufferReader(data)).nstripes
@@ -1287,25 +1223,8 @@ def tail_length(data: bytes) -> int:
     """Postscript + footer + metadata bytes, from the postscript's fields 1
     (footer length) and 5 (metadata length)."""
     ps_len = data[-1]
-    ps, i, fields = data[-1 - ps_len : -1], 0, {}
-    while i < len(ps):
-        key, i = _varint(ps, i)
-        if key & 7 == 0:
-            fields[key >> 3], i = _varint(ps, i)
-        else:  # length-delimited (the version list, the magic)
-            n, i = _varint(ps, i)
-            i += n
-    return 1 + ps_len + fields[1] + fields[5]
-
-
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        value |= (b[i] & 0x7F) << shift
-        i += 1
-        if b[i - 1] < 0x80:
-            return value, i
-        shift += 7
+    ps = {n: v for n, _, v in protobuf_fields(data[-1 - ps_len : -1])}
+    return 1 + ps_len + ps[1] + ps[5]
 
 
 def test_tail_in_one_request_or_two_when_longer(tmp_path):
