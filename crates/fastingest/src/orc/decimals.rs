@@ -85,7 +85,7 @@ pub(super) fn arrow_type(orc: &OrcType, arrow: &ArrowType) -> Option<ArrowType> 
             let ArrowType::Struct(pair) = entries.data_type() else {
                 return None;
             };
-            let [k, v] = pair.iter().collect::<Vec<_>>()[..] else {
+            let [k, v] = &pair[..] else {
                 return None;
             };
             let (new_k, new_v) = (field_of(key, k), field_of(value, v));
