@@ -65,7 +65,10 @@ def _plain(values: list[Any]) -> tuple[str, list[Any]] | None:
     if kind is bool:
         return "bool", values
     if kind is int:
-        return ("int64", values) if all(-(2**63) <= v < 2**63 for v in values) else None
+        if all(-(2**63) <= v < 2**63 for v in values):
+            return "int64", values
+        # pa.array refuses these; an unsigned 64-bit column holds them.
+        return ("uint64", values) if all(0 <= v < 2**64 for v in values) else None
     if kind is float:
         return "float64", values
     if kind is str:

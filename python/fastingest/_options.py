@@ -39,7 +39,10 @@ Op: TypeAlias = Literal["==", "=", "!=", "<", "<=", ">", ">=", "in", "not in"]
 Term: TypeAlias = "tuple[str, Op, Any]"
 Filters: TypeAlias = "Sequence[Term] | Sequence[Sequence[Term]]"
 """pyarrow's DNF: a list of (column, op, value) tuples is an AND; a list of
-such lists is an OR of ANDs. Rows where a comparison is null do not match."""
+such lists is an OR of ANDs. Values compare with the literal as numbers,
+whatever their types (``x < 2.5`` over integers keeps 2), floats by IEEE 754;
+a comparison with a null does not match, ``in`` matches a null where its
+values hold ``None`` and ``not in`` where they do not, as in pyarrow."""
 
 CacheArg: TypeAlias = "Cache | str | PathLike[str] | bool | None"
 """``cache=``: a :class:`Cache`, a cache directory (one ``Cache`` per directory

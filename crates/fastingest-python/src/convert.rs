@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use arrow_array::{
     ArrayRef, BinaryArray, BooleanArray, Date32Array, Float64Array, Int64Array, StringArray,
+    UInt64Array,
 };
 use fastingest::source::Source;
 use fastingest::StorageOptions;
@@ -118,6 +119,7 @@ impl FilterLiteral<'_> {
         Ok(match kind.as_str() {
             "bool" => Arc::new(BooleanArray::from(values.extract::<Vec<bool>>()?)),
             "int64" => Arc::new(Int64Array::from(values.extract::<Vec<i64>>()?)),
+            "uint64" => Arc::new(UInt64Array::from(values.extract::<Vec<u64>>()?)),
             "float64" => Arc::new(Float64Array::from(values.extract::<Vec<f64>>()?)),
             "string" => Arc::new(StringArray::from(values.extract::<Vec<String>>()?)),
             "binary" => {

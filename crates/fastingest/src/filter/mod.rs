@@ -9,13 +9,18 @@ use std::collections::BTreeSet;
 use arrow_arith::boolean::{and_kleene, not, or_kleene};
 use arrow_array::cast::AsArray;
 use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, Scalar};
+use arrow_buffer::BooleanBuffer;
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_ord::cmp;
 use arrow_schema::{ArrowError, DataType, Schema};
 
 use crate::error::{Error, Result};
 
+mod ieee;
+mod literal;
 mod membership;
+
+use literal::Restated;
 
 /// A comparison operator of a filter term.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +77,21 @@ pub struct Predicate {
     pub op: CmpOp,
     /// The literal(s), of any type castable to the column's.
     pub value: ArrayRef,
+}
+
+impl Predicate {
+    /// Whether the predicate holds for a null value, as in pyarrow: a
+    /// comparison with a null is null (the row is dropped); `in` matches a
+    /// null where its values hold a null, `not in` where they do not (it is
+    /// `not (x in values)`).
+    pub(crate) fn holds_for_null(&self) -> bool {
+        let set_has_null = self.value.logical_null_count() > 0;
+        match self.op {
+            CmpOp::In => set_has_null,
+            CmpOp::NotIn => !set_has_null,
+            _ => false,
+        }
+    }
 }
 
 /// A filter in disjunctive normal form: rows match when any conjunction has
@@ -133,7 +153,7 @@ impl Filter {
                     p.column, target
                 )));
             }
-            cast_literal(&p.value, &target).map_err(|e| {
+            literal::restate(p.op, &p.value, &target).map_err(|e| {
                 Error::InvalidArgument(format!(
                     "{location}: cannot compare column {:?} ({}) with a value of type {}: {e}",
                     p.column,
@@ -219,7 +239,7 @@ impl Rows {
 impl Filter {
     /// This filter over a file in which the columns of `known` (a one-row
     /// batch) hold that value on every row, and the columns `absent` names
-    /// are null (a predicate on a null is false, as in pyarrow): their
+    /// are null (`Predicate::holds_for_null`): their
     /// predicates are decided once, the others remain.
     pub(crate) fn given(
         &self,
@@ -237,7 +257,7 @@ impl Filter {
                         let m = eval_predicate(k, p)?;
                         Some(m.is_valid(0) && m.value(0))
                     }
-                    None if absent(&p.column) => Some(false),
+                    None if absent(&p.column) => Some(p.holds_for_null()),
                     None => None,
                 };
                 match decided {
@@ -285,23 +305,55 @@ fn eval_predicate(batch: &RecordBatch, p: &Predicate) -> Result<BooleanArray, Ar
         ArrowError::SchemaError(format!("filter column {:?} was not decoded", p.column))
     })?;
     let target = value_type(col.data_type());
-    let lit = cast_literal(&p.value, &target)?;
-    match col.as_any_dictionary_opt() {
+    let restated = literal::restate(p.op, &p.value, &target)?;
+    let matched = match col.as_any_dictionary_opt() {
         // Each distinct value is compared once, and its answer taken by
         // every row's key (a null key gives a null answer): no value is
         // copied out of the dictionary (`read_dictionary`, partition keys).
         Some(dictionary) => {
-            let per_value = compare(dictionary.values().as_ref(), p.op, &lit)?;
+            let per_value = decide(dictionary.values().as_ref(), &restated)?;
             let per_row = arrow_select::take::take(&per_value, dictionary.keys(), None)?;
-            Ok(per_row.as_boolean().clone())
+            per_row.as_boolean().clone()
         }
-        None => compare(col.as_ref(), p.op, &lit),
+        None => decide(col.as_ref(), &restated)?,
+    };
+    if p.op.is_set() && matched.null_count() > 0 {
+        return Ok(null_rows_as(&matched, p.holds_for_null()));
     }
+    Ok(matched)
+}
+
+/// `left` against a restated predicate.
+fn decide(left: &dyn Array, restated: &Restated) -> Result<BooleanArray, ArrowError> {
+    match restated {
+        Restated::Compare(op, lit) => compare(left, *op, lit),
+        Restated::Always(answer) => {
+            let bits = if *answer {
+                BooleanBuffer::new_set(left.len())
+            } else {
+                BooleanBuffer::new_unset(left.len())
+            };
+            Ok(BooleanArray::new(bits, left.logical_nulls()))
+        }
+    }
+}
+
+/// `matched` with its null rows set to `answer`.
+fn null_rows_as(matched: &BooleanArray, answer: bool) -> BooleanArray {
+    let bits = match matched.nulls() {
+        Some(valid) if answer => matched.values() | &!valid.inner(),
+        Some(valid) => matched.values() & valid.inner(),
+        None => matched.values().clone(),
+    };
+    BooleanArray::new(bits, None)
 }
 
 /// `left op lit` elementwise; `lit` has one element, or the set for in/not in.
 fn compare(left: &dyn Array, op: CmpOp, lit: &ArrayRef) -> Result<BooleanArray, ArrowError> {
     let one = |i: usize| Scalar::new(lit.slice(i, 1));
+    if let Some(answer) = ieee::compare(left, op, lit.as_ref()) {
+        return Ok(answer);
+    }
     match op {
         CmpOp::Eq => cmp::eq(&left, &one(0)),
         CmpOp::NotEq => cmp::neq(&left, &one(0)),
@@ -311,9 +363,12 @@ fn compare(left: &dyn Array, op: CmpOp, lit: &ArrayRef) -> Result<BooleanArray, 
         CmpOp::GtEq => cmp::gt_eq(&left, &one(0)),
         CmpOp::In | CmpOp::NotIn => {
             let set_len = lit.len() - lit.null_count();
-            let hashed = (set_len > membership::COMPARE_EACH_UP_TO)
-                .then(|| membership::is_in(left, lit.as_ref()))
-                .flatten();
+            // Floats always go by the hash set, whose NaN matches NaN as in
+            // pyarrow (the comparison kernels tell NaNs apart by their bits).
+            let hashed = (set_len > membership::COMPARE_EACH_UP_TO
+                || left.data_type().is_floating())
+            .then(|| membership::is_in(left, lit.as_ref()))
+            .flatten();
             let hit = match hashed {
                 Some(hit) => hit,
                 None => equal_to_any(left, lit)?,
@@ -355,11 +410,14 @@ fn equal_to_any(left: &dyn Array, set: &ArrayRef) -> Result<BooleanArray, ArrowE
 /// hold a matching row; `None` when the statistics cannot tell.
 pub(crate) fn may_match(mins: &ArrayRef, maxes: &ArrayRef, p: &Predicate) -> Option<Vec<bool>> {
     let stat_type = mins.data_type().clone();
-    let lit = cast_literal(&p.value, &stat_type).ok()?;
-    let is_float = matches!(
-        stat_type,
-        DataType::Float16 | DataType::Float32 | DataType::Float64
-    );
+    let is_float = stat_type.is_floating();
+    if p.op == CmpOp::In && p.value.logical_null_count() > 0 {
+        return None; // null rows match, and min/max do not count them
+    }
+    let (op, lit) = match literal::restate(p.op, &p.value, &stat_type).ok()? {
+        Restated::Compare(op, lit) => (op, lit),
+        Restated::Always(answer) => return Some(vec![answer; mins.len()]),
+    };
     let within = |one: &ArrayRef| -> Option<BooleanArray> {
         and_kleene(
             &compare(mins, CmpOp::LtEq, one).ok()?,
@@ -367,7 +425,7 @@ pub(crate) fn may_match(mins: &ArrayRef, maxes: &ArrayRef, p: &Predicate) -> Opt
         )
         .ok()
     };
-    let may: BooleanArray = match p.op {
+    let may: BooleanArray = match op {
         CmpOp::Eq => within(&lit)?,
         CmpOp::Lt => compare(mins, CmpOp::Lt, &lit).ok()?,
         CmpOp::LtEq => compare(mins, CmpOp::LtEq, &lit).ok()?,
@@ -383,27 +441,55 @@ pub(crate) fn may_match(mins: &ArrayRef, maxes: &ArrayRef, p: &Predicate) -> Opt
             not(&all_eq).ok()?
         }
         CmpOp::In => {
+            // NaN is in no unit's range, yet `in` matches it.
+            if is_float && has_nan(&lit)? {
+                return None;
+            }
             let mut acc: Option<BooleanArray> = None;
             for i in 0..lit.len() {
-                if lit.is_null(i) {
-                    continue;
-                }
                 let m = within(&lit.slice(i, 1))?;
                 acc = Some(match acc {
                     None => m,
                     Some(a) => or_kleene(&a, &m).ok()?,
                 });
             }
-            acc?
+            // No value of the set is of the column's type: nothing matches.
+            acc.unwrap_or_else(|| BooleanArray::from(vec![false; mins.len()]))
         }
         CmpOp::NotEq | CmpOp::NotIn => return None,
     };
-    // Unknown (null) means "may match".
+    // A float unit whose minimum or maximum is NaN (older writers) tells
+    // nothing; unknown (null) means "may match".
+    let nan_bound = if is_float {
+        Some((has_nan_each(mins)?, has_nan_each(maxes)?))
+    } else {
+        None
+    };
     Some(
         (0..may.len())
-            .map(|i| may.is_null(i) || may.value(i))
+            .map(|i| {
+                may.is_null(i)
+                    || may.value(i)
+                    || nan_bound.as_ref().is_some_and(|(lo, hi)| lo[i] || hi[i])
+            })
             .collect(),
     )
+}
+
+/// Whether each value of a float array is NaN (false for nulls).
+fn has_nan_each(values: &ArrayRef) -> Option<Vec<bool>> {
+    let as_f64 = arrow_cast::cast(values, &DataType::Float64).ok()?;
+    let f = as_f64.as_primitive::<arrow_array::types::Float64Type>();
+    Some(
+        (0..f.len())
+            .map(|i| f.is_valid(i) && f.value(i).is_nan())
+            .collect(),
+    )
+}
+
+/// Whether a float array holds a NaN.
+fn has_nan(values: &ArrayRef) -> Option<bool> {
+    Some(has_nan_each(values)?.into_iter().any(|b| b))
 }
 
 #[cfg(test)]
@@ -598,8 +684,10 @@ mod tests {
                 hashed.true_count() > 0 && hashed.false_count() > 0,
                 "{what}"
             );
-            // And through a filter, `not in` included.
-            let want_not: Vec<_> = each.iter().map(|v| v.map(|b| !b)).collect();
+            // And through a filter, `not in` included: every set holds a
+            // null, so a null row is in it (pyarrow's `is_in`).
+            assert!(set.null_count() > 0 && column.null_count() > 0);
+            let want_not: Vec<_> = each.iter().map(|v| Some(v.is_some_and(|b| !b))).collect();
             assert_eq!(
                 evaluate(Arc::clone(&column), CmpOp::NotIn, Arc::clone(&set)),
                 want_not,

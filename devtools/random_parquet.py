@@ -1,0 +1,463 @@
+"""Random Parquet files and random reads of them, for differential runs
+against pyarrow: every type pyarrow writes, nested up to three deep in
+structs, lists, fixed-size lists and maps, with nulls, dictionaries, all
+encodings pyarrow offers per type, both page versions, tiny to large pages
+and row groups, page indexes, with and without the stored Arrow schema.
+
+A seed gives one file and the reads of it: the whole file, a column subset,
+random filters (literals of the column's type and of others, fractions over
+integers, nulls, NaN), two row groups, and the streamed batches.
+
+    python -m devtools.random_parquet --seeds 0-999
+
+prints each seed whose reads differ from pyarrow's, and a count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import decimal
+import math
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+PRIMITIVES = [
+    pa.bool_(),
+    pa.int8(),
+    pa.int16(),
+    pa.int32(),
+    pa.int64(),
+    pa.uint8(),
+    pa.uint16(),
+    pa.uint32(),
+    pa.uint64(),
+    pa.float16(),
+    pa.float32(),
+    pa.float64(),
+    pa.decimal128(5, 2),
+    pa.decimal128(12, 3),
+    pa.decimal128(18, 0),
+    pa.decimal128(30, 10),
+    pa.decimal128(38, 38),
+    pa.decimal256(50, 5),
+    pa.date32(),
+    pa.time32("s"),
+    pa.time32("ms"),
+    pa.time64("us"),
+    pa.time64("ns"),
+    pa.timestamp("s"),
+    pa.timestamp("ms"),
+    pa.timestamp("us"),
+    pa.timestamp("ns"),
+    pa.timestamp("us", "UTC"),
+    pa.timestamp("ns", "Europe/Paris"),
+    pa.duration("s"),
+    pa.duration("ns"),
+    pa.string(),
+    pa.large_string(),
+    pa.binary(),
+    pa.large_binary(),
+    pa.binary(7),
+    pa.string_view(),
+    pa.binary_view(),
+    pa.dictionary(pa.int32(), pa.string()),
+]
+
+# Decimals pyarrow stores as int32 / int64 take the integer encodings.
+_DECIMALS_AS_INTEGERS = {pa.decimal128(5, 2), pa.decimal128(12, 3), pa.decimal128(18, 0)}
+
+
+def random_type(rng: np.random.Generator, depth: int = 0) -> pa.DataType:
+    if depth < 3 and rng.random() < 0.3:
+        kind = int(rng.integers(0, 5))
+        child = random_type(rng, depth + 1)
+        if kind == 0:
+            fields = [
+                pa.field(f"f{i}", random_type(rng, depth + 1), nullable=bool(rng.random() < 0.8))
+                for i in range(int(rng.integers(1, 4)))
+            ]
+            return pa.struct(fields)
+        if kind == 1:
+            return pa.list_(pa.field("element", child, nullable=bool(rng.random() < 0.8)))
+        if kind == 2:
+            return pa.large_list(child)
+        if kind == 3:
+            return pa.list_(child, int(rng.integers(1, 4)))
+        key = [pa.int8(), pa.int32(), pa.int64(), pa.large_string()][int(rng.integers(0, 4))]
+        return pa.map_(key, child)
+    return PRIMITIVES[int(rng.integers(0, len(PRIMITIVES)))]
+
+
+def _values(t: pa.DataType, n: int, rng: np.random.Generator) -> pa.Array:
+    """n random non-null values of a primitive type."""
+    if pa.types.is_boolean(t):
+        return pa.array(rng.random(n) < 0.5)
+    if pa.types.is_integer(t):
+        info = np.iinfo(t.to_pandas_dtype())
+        return pa.array(rng.integers(info.min, info.max, n, dtype=info.dtype, endpoint=True), t)
+    if pa.types.is_float16(t):
+        return pa.array(rng.standard_normal(n).astype(np.float16), t)
+    if pa.types.is_floating(t):
+        v = rng.standard_normal(n).astype(t.to_pandas_dtype())
+        v[rng.random(n) < 0.01] = np.nan
+        return pa.array(v, t)
+    if pa.types.is_decimal(t):
+        limit = 10 ** min(t.precision, 18)
+        unscaled = rng.integers(-limit + 1, limit, n)
+        return pa.array([decimal.Decimal(int(u)).scaleb(-t.scale) for u in unscaled], t)
+    if pa.types.is_date32(t):
+        return pa.array(rng.integers(-100_000, 100_000, n, dtype=np.int32), pa.int32()).cast(t)
+    if pa.types.is_time32(t):
+        limit = 86_400 if t.unit == "s" else 86_400_000
+        return pa.array(rng.integers(0, limit, n, dtype=np.int32), pa.int32()).cast(t)
+    if pa.types.is_time64(t):
+        limit = 86_400 * (10**6 if t.unit == "us" else 10**9)
+        return pa.array(rng.integers(0, limit, n), pa.int64()).cast(t)
+    if pa.types.is_timestamp(t):
+        # Within Python's datetime (years 1-9999), for the filters' literals.
+        per_second = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}[t.unit]
+        limit = 2**62 if t.unit == "ns" else 2**35 * per_second
+        return pa.array(rng.integers(-limit, limit, n), pa.int64()).cast(t)
+    if pa.types.is_duration(t):
+        return pa.array(rng.integers(-(2**40), 2**40, n), pa.int64()).cast(t)
+    if pa.types.is_fixed_size_binary(t):
+        return pa.array([rng.bytes(t.byte_width) for _ in range(n)], t)
+    lengths = rng.integers(0, 30, n)
+    if t in (pa.string(), pa.large_string()):
+        letters = list("abcdeé€😀xyz")
+        return pa.array(["".join(rng.choice(letters, size=int(k))) for k in lengths], t)
+    return pa.array([rng.bytes(int(k)) for k in lengths], t)
+
+
+def random_array(
+    t: pa.DataType, n: int, rng: np.random.Generator, null_share: float, distinct: int | None
+) -> pa.Array:
+    """n values of type t, a share of them null at every level, drawn from
+    `distinct` values where given."""
+    mask = pa.array(rng.random(n) < null_share) if null_share > 0 else None
+    if pa.types.is_struct(t):
+        children = [
+            random_array(f.type, n, rng, null_share if f.nullable else 0.0, distinct) for f in t
+        ]
+        return pa.StructArray.from_arrays(children, fields=list(t), mask=mask)
+    if pa.types.is_fixed_size_list(t):
+        item_nulls = null_share if t.value_field.nullable else 0.0
+        items = random_array(t.value_type, n * t.list_size, rng, item_nulls, distinct)
+        return pa.FixedSizeListArray.from_arrays(items, type=t, mask=mask)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t):
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(rng.integers(0, 4, n), out=offsets[1:])
+        total = int(offsets[-1])
+        if pa.types.is_map(t):
+            keys = random_array(t.key_type, total, rng, 0.0, None)
+            items = random_array(t.item_type, total, rng, null_share, distinct)
+            return pa.MapArray.from_arrays(
+                pa.array(offsets.astype(np.int32)), keys, items, type=t, mask=mask
+            )
+        item_nulls = null_share if t.value_field.nullable else 0.0
+        items = random_array(t.value_type, total, rng, item_nulls, distinct)
+        large = pa.types.is_large_list(t)
+        cls = pa.LargeListArray if large else pa.ListArray
+        offset_array = pa.array(offsets.astype(np.int64 if large else np.int32))
+        return cls.from_arrays(offset_array, items, type=t, mask=mask)
+    plain = t.value_type if pa.types.is_dictionary(t) else t
+    view = plain in (pa.string_view(), pa.binary_view())
+    base = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}.get(plain, plain)
+    pool = _values(base, distinct or n, rng)
+    array = pool.take(pa.array(rng.integers(0, len(pool), n)))
+    if mask is not None:
+        array = pc.if_else(mask, pa.nulls(n, base), array)
+    if pa.types.is_dictionary(t):
+        array = array.dictionary_encode()
+    return array.cast(plain) if view else array
+
+
+def random_table(rng: np.random.Generator) -> pa.Table:
+    n = int(rng.choice([1, 50, 3000, 20000]))
+    null_share = float(rng.choice([0.0, 0.1, 0.5, 1.0]))
+    distinct = int(rng.choice([0, 3, 100])) or None
+    columns = {
+        f"c{i}": random_array(random_type(rng), n, rng, null_share, distinct)
+        for i in range(int(rng.integers(1, 6)))
+    }
+    table = pa.table(columns)
+    flat = [c for c in table.column_names if _filterable(table[c].type)]
+    if flat and rng.random() < 0.4:
+        # Sorted data gives row groups and pages statistics that rule some
+        # out (pyarrow cannot take from views: those stay unsorted).
+        try:
+            table = table.sort_by(flat[0])
+        except pa.ArrowNotImplementedError:
+            pass
+    return table
+
+
+def _leaves(name: str, t: pa.DataType) -> Iterator[tuple[str, pa.DataType]]:
+    """The Parquet paths of a column's leaves, as `column_encoding` names them."""
+    if pa.types.is_struct(t):
+        for f in t:
+            yield from _leaves(f"{name}.{f.name}", f.type)
+    elif pa.types.is_map(t):
+        yield from _leaves(f"{name}.key_value.key", t.key_type)
+        yield from _leaves(f"{name}.key_value.value", t.item_type)
+    elif pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        yield from _leaves(f"{name}.list.element", t.value_type)
+    else:
+        yield name, t
+
+
+def _encodings(t: pa.DataType) -> list[str]:
+    """The encodings pyarrow writes for a leaf of type t."""
+    if pa.types.is_boolean(t):
+        return ["PLAIN", "RLE"]
+    if pa.types.is_float16(t) or pa.types.is_fixed_size_binary(t):
+        return ["BYTE_STREAM_SPLIT", "PLAIN", "DELTA_BYTE_ARRAY"]
+    if pa.types.is_floating(t):
+        return ["BYTE_STREAM_SPLIT", "PLAIN"]
+    if pa.types.is_decimal(t):
+        if t in _DECIMALS_AS_INTEGERS:
+            return ["DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT", "PLAIN"]
+        return ["BYTE_STREAM_SPLIT", "PLAIN", "DELTA_BYTE_ARRAY"]
+    if pa.types.is_integer(t) or pa.types.is_temporal(t):
+        return ["DELTA_BINARY_PACKED", "BYTE_STREAM_SPLIT", "PLAIN"]
+    return ["DELTA_LENGTH_BYTE_ARRAY", "DELTA_BYTE_ARRAY", "PLAIN"]
+
+
+def write_random(table: pa.Table, path: Path, rng: np.random.Generator) -> dict[str, Any]:
+    """Writes `table` with random writer options; returns them."""
+    options: dict[str, Any] = {
+        "compression": str(rng.choice(["none", "snappy", "zstd", "gzip", "lz4", "brotli"])),
+        "data_page_version": str(rng.choice(["1.0", "2.0"])),
+        "row_group_size": int(rng.choice([100, 1000, 5000, 100000])),
+        "data_page_size": int(rng.choice([64, 1024, 8192, 1 << 20])),
+        "write_statistics": bool(rng.random() < 0.8),
+        "store_schema": bool(rng.random() < 0.7),
+        "write_page_index": bool(rng.random() < 0.5),
+    }
+    if rng.random() < 0.3:
+        options["write_batch_size"] = int(rng.choice([7, 64, 1024]))
+    leaves = [leaf for f in table.schema for leaf in _leaves(f.name, f.type)]
+    draw = rng.random()
+    if draw < 0.3:
+        dictionary: set[str] = set()
+    elif draw < 0.6:
+        dictionary = {path for path, _ in leaves if rng.random() < 0.5}
+    else:
+        dictionary = {path for path, _ in leaves}
+    options["use_dictionary"] = (
+        True if draw >= 0.6 else (sorted(dictionary) if dictionary else False)
+    )
+    if draw < 0.6:
+        chosen = {
+            path: str(rng.choice(_encodings(t)))
+            for path, t in leaves
+            if path not in dictionary and not pa.types.is_dictionary(t) and rng.random() < 0.5
+        }
+        if chosen:
+            options["column_encoding"] = chosen
+    if rng.random() < 0.2:
+        options["dictionary_pagesize_limit"] = int(rng.choice([64, 1024]))
+    pq.write_table(table, path, **options)
+    return options
+
+
+def _filterable(t: pa.DataType) -> bool:
+    return not (
+        pa.types.is_nested(t)
+        or pa.types.is_dictionary(t)
+        or pa.types.is_float16(t)
+        or pa.types.is_fixed_size_binary(t)
+        or pa.types.is_time(t)
+        or pa.types.is_duration(t)
+        or pa.types.is_binary_view(t)
+        or pa.types.is_string_view(t)
+    )
+
+
+def _exact_in_float64(v: Any) -> bool:
+    """Whether pyarrow's own comparison of v (cast with its column to
+    float64) is exact: it is not past 2**53."""
+    return abs(v) < 2**52
+
+
+def _literal(v: Any, rng: np.random.Generator) -> Any:
+    """v, or a literal near it of another type: a fraction beside an
+    integer, an integer past a type's range, a float no float32 holds."""
+    draw = rng.random()
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int) and draw < 0.3 and _exact_in_float64(v):
+        return v + float(rng.choice([0.5, -0.5, 0.25]))
+    if isinstance(v, int) and draw < 0.4:
+        return int(rng.choice([-1, 2**40, -(2**40), 255, 256, 0]))
+    if isinstance(v, float) and draw < 0.3:
+        return float(rng.choice([0.1, -0.3, 1e-7, 1e30, math.inf, -math.inf, -0.0, 0.0]))
+    if isinstance(v, decimal.Decimal) and draw < 0.3:
+        if rng.random() < 0.5:
+            return v + decimal.Decimal("0.0001")
+        return float(v) + 0.001 if _exact_in_float64(v) else v
+    return v
+
+
+def random_filter(rng: np.random.Generator, table: pa.Table) -> list | None:
+    """A random DNF filter on the table's flat columns; None where there is none."""
+    flat = [c for c in table.column_names if _filterable(table[c].type)]
+    if not flat:
+        return None
+    terms = []
+    for _ in range(int(rng.integers(1, 3))):
+        column = flat[int(rng.integers(0, len(flat)))]
+        present = [v for v in table[column].to_pylist() if v is not None]
+        if not present:
+            return None
+
+        def pick(present: list = present) -> Any:
+            return present[int(rng.integers(0, len(present)))]
+
+        op = str(rng.choice(["==", "!=", "<", "<=", ">", ">=", "in", "not in"]))
+        if op in ("in", "not in"):
+            value: Any = [_literal(pick(), rng) for _ in range(3)]
+            if rng.random() < 0.3:
+                value.append(None)
+        else:
+            value = _literal(pick(), rng) if rng.random() > 0.1 else None
+        terms.append((column, op, value))
+    return [terms, [terms[0]]] if rng.random() < 0.3 else terms
+
+
+@dataclass
+class Difference:
+    """One read that differed from pyarrow's."""
+
+    read: str
+    detail: str
+
+
+def _same(p: Any, q: Any) -> bool:
+    """Equal values, NaN equal to NaN, at any depth."""
+    if isinstance(p, float) and isinstance(q, float) and math.isnan(p) and math.isnan(q):
+        return True
+    if isinstance(p, dict) and isinstance(q, dict):
+        return p.keys() == q.keys() and all(_same(p[k], q[k]) for k in p)
+    if isinstance(p, list | tuple) and isinstance(q, list | tuple):
+        return len(p) == len(q) and all(_same(a, b) for a, b in zip(p, q, strict=True))
+    return p == q
+
+
+def difference(got: pa.Table, want: pa.Table) -> str | None:
+    """How two tables differ; None where they do not."""
+    if got.equals(want):
+        return None
+    if got.schema != want.schema:
+        return f"schema: fastingest {got.schema} | pyarrow {want.schema}"
+    if got.num_rows != want.num_rows:
+        return f"{got.num_rows} rows, pyarrow {want.num_rows}"
+    for name in got.column_names:
+        mine, theirs = got[name].to_pylist(), want[name].to_pylist()
+        bad = [i for i, (p, q) in enumerate(zip(mine, theirs, strict=True)) if not _same(p, q)]
+        if bad:
+            i = bad[0]
+            return f"column {name}: {len(bad)} rows differ, first {i}: {mine[i]!r} vs {theirs[i]!r}"
+    return None
+
+
+def check_seed(seed: int, folder: Path, read: Callable[..., pa.Table], batches: Callable) -> list:
+    """The reads of seed's file that differ from pyarrow's. `read` and
+    `batches` are the reader under test (``fastingest.read_parquet`` and
+    ``fastingest.iter_batches``)."""
+    rng = np.random.default_rng(seed)
+    table = random_table(rng)
+    path = folder / f"random-{seed}.parquet"
+    try:
+        write_random(table, path, rng)
+        want = pq.read_table(path)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, OSError):
+        # Shapes pyarrow cannot write or read back (an encoding its writer
+        # refuses for a type, a fixed-size list with nulls under a list):
+        # nothing to compare with.
+        return []
+    found: list[Difference] = []
+
+    def compare(what: str, mine: Callable[[], pa.Table], theirs: Callable[[], pa.Table]) -> None:
+        try:
+            expected = theirs()
+        except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return  # pyarrow refuses this read
+        try:
+            d = difference(mine(), expected)
+        except Exception as e:  # noqa: BLE001 - any refusal is a difference
+            d = f"{type(e).__name__}: {e}"
+        if d:
+            found.append(Difference(what, d))
+
+    compare("whole file", lambda: read(path), lambda: want)
+    names = want.column_names
+    if len(names) > 1:
+        chosen = sorted(rng.choice(len(names), size=len(names) // 2, replace=False))
+        subset = [names[i] for i in chosen] or names[:1]
+        compare(
+            f"columns {subset}", lambda: read(path, columns=subset), lambda: want.select(subset)
+        )
+    for _ in range(3):
+        filters = random_filter(rng, want)
+        if filters is not None:
+            compare(
+                f"filters {filters!r}",
+                lambda f=filters: read(path, filters=f),
+                lambda f=filters: pq.read_table(path, filters=f),
+            )
+    groups = pq.ParquetFile(path).num_row_groups
+    if groups > 1:
+        picked = sorted({int(g) for g in rng.integers(0, groups, 2)})
+        compare(
+            f"row groups {picked}",
+            lambda: read(path, row_groups=picked),
+            lambda: pq.ParquetFile(path).read_row_groups(picked),
+        )
+
+    def streamed() -> pa.Table:
+        parts = list(batches(path))
+        return pa.Table.from_batches(parts) if parts else want.slice(0, 0)
+
+    compare("batches", streamed, lambda: want)
+    return found
+
+
+def _seeds(spec: str) -> list[int]:
+    out: list[int] = []
+    for part in spec.split(","):
+        first, _, last = part.partition("-")
+        out.extend(range(int(first), int(last or first) + 1))
+    return out
+
+
+def main() -> int:
+    import fastingest
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seeds", default="0-199", help="e.g. 0-999 or 3,17,40-50")
+    args = ap.parse_args()
+    seeds = _seeds(args.seeds)
+    differing = 0
+    with tempfile.TemporaryDirectory() as folder:
+        for seed in seeds:
+            found = check_seed(seed, Path(folder), fastingest.read_parquet, fastingest.iter_batches)
+            if found:
+                differing += 1
+                for d in found:
+                    print(f"seed {seed}: {d.read}: {d.detail[:400]}")
+    print(f"{differing} of {len(seeds)} seeds differ")
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

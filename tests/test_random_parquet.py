@@ -1,0 +1,20 @@
+"""Random Parquet files (every type pyarrow writes, nested, with nulls, all
+its encodings, page versions, page sizes and page indexes) read as pyarrow
+reads them: whole, by columns, through random filters, by row groups and in
+batches. `python -m devtools.random_parquet --seeds 0-4999` runs the same
+check over more seeds."""
+
+from __future__ import annotations
+
+import pytest
+
+import fastingest
+from devtools.random_parquet import check_seed
+
+SEEDS = range(20261128, 20261128 + 60)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_files_and_reads_match_pyarrow(tmp_path, seed):
+    found = check_seed(seed, tmp_path, fastingest.read_parquet, fastingest.iter_batches)
+    assert not found, "\n".join(f"{d.read}: {d.detail}" for d in found)
