@@ -279,3 +279,34 @@ def test_narrow_keys_decoded_and_overflowing_ones_refused(tmp_path) -> None:
         pq.read_table(over)
     with pytest.raises(fastingest.CorruptFileError, match="over.parquet"):
         fastingest.read_parquet(over)
+
+
+def test_leaves_under_fixed_size_lists(tmp_path) -> None:
+    # A fixed-size list is a list in the file; only the stored Arrow schema
+    # gives its size. Its leaves were returned as plain strings.
+    words = pa.array(["a", "b", None, "a", "c", "b"])
+    table = pa.table(
+        {
+            "pairs": pa.FixedSizeListArray.from_arrays(words, 2),
+            "nested": pa.array(
+                [[["x", "y"]], [], [["y", None]]], pa.list_(pa.list_(pa.string(), 2))
+            ),
+            "tagged": pa.array(
+                [[[("k", b"v")]], [[("k", b"w"), ("j", None)]], [None]],
+                pa.list_(pa.map_(pa.string(), pa.binary()), 1),
+            ),
+        }
+    )
+    path = str(tmp_path / "fixed.parquet")
+    pq.write_table(table, path)
+    names = [
+        "pairs.list.element",
+        "nested.list.element.list.element",
+        "tagged.list.element.key_value.key",
+        "tagged.list.element.key_value.value",
+    ]
+    got = fastingest.read_parquet(path, read_dictionary=names)
+    want = pq.read_table(path, read_dictionary=names)
+    assert got.schema.field("pairs").type.value_type == pa.dictionary(pa.int32(), pa.string())
+    assert got.schema == want.schema
+    assert got.to_pylist() == want.to_pylist()

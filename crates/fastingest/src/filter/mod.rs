@@ -141,13 +141,7 @@ impl Filter {
                     available: schema.fields().iter().map(|f| f.name().clone()).collect(),
                 })?;
             let target = value_type(field.data_type());
-            if matches!(
-                target,
-                DataType::Struct(_)
-                    | DataType::List(_)
-                    | DataType::LargeList(_)
-                    | DataType::Map(_, _)
-            ) {
+            if target.is_nested() {
                 return Err(Error::InvalidArgument(format!(
                     "{location}: cannot filter on column {:?} of nested type {}",
                     p.column, target

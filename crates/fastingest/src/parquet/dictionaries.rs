@@ -50,6 +50,7 @@ fn small_values(field: &FieldRef) -> Option<FieldRef> {
         DataType::Struct(children) => DataType::Struct(changed_fields(children, small_values)?),
         DataType::List(item) => DataType::List(small_values(item)?),
         DataType::LargeList(item) => DataType::LargeList(small_values(item)?),
+        DataType::FixedSizeList(item, n) => DataType::FixedSizeList(small_values(item)?, *n),
         DataType::Map(entries, sorted) => DataType::Map(small_values(entries)?, *sorted),
         _ => return None,
     };
@@ -84,6 +85,11 @@ fn as_dictionary(field: &FieldRef, paths: &[String], wanted: &HashSet<&str>) -> 
         DataType::LargeList(item) => {
             let item = as_dictionary(item, &element_paths(paths, item.name()), wanted)?;
             with_type(DataType::LargeList(item))
+        }
+        // Stored as a list; only its Arrow schema says it has a fixed size.
+        DataType::FixedSizeList(item, n) => {
+            let item = as_dictionary(item, &element_paths(paths, item.name()), wanted)?;
+            with_type(DataType::FixedSizeList(item, *n))
         }
         DataType::Map(entries, sorted) => {
             // The entries are the repeated group: a struct of the key and the
