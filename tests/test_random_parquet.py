@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import fastingest
-from devtools.random_parquet import check_seed
+from devtools.random_parquet import check_dataset_seed, check_seed
 
 SEEDS = range(20261128, 20261128 + 60)
 
@@ -17,4 +17,10 @@ SEEDS = range(20261128, 20261128 + 60)
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_files_and_reads_match_pyarrow(tmp_path, seed):
     found = check_seed(seed, tmp_path, fastingest.read_parquet, fastingest.iter_batches)
+    assert not found, "\n".join(f"{d.read}: {d.detail}" for d in found)
+
+
+@pytest.mark.parametrize("seed", range(20261128, 20261128 + 30))
+def test_random_hive_directories_filter_as_pyarrow_does(tmp_path, seed):
+    found = check_dataset_seed(seed, tmp_path, fastingest.read_parquet)
     assert not found, "\n".join(f"{d.read}: {d.detail}" for d in found)

@@ -47,8 +47,11 @@ pub(crate) struct InSummary {
 
 impl Dataset {
     /// Reads the partition keys of `files` and drops those the filter rules
-    /// out. When it rules out all of them, the first stays (planned with no
-    /// rows) so that the read still knows its schema.
+    /// out, but for the first: it stays (planned with no rows where the
+    /// filter rules it out), so that the read's schema does not hang on which
+    /// files the filter leaves. pyarrow's is the first file's schema: a
+    /// column the first file has is in the table, null in files without it,
+    /// whichever partitions match.
     pub fn new(files: Vec<SourceFile>, options: &ReadOptions) -> Result<Self> {
         let partitions = Partitions::discover(&files, &options.partitioning)?;
         let several = files.len() > 1 || options.schema.is_some();
@@ -61,8 +64,8 @@ impl Dataset {
             });
         }
         let mut keep: Vec<bool> = rows.iter().map(|r| !matches!(r, Rows::Nothing)).collect();
-        if !keep.iter().any(|&k| k) {
-            keep[0] = true;
+        if let Some(first) = keep.first_mut() {
+            *first = true;
         }
         let mut partitions = partitions;
         if let Some(p) = &mut partitions {
