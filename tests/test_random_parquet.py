@@ -1,15 +1,17 @@
 """Random Parquet files (every type pyarrow writes, nested, with nulls, all
 its encodings, page versions, page sizes and page indexes) read as pyarrow
-reads them: whole, by columns, through random filters, by row groups and in
-batches. `python -m devtools.random_parquet --seeds 0-4999` runs the same
-check over more seeds."""
+reads them: whole, by columns, through random filters, by row groups, with
+`read_dictionary` and `binary_type`, and in batches; from local disk and from
+MinIO; and random hive directories through filters. `python -m
+devtools.random_parquet --seeds 0-4999` (`--datasets`, `--minio`) runs the
+same checks over more seeds."""
 
 from __future__ import annotations
 
 import pytest
 
 import fastingest
-from devtools.random_parquet import check_dataset_seed, check_seed
+from devtools.random_parquet import check_dataset_seed, check_seed, through_store
 
 SEEDS = range(20261128, 20261128 + 60)
 
@@ -23,4 +25,13 @@ def test_random_files_and_reads_match_pyarrow(tmp_path, seed):
 @pytest.mark.parametrize("seed", range(20261128, 20261128 + 30))
 def test_random_hive_directories_filter_as_pyarrow_does(tmp_path, seed):
     found = check_dataset_seed(seed, tmp_path, fastingest.read_parquet)
+    assert not found, "\n".join(f"{d.read}: {d.detail}" for d in found)
+
+
+@pytest.mark.parametrize("seed", range(20261128, 20261128 + 12))
+def test_random_files_read_from_minio_match_pyarrow(tmp_path, s3, seed):
+    # The fetch plans of a store: whole small files, pages picked by the
+    # page index, coalesced and split ranges.
+    read, batches = through_store(s3.put, s3.options())
+    found = check_seed(seed, tmp_path, read, batches)
     assert not found, "\n".join(f"{d.read}: {d.detail}" for d in found)
