@@ -336,3 +336,45 @@ def test_a_row_group_of_more_rows_than_a_batch(tmp_path):
     assert pa.Table.from_batches(batches).equals(pq.read_table(path))
     kept = fastingest.read_parquet(str(path), filters=[("f32", "<", 0.25)])
     assert kept.equals(pq.read_table(path, filters=[("f32", "<", 0.25)]))
+
+
+@pytest.mark.parametrize("store_schema", [False, True])
+def test_int96_outside_the_nanosecond_range_reads_in_the_unit_asked_for(tmp_path, store_schema):
+    # Spark writes INT96 days far outside 1677-2262 (0001-01-01 as "no
+    # date"); in nanoseconds they wrap, so pyarrow users ask for
+    # coerce_int96_timestamp_unit="us". Top-level, in lists and in structs
+    # (the crate's decoders), with and without an Arrow schema in the file.
+    values = [
+        datetime.datetime(1, 1, 1),
+        datetime.datetime(1969, 12, 31, 23, 59, 59, 999999),
+        None,
+        datetime.datetime(9999, 12, 31, 23, 59, 59, 999999),
+        datetime.datetime(2024, 2, 29, 12),
+    ]
+    table = pa.table(
+        {
+            "ts": pa.array(values, pa.timestamp("us")),
+            "listed": pa.array([[v, v] for v in values], pa.list_(pa.timestamp("us"))),
+            "inside": pa.array([{"t": v} for v in values], pa.struct([("t", pa.timestamp("us"))])),
+        }
+    )
+    path = tmp_path / "spark.parquet"
+    pq.write_table(table, path, use_deprecated_int96_timestamps=True, store_schema=store_schema)
+    for unit in ("us", "ms", "s"):
+        got = fastingest.read_parquet(path, coerce_int96_timestamp_unit=unit)
+        want = pq.read_table(path, coerce_int96_timestamp_unit=unit)
+        assert got.schema == want.schema
+        assert got.equals(want), unit
+        if unit == "us":
+            assert got.equals(table), unit
+        streamed = pa.Table.from_batches(
+            list(fastingest.iter_batches(path, coerce_int96_timestamp_unit=unit))
+        )
+        assert streamed.equals(want), unit
+    # Unasked, nanoseconds (without an Arrow schema) hold only the middle rows.
+    if not store_schema:
+        plain = fastingest.read_parquet(path)
+        assert plain.schema.field("ts").type == pa.timestamp("ns")
+        assert plain["ts"][1].as_py() == table["ts"][1].as_py()
+    with pytest.raises(fastingest.InvalidArgumentError, match="coerce_int96_timestamp_unit"):
+        fastingest.read_parquet(path, coerce_int96_timestamp_unit="minutes")

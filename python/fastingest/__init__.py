@@ -214,6 +214,10 @@ _OPTIONS_DOC = """
       row's bytes; what polars takes as it is), ``pyarrow.large_binary()``
       with 64-bit offsets, ``pyarrow.binary()`` with 32-bit ones; ``None``:
       as the file's Arrow schema says. Dictionary columns stay dictionaries.
+    - ``coerce_int96_timestamp_unit`` (``read_parquet``, ``read_parquet_async``,
+      ``iter_batches``): the unit of legacy INT96 timestamps (Spark, Hive),
+      ``"s"`` to ``"ns"``, as in ``pq.read_table``; ``"us"`` reads dates
+      outside 1677-2262, which wrap in nanoseconds.
     - ``storage_options``: object_store keys for the URL's backend, e.g.
       ``access_key_id``, ``secret_access_key``, ``endpoint_url``, ``region``,
       ``allow_http``; ``AWS_*``/``GOOGLE_*``/``AZURE_*`` variables also apply.

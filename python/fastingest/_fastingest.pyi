@@ -438,7 +438,7 @@ class DeviceChunkSet:
         ``staging_threads``, ``total_s``."""
 
 # The raw calls. `args` is the dict `fastingest._options.read_args` builds:
-# columns, filters, row_groups, read_dictionary, binary_type, storage_options,
+# columns, filters, row_groups, read_dictionary, binary_type, int96_unit, storage_options,
 # config, stats, cache, partitioning, schema.
 def read_parquet(source: Any, args: dict[str, Any]) -> pa.Table: ...
 def start_read_parquet(callback: Any, source: Any, args: dict[str, Any]) -> PendingRead: ...

@@ -137,6 +137,15 @@ class ParquetDecodeOptions(ParquetOptions, total=False):
     that carry their Arrow schema too. Dictionary columns (the file's, or
     ``read_dictionary``'s) stay dictionaries."""
 
+    coerce_int96_timestamp_unit: str | None
+    """The unit of Parquet's legacy INT96 timestamps (Spark, Hive, Impala),
+    at any depth: ``"s"``, ``"ms"``, ``"us"`` or ``"ns"``, as in
+    ``pq.read_table``. Nanoseconds hold only the years 1677-2262; Spark
+    writes dates outside them (``0001-01-01``), which in nanoseconds wrap
+    into other dates, here as in pyarrow, and read right in ``"us"``.
+    ``None`` (default): the unit the file's Arrow schema gives, else
+    nanoseconds."""
+
 
 class ParquetTableOptions(ParquetDecodeOptions, ProgressOption, total=False):
     """The keywords of ``read_parquet``."""
@@ -265,7 +274,12 @@ PARQUET_KEYS = ("columns", "filters", "row_groups", *_DATASET_KEYS, *_STORE_KEYS
 ORC_KEYS = ("columns", "filters", "stripes", *_DATASET_KEYS, *_STORE_KEYS)
 ORC_STRIPE_KEYS = ("filters", "stripes", *_STORE_KEYS)
 PARQUET_READ_KEYS = (*PARQUET_KEYS, "progress")
-PARQUET_DECODE_KEYS = (*PARQUET_KEYS, "read_dictionary", "binary_type")
+PARQUET_DECODE_KEYS = (
+    *PARQUET_KEYS,
+    "read_dictionary",
+    "binary_type",
+    "coerce_int96_timestamp_unit",
+)
 PARQUET_TABLE_KEYS = (*PARQUET_DECODE_KEYS, "progress")
 ORC_READ_KEYS = (*ORC_KEYS, "progress")
 STORE_KEYS = _STORE_KEYS
@@ -283,8 +297,8 @@ def read_args(
 ) -> dict[str, Any]:
     """Checks and normalises a call's keywords into the dict the extension
     takes (`columns`, `filters`, `row_groups`, `read_dictionary`, `binary_type`,
-    `storage_options`, `config`, `stats`, `cache`; ORC's `stripes` travel as
-    `row_groups`)."""
+    `int96_unit`, `storage_options`, `config`, `stats`, `cache`; ORC's
+    `stripes` travel as `row_groups`)."""
     check_keywords(call, options, allowed)
     units = options.get("row_groups", options.get("stripes"))
     return {
@@ -295,6 +309,7 @@ def read_args(
         "row_groups": None if units is None else list(units),
         "read_dictionary": _names("read_dictionary", options.get("read_dictionary")),
         "binary_type": _binary_type(options.get("binary_type")),
+        "int96_unit": _time_unit(options.get("coerce_int96_timestamp_unit")),
         "storage_options": options.get("storage_options"),
         "config": options.get("config"),
         "stats": options.get("stats"),
@@ -341,6 +356,15 @@ def _binary_type(value: Any) -> str | None:
     raise InvalidArgumentError(
         "binary_type must be pyarrow.binary(), pyarrow.large_binary() or "
         f"pyarrow.binary_view() (or their string types, or names), not {value!r}"
+    )
+
+
+def _time_unit(value: Any) -> str | None:
+    """``coerce_int96_timestamp_unit=``: ``None`` or a unit's name."""
+    if value is None or value in ("s", "ms", "us", "ns"):
+        return value
+    raise InvalidArgumentError(
+        f'coerce_int96_timestamp_unit must be "s", "ms", "us" or "ns", not {value!r}'
     )
 
 

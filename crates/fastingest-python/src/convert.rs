@@ -70,6 +70,23 @@ pub fn partitioning(obj: &Bound<'_, PyAny>) -> PyResult<Partitioning> {
     ))
 }
 
+/// `coerce_int96_timestamp_unit`, as `fastingest._options` checked it.
+pub fn time_unit(name: Option<&str>) -> PyResult<Option<arrow_schema::TimeUnit>> {
+    use arrow_schema::TimeUnit;
+    Ok(match name {
+        None => None,
+        Some("s") => Some(TimeUnit::Second),
+        Some("ms") => Some(TimeUnit::Millisecond),
+        Some("us") => Some(TimeUnit::Microsecond),
+        Some("ns") => Some(TimeUnit::Nanosecond),
+        Some(other) => {
+            return Err(PyTypeError::new_err(format!(
+                "coerce_int96_timestamp_unit must be \"s\", \"ms\", \"us\" or \"ns\", not {other:?}"
+            )))
+        }
+    })
+}
+
 /// `binary_type`, as `fastingest._options._binary_type` normalised it:
 /// `None` or one of pyarrow's binary type names.
 pub fn binary_type(name: Option<&str>) -> PyResult<fastingest::BinaryType> {

@@ -17,7 +17,7 @@ use parquet::file::metadata::{
 use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
 
 use super::format::prepare;
-use super::select::project;
+use super::select::{project, Layout};
 use crate::dataset::FileScope;
 use crate::error::{Error, Result};
 use crate::fetch::Fetcher;
@@ -219,8 +219,7 @@ async fn plan_file(
                 prepared.reader_metadata.schema(),
                 prepared.columns.as_deref(),
                 &BTreeSet::new(),
-                &[],
-                super::BinaryType::AsWritten,
+                Layout::default(),
             )?
             .mask
         }

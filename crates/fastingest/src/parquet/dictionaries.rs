@@ -105,14 +105,14 @@ fn as_dictionary(field: &FieldRef, paths: &[String], wanted: &HashSet<&str>) -> 
 }
 
 /// The paths of a struct's child `name`.
-fn child_paths(paths: &[String], name: &str) -> Vec<String> {
+pub(super) fn child_paths(paths: &[String], name: &str) -> Vec<String> {
     paths.iter().map(|p| format!("{p}.{name}")).collect()
 }
 
 /// The paths of a list's element `name`: the standard three-level list has
 /// a repeated group between them (`tags.list.element`, the path pyarrow
 /// names); a two-level list has none (`tags.element`).
-fn element_paths(paths: &[String], name: &str) -> Vec<String> {
+pub(super) fn element_paths(paths: &[String], name: &str) -> Vec<String> {
     paths
         .iter()
         .flat_map(|p| [format!("{p}.list.{name}"), format!("{p}.{name}")])

@@ -12,11 +12,10 @@ use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::file::metadata::ParquetMetaData;
 
-use super::binary_types::BinaryType;
 use super::decode::{decode_row_group, decode_row_group_head};
 use super::footer::{read_footer, Footer};
 use super::prune::{page_row_ranges, prune_row_groups};
-use super::select::{decoded_types, extract, project, validate_schema, Projection};
+use super::select::{decoded_types, extract, project, validate_schema, Layout, Projection};
 use crate::dataset::FileScope;
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
@@ -46,9 +45,8 @@ impl Format for Parquet {
         scope: &FileScope<'_>,
     ) -> Result<ParquetMetadata> {
         let footer = footer_for(fetcher, &source, scope, false, false).await?;
-        let read_dictionary = &scope.options.read_dictionary;
-        let binary_type = scope.options.binary_type;
-        let meta = arrow_metadata(source.location(), &footer, read_dictionary, binary_type)?;
+        let layout = Layout::of(scope.options);
+        let meta = arrow_metadata(source.location(), &footer, layout)?;
         // The schema a full read would return (same metadata rules).
         let all = project(
             source.location(),
@@ -56,8 +54,7 @@ impl Format for Parquet {
             meta.schema(),
             None,
             &BTreeSet::new(),
-            read_dictionary,
-            binary_type,
+            layout,
         )?;
         Ok((source, footer, all.output_schema))
     }
@@ -193,15 +190,14 @@ impl KnownBytes {
 }
 
 /// The footer as the Arrow reader sees it, decoding into
-/// [`decoded_types`] (`read_dictionary`'s columns as dictionaries, the
-/// others in `binary_type`'s layout). The schema Arrow writers
-/// embed in the footer is decoded here, and a damaged one can trip an
-/// assertion in the decoder: that is a corrupt footer, not a crashed read.
+/// [`decoded_types`] (the columns laid out as `layout` says). The schema
+/// Arrow writers embed in the footer is decoded here, and a damaged one can
+/// trip an assertion in the decoder: that is a corrupt footer, not a
+/// crashed read.
 fn arrow_metadata(
     location: &str,
     footer: &Footer,
-    read_dictionary: &[String],
-    binary_type: BinaryType,
+    layout: Layout<'_>,
 ) -> Result<ArrowReaderMetadata> {
     // Nothing is shared with the closure but the metadata it only reads.
     let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
@@ -211,7 +207,8 @@ fn arrow_metadata(
         Ok(made) => {
             let mut made = made.map_err(|e| Error::from_parquet(location, e))?;
             check_fields(location, made.schema().fields())?;
-            if let Some(fixed) = decoded_types(made.schema(), read_dictionary, binary_type) {
+            let descr = footer.metadata.file_metadata().schema_descr();
+            if let Some(fixed) = decoded_types(made.schema(), descr, layout) {
                 let options = ArrowReaderOptions::new().with_schema(fixed);
                 made = ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), options)
                     .map_err(|e| Error::from_parquet(location, e))?;
@@ -339,9 +336,8 @@ pub(crate) async fn prepare(
     let known = KnownBytes::new(footer.known_bytes());
     footer.tail = Bytes::new();
     footer.start = Vec::new();
-    let read_dictionary = &scope.options.read_dictionary;
-    let binary_type = scope.options.binary_type;
-    let reader_metadata = arrow_metadata(&location, &footer, read_dictionary, binary_type)?;
+    let layout = Layout::of(scope.options);
+    let reader_metadata = arrow_metadata(&location, &footer, layout)?;
     validate_schema(&location, &footer.metadata)?;
     let file_schema = Arc::clone(reader_metadata.schema());
     let (columns, rows) = scope.in_file(|c| file_schema.field_with_name(c).is_ok())?;
@@ -356,8 +352,7 @@ pub(crate) async fn prepare(
         &file_schema,
         columns.as_deref(),
         &filter_columns,
-        read_dictionary,
-        binary_type,
+        layout,
     )?;
     let mut row_groups =
         chosen_units::<Parquet>(&location, scope.options, footer.metadata.num_row_groups())?;

@@ -10,6 +10,7 @@ mod flat;
 mod footer;
 mod format;
 mod hybrid;
+mod int96;
 pub(super) mod lists;
 mod memo;
 mod mistyped;

@@ -6,13 +6,16 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use arrow_array::{Array, ArrayRef, RecordBatch, StructArray};
-use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, FieldRef, Fields, Schema, SchemaRef, TimeUnit};
 use parquet::arrow::{parquet_to_arrow_schema_by_columns, ProjectionMask};
 use parquet::file::metadata::{KeyValue, ParquetMetaData};
+use parquet::schema::types::SchemaDescriptor;
 
 use super::binary_types::{with_binary_type, BinaryType};
 use super::dictionaries::{with_dictionaries, with_small_dictionary_values};
+use super::int96::with_int96_unit;
 use crate::error::{Error, Result};
+use crate::pipeline::ReadOptions;
 
 /// One output column: a path from a top-level decoded column into its structs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,18 +39,39 @@ fn available(schema: &Schema) -> Vec<String> {
     schema.fields().iter().map(|f| f.name().clone()).collect()
 }
 
+/// How a read lays out the columns it decodes, beyond the file's own types:
+/// the options of [`ReadOptions`] that change a column's Arrow type.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Layout<'a> {
+    /// String and binary columns returned as dictionaries (see
+    /// [`super::dictionaries`]).
+    pub read_dictionary: &'a [String],
+    /// The layout of the other string and binary columns (see
+    /// [`super::binary_types`]).
+    pub binary_type: BinaryType,
+    /// The unit of INT96 timestamps (see [`super::int96`]).
+    pub int96_unit: Option<TimeUnit>,
+}
+
+impl<'a> Layout<'a> {
+    pub fn of(options: &'a ReadOptions) -> Self {
+        Layout {
+            read_dictionary: &options.read_dictionary,
+            binary_type: options.binary_type,
+            int96_unit: options.int96_unit,
+        }
+    }
+}
+
 /// Plans the projection of `columns` (plus `filter_columns`, which are decoded
-/// but not returned unless asked for), with the string and binary columns
-/// `read_dictionary` names as dictionaries (see [`super::dictionaries`]) and
-/// the others in the layout `binary_type` names (see [`super::binary_types`]).
+/// but not returned unless asked for), its columns laid out as `layout` says.
 pub fn project(
     location: &str,
     metadata: &ParquetMetaData,
     file_schema: &SchemaRef,
     columns: Option<&[String]>,
     filter_columns: &BTreeSet<String>,
-    read_dictionary: &[String],
-    binary_type: BinaryType,
+    layout: Layout<'_>,
 ) -> Result<Projection> {
     let descr = metadata.file_metadata().schema_descr();
     let not_found = |column: &str| Error::ColumnNotFound {
@@ -100,7 +124,7 @@ pub fn project(
     let decoded = parquet_to_arrow_schema_by_columns(descr, mask.clone(), embedded.as_ref().or(kv))
         .map_err(|e| Error::from_parquet(location, e))?;
     let decoded = Arc::new(decoded);
-    let decoded = decoded_types(&decoded, read_dictionary, binary_type).unwrap_or(decoded);
+    let decoded = decoded_types(&decoded, descr, layout).unwrap_or(decoded);
     let mut md = decoded.metadata().clone();
     md.remove("ARROW:schema");
     let fields: Vec<FieldRef> = match &outputs {
@@ -123,14 +147,24 @@ pub fn project(
 /// nulls, dictionary-typed, and reads it back as `null`; the decoder could
 /// not build it anyway), dictionaries of large values as of small ones (as
 /// pyarrow reads them), the other string and binary columns in the layout
-/// `binary_type` names, and the columns `read_dictionary` names as
-/// dictionaries. The decoder's schema and every projection's get the same.
+/// `binary_type` names, the columns `read_dictionary` names as
+/// dictionaries, and INT96 timestamps in the unit asked for (`descr`: the
+/// file's Parquet schema, which tells them apart). The decoder's schema and
+/// every projection's get the same.
 pub(crate) fn decoded_types(
     schema: &SchemaRef,
-    read_dictionary: &[String],
-    binary_type: BinaryType,
+    descr: &SchemaDescriptor,
+    layout: Layout<'_>,
 ) -> Option<SchemaRef> {
+    let Layout {
+        read_dictionary,
+        binary_type,
+        int96_unit,
+    } = layout;
     let mut fixed: Option<SchemaRef> = None;
+    if let Some(unit) = int96_unit {
+        fixed = with_int96_unit(schema, descr, unit);
+    }
     if let Some(changed) = without_null_dictionaries(schema) {
         fixed = Some(changed);
     }

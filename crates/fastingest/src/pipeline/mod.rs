@@ -173,6 +173,11 @@ pub struct ReadOptions {
     /// The Arrow layout of Parquet string and binary columns (pyarrow's
     /// `binary_type`; views, large offsets); dictionaries stay dictionaries.
     pub binary_type: crate::parquet::BinaryType,
+    /// The unit Parquet's legacy INT96 timestamps (Spark, Hive, Impala) are
+    /// read in, at any depth (pyarrow's `coerce_int96_timestamp_unit`);
+    /// `None`: the unit the file's Arrow schema gives, else nanoseconds,
+    /// which hold only 1677-2262 (a day outside wraps, as in pyarrow).
+    pub int96_unit: Option<arrow_schema::TimeUnit>,
     /// Options for the object store (credentials, endpoint, ...).
     pub storage_options: StorageOptions,
     /// Fetch tuning.
