@@ -70,6 +70,7 @@ pub(super) fn restate(
         return Ok(Restated::Compare(op, cast_literal(literal, column)?));
     };
     Ok(match (neighbours, op) {
+        (Neighbours::Exactly(value), op) => Restated::Compare(op, value),
         // NaN: ordered before, after or equal to nothing.
         (Neighbours::Unordered, op) => Restated::Always(op == CmpOp::NotEq),
         (Neighbours::Between { .. }, CmpOp::Eq) => Restated::Always(false),
@@ -133,6 +134,9 @@ enum Neighbours {
     },
     /// NaN.
     Unordered,
+    /// It is this value of the column's type after all (a cast that did
+    /// not take it back and forth, though it is whole and in range).
+    Exactly(ArrayRef),
 }
 
 /// The neighbours of `literal` in `column`'s type, for numbers and times;
@@ -153,6 +157,9 @@ fn neighbours(literal: &ArrayRef, column: &DataType) -> Result<Option<Neighbours
         // Saturating: past i128 is past every column's range.
         Value::Float(f) => (f.floor() as i128, f.ceil() as i128),
     };
+    if floor == ceil && (domain.min..=domain.max).contains(&floor) {
+        return Ok(Some(Neighbours::Exactly(domain.literal(floor, column)?)));
+    }
     let below = (floor >= domain.min).then(|| floor.min(domain.max));
     let above = (ceil <= domain.max).then(|| ceil.max(domain.min));
     Ok(Some(Neighbours::Between {
