@@ -2,7 +2,8 @@
 its encodings, page versions, page sizes and page indexes) read as pyarrow
 reads them: whole, by columns, through random filters, by row groups, with
 `read_dictionary` and `binary_type`, and in batches; from local disk and from
-MinIO; and random hive directories through filters. `python -m
+MinIO; their timestamps written as INT96 and read in a random
+`coerce_int96_timestamp_unit`; and random hive directories through filters. `python -m
 devtools.random_parquet --seeds 0-4999` (`--datasets`, `--minio`) runs the
 same checks over more seeds."""
 
@@ -11,7 +12,12 @@ from __future__ import annotations
 import pytest
 
 import fastingest
-from devtools.random_parquet import check_dataset_seed, check_seed, through_store
+from devtools.random_parquet import (
+    check_dataset_seed,
+    check_int96_seed,
+    check_seed,
+    through_store,
+)
 
 SEEDS = range(20261128, 20261128 + 60)
 
@@ -34,4 +40,10 @@ def test_random_files_read_from_minio_match_pyarrow(tmp_path, s3, seed):
     # page index, coalesced and split ranges.
     read, batches = through_store(s3.put, s3.options())
     found = check_seed(seed, tmp_path, read, batches)
+    assert not found, "\n".join(f"{d.read}: {d.detail}" for d in found)
+
+
+@pytest.mark.parametrize("seed", range(20261128, 20261128 + 20))
+def test_random_int96_files_read_in_the_unit_asked_for_as_pyarrow_reads_them(tmp_path, seed):
+    found = check_int96_seed(seed, tmp_path, fastingest.read_parquet, fastingest.iter_batches)
     assert not found, "\n".join(f"{d.read}: {d.detail}" for d in found)
