@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 
+use super::leaf_paths::with_leaves_retyped;
 use super::select::{changed_fields, changed_schema};
 
 /// `schema` (decoded from a Parquet file's footer) with the string and
@@ -24,8 +25,21 @@ pub(crate) fn with_dictionaries(schema: &Schema, paths: &[String]) -> Option<Sch
         return None;
     }
     let wanted: HashSet<&str> = paths.iter().map(String::as_str).collect();
-    changed_schema(schema, |f| {
-        as_dictionary(f, std::slice::from_ref(f.name()), &wanted)
+    let dictionary_of =
+        |values: DataType| DataType::Dictionary(Box::new(DataType::Int32), Box::new(values));
+    with_leaves_retyped(schema, |leaf, paths| {
+        if !paths.iter().any(|p| wanted.contains(p.as_str())) {
+            return None;
+        }
+        match leaf {
+            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+                Some(dictionary_of(DataType::Utf8))
+            }
+            DataType::Binary | DataType::LargeBinary | DataType::BinaryView => {
+                Some(dictionary_of(DataType::Binary))
+            }
+            _ => None,
+        }
     })
 }
 
@@ -55,68 +69,6 @@ fn small_values(field: &FieldRef) -> Option<FieldRef> {
         _ => return None,
     };
     Some(Arc::new(Field::clone(field).with_data_type(fixed)))
-}
-
-/// `field` with the leaves under it that `wanted` names as dictionaries, or
-/// `None` when none is. `paths`: the Parquet paths `field` may have (a
-/// list's element has two spellings, see [`element_paths`]).
-fn as_dictionary(field: &FieldRef, paths: &[String], wanted: &HashSet<&str>) -> Option<FieldRef> {
-    let named = || paths.iter().any(|p| wanted.contains(p.as_str()));
-    let with_type = |t: DataType| Some(Arc::new(Field::clone(field).with_data_type(t)));
-    let dictionary_of =
-        |values: DataType| DataType::Dictionary(Box::new(DataType::Int32), Box::new(values));
-    match field.data_type() {
-        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View if named() => {
-            with_type(dictionary_of(DataType::Utf8))
-        }
-        DataType::Binary | DataType::LargeBinary | DataType::BinaryView if named() => {
-            with_type(dictionary_of(DataType::Binary))
-        }
-        DataType::Struct(children) => {
-            let children = changed_fields(children, |c| {
-                as_dictionary(c, &child_paths(paths, c.name()), wanted)
-            })?;
-            with_type(DataType::Struct(children))
-        }
-        DataType::List(item) => {
-            let item = as_dictionary(item, &element_paths(paths, item.name()), wanted)?;
-            with_type(DataType::List(item))
-        }
-        DataType::LargeList(item) => {
-            let item = as_dictionary(item, &element_paths(paths, item.name()), wanted)?;
-            with_type(DataType::LargeList(item))
-        }
-        // Stored as a list; only its Arrow schema says it has a fixed size.
-        DataType::FixedSizeList(item, n) => {
-            let item = as_dictionary(item, &element_paths(paths, item.name()), wanted)?;
-            with_type(DataType::FixedSizeList(item, *n))
-        }
-        DataType::Map(entries, sorted) => {
-            // The entries are the repeated group: a struct of the key and the
-            // value. The file names the group (`key_value` by the spec), but
-            // an embedded Arrow schema may call it otherwise (`entries`).
-            let mut entry_paths = child_paths(paths, entries.name());
-            entry_paths.extend(child_paths(paths, "key_value"));
-            let entries = as_dictionary(entries, &entry_paths, wanted)?;
-            with_type(DataType::Map(entries, *sorted))
-        }
-        _ => None,
-    }
-}
-
-/// The paths of a struct's child `name`.
-pub(super) fn child_paths(paths: &[String], name: &str) -> Vec<String> {
-    paths.iter().map(|p| format!("{p}.{name}")).collect()
-}
-
-/// The paths of a list's element `name`: the standard three-level list has
-/// a repeated group between them (`tags.list.element`, the path pyarrow
-/// names); a two-level list has none (`tags.element`).
-pub(super) fn element_paths(paths: &[String], name: &str) -> Vec<String> {
-    paths
-        .iter()
-        .flat_map(|p| [format!("{p}.list.{name}"), format!("{p}.{name}")])
-        .collect()
 }
 
 #[cfg(test)]
