@@ -515,7 +515,7 @@ def check_int96_seed(
     names = table.column_names
     reads: list[tuple[str, dict[str, Any]]] = [
         ("whole", {}),
-        ("first column", {"columns": names[:1]}),
+        ("a column and the list of INT96", {"columns": [names[0], "t96s"]}),
     ]
     for what, kwargs in reads:
         try:
