@@ -12,6 +12,7 @@ from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -285,6 +286,41 @@ def test_filters_in_conjunctions_and_disjunctions(table_file):
         except pa.ArrowInvalid:
             continue  # pyarrow refuses to cast 2**53 + 1 to a float for `i64 < -0.5`
         assert got == theirs, filters
+
+
+def test_filters_take_the_shapes_pyarrow_takes(table_file):
+    """Terms as lists (filters read from JSON), a list of one term's list,
+    tuples and lists mixed: the shape is told by the first item's first
+    element, as pyarrow tells it."""
+    _, path, plain = table_file
+    shapes = [
+        [["u8", "<", 2]],
+        [("u8", "<", 3), ["i64", ">", 0]],
+        [[["u8", "<", 3]], [("i64", "==", 4)]],
+        ((("u8", ">=", 254),), [["s", "in", ["a", "zz"]]]),
+    ]
+    for filters in shapes:
+        got = fastingest.read_parquet(path, filters=filters)["row"].to_pylist()
+        assert got, filters
+        assert got == pq.read_table(plain, filters=filters)["row"].to_pylist(), filters
+
+
+@pytest.mark.parametrize(
+    ("filters", "message"),
+    [
+        ([], "non-empty list"),
+        ("u8 < 3", "non-empty list"),
+        ([("u8", "<", 3), "u8"], "got the item 'u8'"),
+        ([[]], "must be non-empty"),
+        ([[("u8", "<", 3)], ("u8", ">", 1)], "must be a .column, op, value. tuple"),
+        ([("u8", "<")], "must be a .column, op, value. tuple"),
+        (pc.field("u8") < 3, "Expression is not taken"),
+    ],
+)
+def test_misshapen_filters_are_refused_with_the_shape_named(table_file, filters, message):
+    _, path, _ = table_file
+    with pytest.raises(fastingest.InvalidArgumentError, match=message):
+        fastingest.read_parquet(path, filters=filters)
 
 
 def test_a_string_literal_for_a_number_column_is_still_refused(table_file):

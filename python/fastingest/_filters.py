@@ -86,19 +86,35 @@ def _plain(values: list[Any]) -> tuple[str, list[Any]] | None:
 
 def normalize(filters: Any) -> list[list[tuple[str, str, FilterLiteral]]] | None:
     """``[(c, op, v), ...]`` (AND) or ``[[...], [...]]`` (OR of ANDs) to the
-    OR-of-ANDs form, with each value turned into a literal for the core."""
+    OR-of-ANDs form, with each value turned into a literal for the core.
+
+    The shape is told as pyarrow tells it: when the first item's first
+    element is a column name, the list is one AND of terms; otherwise each
+    item is an AND. A term may be a tuple or a list (filters read from JSON
+    or YAML are lists: ``[["x", "<", 5]]`` is one term, as in pyarrow)."""
     if filters is None:
         return None
-    if not isinstance(filters, Sequence) or isinstance(filters, str) or len(filters) == 0:
+    if type(filters).__name__ == "Expression":
+        raise InvalidArgumentError(
+            "filters must be pyarrow's DNF tuples, e.g. [('x', '>', 5)]; a"
+            " pyarrow.compute.Expression is not taken"
+        )
+    if not _is_list_like(filters) or len(filters) == 0:
         raise InvalidArgumentError(
             "filters must be a non-empty list of tuples or of lists of tuples"
         )
-    if all(isinstance(t, tuple) for t in filters):
-        return [[_term(t) for t in filters]]
-    if all(isinstance(c, list) for c in filters):
-        if any(len(c) == 0 for c in filters):
+    for item in filters:
+        if not _is_list_like(item):
+            raise InvalidArgumentError(
+                "filters must be a list of (column, op, value) tuples, or a list of such lists;"
+                f" got the item {item!r}"
+            )
+        if len(item) == 0:
             raise InvalidArgumentError("each conjunction of filters must be non-empty")
-        return [[_term(t) for t in conj] for conj in filters]
-    raise InvalidArgumentError(
-        "filters must be a list of (column, op, value) tuples, or a list of such lists"
-    )
+    if isinstance(filters[0][0], str):
+        return [[_term(t) for t in filters]]
+    return [[_term(t) for t in conj] for conj in filters]
+
+
+def _is_list_like(value: Any) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)

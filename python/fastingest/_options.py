@@ -36,10 +36,11 @@ path; a mapping or schema: Hive keys, these with the given types (the rest
 inferred); ``None``: no partition columns."""
 
 Op: TypeAlias = Literal["==", "=", "!=", "<", "<=", ">", ">=", "in", "not in"]
-Term: TypeAlias = "tuple[str, Op, Any]"
+Term: TypeAlias = "tuple[str, Op, Any] | Sequence[Any]"
 Filters: TypeAlias = "Sequence[Term] | Sequence[Sequence[Term]]"
 """pyarrow's DNF: a list of (column, op, value) tuples is an AND; a list of
-such lists is an OR of ANDs. Values compare with the literal as numbers,
+such lists is an OR of ANDs (a term may be a list, as JSON gives it:
+``[["x", "<", 5]]`` is one term, as in pyarrow). Values compare with the literal as numbers,
 whatever their types (``x < 2.5`` over integers keeps 2), floats by IEEE 754;
 a comparison with a null does not match, ``in`` matches a null where its
 values hold ``None`` and ``not in`` where they do not, as in pyarrow."""
