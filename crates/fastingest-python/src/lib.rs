@@ -189,6 +189,9 @@ fn open_units(
 /// Imports pyarrow: `import fastingest` does not, so a fresh process's first
 /// read imports it (~0.1 s) while its listing and requests are under way.
 fn import_pyarrow(py: Python<'_>) -> PyResult<()> {
+    // The import maps pyarrow's libraries: the read's faulting ahead would
+    // hold each of those maps up (see `PrefaultPaused`).
+    let _mapping = fastingest::memory::PrefaultPaused::new();
     py.import("pyarrow").map(drop)
 }
 

@@ -5,8 +5,10 @@
 //! Why: a read in a fresh process writes its output into memory the process
 //! has never touched, and each 4 KiB page then costs a trap into the kernel
 //! on first write (1.5-1.7 µs a page on this VM, measured; a 128 MB table is
-//! 33 000 of them). `madvise(MADV_POPULATE_WRITE)` faults a whole block in
-//! one call, at 1.0 µs a page. Only pages that are not yet resident are
+//! 33 000 of them). `madvise(MADV_POPULATE_WRITE)` faults a block in a few
+//! calls, at 1.0 µs a page. Each call holds the process's memory-map lock,
+//! so the calls are short (32 pages), and none is made while the caller
+//! maps much memory beside the read ([`PrefaultPaused`]). Only pages that are not yet resident are
 //! populated ([`mincore`] first), so a process reusing freed memory pays
 //! next to nothing (0.07 ms to ask about 128 MB).
 //!
@@ -19,7 +21,7 @@
 //! [`mincore`]: https://man7.org/linux/man-pages/man2/mincore.2.html
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Blocks from this size up are faulted in ahead.
 pub const PREFAULT_FROM: usize = 256 << 10;
@@ -40,7 +42,43 @@ pub fn set_prefault(on: bool) {
 
 /// Whether blocks are faulted in ahead.
 pub fn prefault_enabled() -> bool {
-    PREFAULT.load(Ordering::Relaxed)
+    PREFAULT.load(Ordering::Relaxed) && PAUSES.load(Ordering::Relaxed) == 0
+}
+
+/// How many [`PrefaultPaused`] guards are alive.
+static PAUSES: AtomicUsize = AtomicUsize::new(0);
+
+/// While alive, blocks are not faulted in ahead: pages fault as they are
+/// written instead.
+///
+/// For a caller about to map much memory itself, beside a read: populating
+/// holds the process's memory-map lock, which every `mmap` must wait for,
+/// while a page fault does not take it. A fresh process's first read
+/// imports pyarrow beside it (its libraries are mapped one by one); with
+/// faulting ahead on, that import waited for the lock hundreds of times and
+/// the read took 121-163 ms against 103-118 without (the suite's `decimal`
+/// file from the page cache, 6 interleaved processes each).
+#[must_use = "faulting ahead resumes when the guard is dropped"]
+pub struct PrefaultPaused(());
+
+impl PrefaultPaused {
+    /// Pauses faulting ahead until the guard is dropped.
+    pub fn new() -> Self {
+        PAUSES.fetch_add(1, Ordering::Relaxed);
+        PrefaultPaused(())
+    }
+}
+
+impl Default for PrefaultPaused {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for PrefaultPaused {
+    fn drop(&mut self) {
+        PAUSES.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 thread_local! {
@@ -114,6 +152,14 @@ pub unsafe fn prefault(block: *mut u8, size: usize) {
     const MADV_POPULATE_WRITE: libc::c_int = 23;
     /// Pages asked about per `mincore` call (the answer lives on the stack).
     const ASKED: usize = 1024;
+    /// Pages populated per `madvise` call. The call holds the process's
+    /// memory-map lock while it faults its pages in (~1 µs each), and a
+    /// thread mapping memory meanwhile waits for it, as do the faults
+    /// queued behind that thread: a fresh process's first read, populating
+    /// 4 MiB a call while `import pyarrow` mapped its libraries beside it,
+    /// held that import up (27 waits for the lock in one read, perf
+    /// `sched_switch`).
+    const POPULATED_PER_CALL: usize = 32;
     if block.is_null() {
         return;
     }
@@ -137,19 +183,21 @@ pub unsafe fn prefault(block: *mut u8, size: usize) {
             pages.iter().position(missing),
             pages.iter().rposition(missing),
         ) {
-            // SAFETY: as above; populating faults the pages in writable and
-            // leaves what they hold as it was.
-            let refused = unsafe {
-                libc::madvise(
-                    (at + first * page) as *mut libc::c_void,
-                    (last + 1 - first) * page,
-                    MADV_POPULATE_WRITE,
-                )
-            } != 0;
-            if refused && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
-                // A kernel without it: stop asking.
-                set_prefault(false);
-                return;
+            let mut from = at + first * page;
+            let until = at + (last + 1) * page;
+            while from < until {
+                let step = (until - from).min(POPULATED_PER_CALL * page);
+                // SAFETY: as above; populating faults the pages in writable
+                // and leaves what they hold as it was.
+                let refused =
+                    unsafe { libc::madvise(from as *mut libc::c_void, step, MADV_POPULATE_WRITE) }
+                        != 0;
+                if refused && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+                    // A kernel without it: stop asking.
+                    set_prefault(false);
+                    return;
+                }
+                from += step;
             }
         }
         at += len;
@@ -216,8 +264,17 @@ mod tests {
         pages.iter().filter(|r| *r & 1 == 1).count()
     }
 
+    /// Held by the tests that read or change whether faulting ahead is on
+    /// (a process-wide setting), so that none sees another's change.
+    static PREFAULT_SETTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn setting() -> std::sync::MutexGuard<'static, ()> {
+        PREFAULT_SETTING.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     #[test]
     fn prefault_makes_a_fresh_mapping_resident_and_keeps_its_bytes() {
+        let _setting = setting();
         let len = 8 << 20;
         // SAFETY: a fresh private anonymous mapping, unmapped below.
         let at = unsafe {
@@ -252,6 +309,7 @@ mod tests {
 
     #[test]
     fn only_mid_sized_blocks_on_decode_threads_are_prefaulted() {
+        let _setting = setting();
         // The test's own thread is not a decode thread.
         assert!(!on_decode_thread());
         assert!(!should_prefault(1 << 20));
@@ -266,6 +324,27 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    #[test]
+    fn faulting_ahead_pauses_while_any_guard_lives() {
+        let _setting = setting();
+        let on = prefault_enabled();
+        std::thread::spawn(move || {
+            mark_decode_thread();
+            let first = PrefaultPaused::new();
+            assert!(!prefault_enabled());
+            assert!(!should_prefault(1 << 20));
+            let second = PrefaultPaused::new();
+            drop(first);
+            // One guard is still alive.
+            assert!(!should_prefault(1 << 20));
+            drop(second);
+            assert_eq!(should_prefault(1 << 20), on);
+        })
+        .join()
+        .unwrap();
+        assert_eq!(prefault_enabled(), on);
     }
 
     #[test]
