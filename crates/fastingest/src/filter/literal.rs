@@ -23,8 +23,8 @@ use arrow_array::types::{
     TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{
-    make_array, new_null_array, Array, ArrayRef, ArrowPrimitiveType, Decimal128Array, Float16Array,
-    Float32Array, Float64Array, Int32Array, Int64Array, UInt64Array,
+    make_array, new_null_array, Array, ArrayRef, ArrowPrimitiveType, Decimal128Array, Float64Array,
+    Int32Array, Int64Array, UInt64Array,
 };
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_ord::cmp;
@@ -392,50 +392,30 @@ fn float_neighbours(literal: &ArrayRef, column: &DataType) -> Option<Neighbours>
         Some(n) if f.is_finite() => (f as i128) < n,
         _ => f < value,
     };
-    let pair = |lo: ArrayRef, hi: ArrayRef| Neighbours::Between {
-        below: Some(lo),
-        above: Some(hi),
-    };
-    Some(match column {
-        DataType::Float64 => {
-            let f = value;
-            let (lo, hi) = if below(f) {
-                (f, f.next_up())
-            } else {
-                (f.next_down(), f)
-            };
-            pair(
-                Arc::new(Float64Array::from(vec![lo])),
-                Arc::new(Float64Array::from(vec![hi])),
-            )
-        }
-        DataType::Float32 => {
-            let f = value as f32;
-            let (lo, hi) = if below(f.into()) {
-                (f, f.next_up())
-            } else {
-                (f.next_down(), f)
-            };
-            pair(
-                Arc::new(Float32Array::from(vec![lo])),
-                Arc::new(Float32Array::from(vec![hi])),
-            )
-        }
-        DataType::Float16 => {
-            type F16 = <Float16Type as ArrowPrimitiveType>::Native;
-            let f = F16::from_f64(value);
-            let step = |f: F16, up: bool| F16::from_f64(next_f16(f.to_f64(), f.to_bits(), up));
-            let (lo, hi) = if below(f.to_f64()) {
-                (f, step(f, true))
-            } else {
-                (step(f, false), f)
-            };
-            pair(
-                Arc::new(Float16Array::from(vec![lo])),
-                Arc::new(Float16Array::from(vec![hi])),
-            )
-        }
+    type F16 = <Float16Type as ArrowPrimitiveType>::Native;
+    // The float of the column's type nearest the value, and the step to the
+    // next one of that type, both in f64 (which holds every f32 and f16).
+    let (nearest, step): (f64, fn(f64, bool) -> f64) = match column {
+        DataType::Float64 => (value, |f, up| if up { f.next_up() } else { f.next_down() }),
+        DataType::Float32 => ((value as f32).into(), |f, up| {
+            let f = f as f32;
+            if up { f.next_up() } else { f.next_down() }.into()
+        }),
+        DataType::Float16 => (F16::from_f64(value).to_f64(), |f, up| {
+            next_f16(f, F16::from_f64(f).to_bits(), up)
+        }),
         _ => return None,
+    };
+    let (lo, hi) = if below(nearest) {
+        (nearest, step(nearest, true))
+    } else {
+        (step(nearest, false), nearest)
+    };
+    // Exact: both are floats of the column's type.
+    let of_column = |f: f64| arrow_cast::cast(&Float64Array::from(vec![f]), column).ok();
+    Some(Neighbours::Between {
+        below: Some(of_column(lo)?),
+        above: Some(of_column(hi)?),
     })
 }
 
