@@ -1357,6 +1357,7 @@ mod tests {
             plain_values: 0,
             plain_bytes: 0,
             other_values: 100_000,
+            most_values: 20_000,
         };
         assert_eq!(first_guess(ahead, Some(&dictionary)), 1_200_000);
     }

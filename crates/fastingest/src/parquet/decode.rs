@@ -5,7 +5,8 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow_buffer::BooleanBuffer;
 use arrow_schema::Schema;
 use bytes::Bytes;
 use futures::future::BoxFuture;
@@ -96,7 +97,8 @@ pub(crate) fn decode_row_group(
         rows_per_batch
     };
     let direct = if whole {
-        decode_flat_columns(file, unit, &spans, fetcher.config().decode_threads())?
+        let threads = fetcher.config().decode_threads();
+        decode_flat_columns(file, unit, &spans, threads, &projected_roots(file), None)?
     } else {
         Vec::new()
     };
@@ -141,7 +143,7 @@ pub(crate) fn decode_row_group(
 /// The `parquet` crate's batches of the row group at position `unit`, of
 /// the leaves in `mask`, `batch_size` rows each, decoded as they are pulled
 /// (with the unit's row selection, if any).
-fn crate_stream(
+pub(super) fn crate_stream(
     file: &PreparedFile,
     unit: usize,
     spans: FetchedSpans,
@@ -192,7 +194,7 @@ pub(crate) fn decode_row_group_head(
 /// small enough to hold decoded at once (the crate would decode it a batch
 /// at a time, at about half the speed: old pyarrow wrote one row group of
 /// up to 64 Mi rows per file).
-fn decodes_whole(file: &PreparedFile, rg: usize, rows_per_batch: usize) -> bool {
+pub(super) fn decodes_whole(file: &PreparedFile, rg: usize, rows_per_batch: usize) -> bool {
     let group = file.reader_metadata.metadata().row_group(rg);
     let rows = group.num_rows();
     if rows <= rows_per_batch as i64 {
@@ -213,7 +215,7 @@ const WHOLE_MOST_ROWS: i64 = 1 << 23;
 const WHOLE_MOST_BYTES: i64 = 128 << 20;
 
 /// `batches` cut into batches of at most `rows` rows (slices: no copy).
-fn slice_batches(batches: Vec<RecordBatch>, rows: usize) -> Vec<RecordBatch> {
+pub(super) fn slice_batches(batches: Vec<RecordBatch>, rows: usize) -> Vec<RecordBatch> {
     let rows = rows.max(1);
     let mut out = Vec::new();
     for batch in batches {
@@ -228,7 +230,7 @@ fn slice_batches(batches: Vec<RecordBatch>, rows: usize) -> Vec<RecordBatch> {
 }
 
 /// The top-level fields `file`'s projection reads from, in schema order.
-fn projected_roots(file: &PreparedFile) -> Vec<usize> {
+pub(super) fn projected_roots(file: &PreparedFile) -> Vec<usize> {
     let descr = file
         .reader_metadata
         .metadata()
@@ -242,16 +244,20 @@ fn projected_roots(file: &PreparedFile) -> Vec<usize> {
     roots
 }
 
-/// The unit's projected columns that fastingest's own decoders take (flat
-/// columns: [`flat`]; lists of numbers and strings: [`lists`]), as
-/// (top-level field, array); the others are left to the `parquet` crate.
-/// The columns are decoded in parallel: idle decode threads help the one
-/// decoding this unit (see [`decode_threads::run_all`]).
-fn decode_flat_columns(
+/// The unit's columns `roots` (top-level fields the projection reads) that
+/// fastingest's own decoders take (flat columns: [`flat`]; lists of numbers
+/// and strings: [`lists`]), as (top-level field, array); the others are
+/// left to the `parquet` crate. With a `selection` (a bit per row of the
+/// unit), only the rows it sets. The columns are decoded in parallel: idle
+/// decode threads help the one decoding this unit (see
+/// [`decode_threads::run_all`]).
+pub(super) fn decode_flat_columns(
     file: &PreparedFile,
     unit: usize,
     spans: &FetchedSpans,
     threads: usize,
+    roots_wanted: &[usize],
+    selection: Option<&BooleanBuffer>,
 ) -> Result<Vec<(usize, ArrayRef)>> {
     let metadata = file.reader_metadata.metadata();
     let rg = file.plan.units[unit].index;
@@ -262,7 +268,7 @@ fn decode_flat_columns(
     let mut roots = Vec::new();
     let mut parts: Vec<Part<flat::Decoded<ArrayRef>>> = Vec::new();
     let mut unit_bytes = 0i64;
-    for root in projected_roots(file) {
+    for &root in roots_wanted {
         let leaves: Vec<usize> = (0..descr.num_columns())
             .filter(|&l| descr.get_column_root_idx(l) == root)
             .collect();
@@ -291,12 +297,24 @@ fn decode_flat_columns(
         };
         unit_bytes += chunk.uncompressed_size().max(0);
         let metadata = Arc::clone(metadata);
+        let selection = selection.cloned();
         roots.push((root, leaf));
         parts.push(Box::new(move || {
             let chunk = metadata.row_group(rg).column(leaf);
             match &list {
-                None => flat::decode_column(bytes, chunk, &column, &target, rows),
-                Some(shape) => lists::decode_column(bytes, chunk, shape, rows),
+                None => {
+                    flat::decode_column(bytes, chunk, &column, &target, rows, selection.as_ref())
+                }
+                Some(shape) => {
+                    let array = lists::decode_column(bytes, chunk, shape, rows)?;
+                    match selection {
+                        None => Ok(array),
+                        Some(keep) => {
+                            arrow_select::filter::filter(&array, &BooleanArray::new(keep, None))
+                                .map_err(|e| flat::Failure::Corrupt(e.to_string()))
+                        }
+                    }
+                }
             }
         }));
     }
@@ -351,7 +369,7 @@ const BYTES_PER_HELPER: i64 = 1 << 20;
 /// One batch of the row group: the columns decoded here and those the
 /// `parquet` crate decoded (one batch, or none when it had no columns),
 /// in projection order, under the schema the crate gives the projection.
-fn merge(
+pub(super) fn merge(
     file: &PreparedFile,
     direct: Vec<(usize, ArrayRef)>,
     rest: Vec<RecordBatch>,
@@ -399,7 +417,7 @@ fn merge(
 /// Rows per decoded batch: the whole row group (up to 2^20 rows), fewer
 /// when fixed-length columns are wide, since the decoder reserves rows ×
 /// width for them up front (at most [`BATCH_FIXED_BYTES`] a batch).
-fn batch_rows(file: &PreparedFile, num_rows: i64) -> usize {
+pub(super) fn batch_rows(file: &PreparedFile, num_rows: i64) -> usize {
     let descr = file
         .reader_metadata
         .metadata()
@@ -421,7 +439,11 @@ const BATCH_FIXED_BYTES: i64 = 256 << 20;
 
 /// Checks the page headers of the unit's column chunks in `spans` before
 /// the decoder allocates what they claim (see [`super::pages`]).
-fn check_unit_pages(file: &PreparedFile, unit: usize, spans: &FetchedSpans) -> Result<()> {
+pub(super) fn check_unit_pages(
+    file: &PreparedFile,
+    unit: usize,
+    spans: &FetchedSpans,
+) -> Result<()> {
     let metadata = file.reader_metadata.metadata();
     let plan_unit = &file.plan.units[unit];
     let group = metadata.row_group(plan_unit.index);

@@ -177,14 +177,23 @@ pub(crate) fn decodes(column: &ColumnDescriptor, target: &DataType) -> bool {
 /// Decodes one column chunk of `rows` rows from `bytes` (the whole chunk,
 /// which starts at file offset `meta.byte_range().0`) into `target`, which
 /// must be a type this module [`decodes`] the column into.
+///
+/// With a `selection` (one bit per row of the chunk), only the rows it
+/// sets are returned: a primitive column keeps them page by page as it
+/// decodes (its whole column is never built), any other is decoded whole
+/// and then cut to them.
 pub(crate) fn decode_column(
     bytes: Bytes,
     meta: &ColumnChunkMetaData,
     column: &ColumnDescriptor,
     target: &DataType,
     rows: usize,
+    selection: Option<&BooleanBuffer>,
 ) -> Decoded<ArrayRef> {
     if !decodes(column, target) {
+        return Err(Failure::Unsupported);
+    }
+    if selection.is_some_and(|s| s.len() != rows) {
         return Err(Failure::Unsupported);
     }
     let pages = ChunkPages::new(bytes, meta.compression()).ok_or(Failure::Unsupported)?;
@@ -192,12 +201,22 @@ pub(crate) fn decode_column(
     // A primitive column of Arrow type `$t` from `$n`-byte physical values.
     macro_rules! values {
         ($t:ty, $n:literal, $convert:expr) => {
-            primitive::<$t, $n>(pages, nullable, rows, target, $convert)?
+            primitive::<$t, $n>(pages, nullable, rows, target, selection, $convert)?
         };
     }
+    // A column decoded whole, then cut to the selection.
+    let selected = |array: ArrayRef| -> Decoded<ArrayRef> {
+        match selection {
+            None => Ok(array),
+            Some(keep) => {
+                arrow_select::filter::filter(&array, &BooleanArray::new(keep.clone(), None))
+                    .map_err(|e| Failure::Corrupt(e.to_string()))
+            }
+        }
+    };
     let le64 = i64::from_le_bytes;
     Ok(match target {
-        DataType::Boolean => decode_booleans(pages, nullable, rows)?,
+        DataType::Boolean => selected(decode_booleans(pages, nullable, rows)?)?,
         DataType::Decimal128(..) => match column.physical_type() {
             PhysicalType::INT32 => values!(Decimal128Type, 4, |b| i32_of(b).into()),
             PhysicalType::INT64 => values!(Decimal128Type, 8, |b| le64(b).into()),
@@ -215,13 +234,15 @@ pub(crate) fn decode_column(
             }
             _ => return Err(Failure::Unsupported),
         },
-        DataType::Utf8 => byte_arrays::decode::<i32>(pages, nullable, rows, true)?,
-        DataType::Binary => byte_arrays::decode::<i32>(pages, nullable, rows, false)?,
-        DataType::LargeUtf8 => byte_arrays::decode::<i64>(pages, nullable, rows, true)?,
-        DataType::LargeBinary => byte_arrays::decode::<i64>(pages, nullable, rows, false)?,
+        DataType::Utf8 => selected(byte_arrays::decode::<i32>(pages, nullable, rows, true)?)?,
+        DataType::Binary => selected(byte_arrays::decode::<i32>(pages, nullable, rows, false)?)?,
+        DataType::LargeUtf8 => selected(byte_arrays::decode::<i64>(pages, nullable, rows, true)?)?,
+        DataType::LargeBinary => {
+            selected(byte_arrays::decode::<i64>(pages, nullable, rows, false)?)?
+        }
         DataType::Dictionary(key, value) => {
             let utf8 = value.as_ref() == &DataType::Utf8;
-            match key.as_ref() {
+            selected(match key.as_ref() {
                 DataType::Int8 => {
                     byte_arrays::decode_dictionary::<Int8Type>(pages, nullable, rows, utf8)?
                 }
@@ -232,7 +253,7 @@ pub(crate) fn decode_column(
                     byte_arrays::decode_dictionary::<Int32Type>(pages, nullable, rows, utf8)?
                 }
                 _ => return Err(Failure::Unsupported),
-            }
+            })?
         }
         DataType::Timestamp(unit, _) if column.physical_type() == PhysicalType::INT96 => match unit
         {
@@ -626,6 +647,38 @@ impl Bits {
         })
     }
 
+    /// Keeps, of the bits from `at` on, those `keep` sets (one bit for each
+    /// of them), moved down in order.
+    fn keep_selected(&mut self, at: usize, keep: &BooleanBuffer) {
+        assert_eq!(self.len - at, keep.len(), "a selection bit per bit");
+        // The page's bits, from a word boundary, so that each word lines up
+        // with a word of the selection.
+        let mut page = Bits::with_capacity(keep.len());
+        for (word, n) in self.words_in(at, keep.len()) {
+            page.append_word(word, n);
+        }
+        self.truncate(at);
+        let chunks = keep.bit_chunks();
+        let words = chunks
+            .iter()
+            .chain((chunks.remainder_len() > 0).then(|| chunks.remainder_bits()));
+        for (word, bits) in words.zip(&page.words) {
+            self.append_word(packed_bits(*bits, word), word.count_ones() as usize);
+        }
+    }
+
+    /// Drops the bits from `len` on.
+    fn truncate(&mut self, len: usize) {
+        if len >= self.len {
+            return;
+        }
+        self.words.truncate(len.div_ceil(64));
+        if let Some(last) = self.words.last_mut().filter(|_| len & 63 != 0) {
+            *last &= low_bits(len & 63);
+        }
+        self.len = len;
+    }
+
     fn finish(self) -> BooleanBuffer {
         BooleanBuffer::new(Buffer::from_vec(self.words), 0, self.len)
     }
@@ -699,6 +752,7 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
     nullable: bool,
     rows: usize,
     target: &DataType,
+    selection: Option<&BooleanBuffer>,
     convert: impl Fn([u8; N]) -> T::Native,
 ) -> Decoded<ArrayRef> {
     // `T` with the target's parameters (a decimal's precision and scale, a
@@ -706,8 +760,20 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
     if !PrimitiveArray::<T>::is_compatible(target) {
         return Err(Failure::Unsupported);
     }
-    let mut out: Vec<T::Native> = Vec::with_capacity(rows);
-    let mut validity = nullable.then(|| Bits::with_capacity(rows));
+    // With a selection, each page's values are cut to its selected rows as
+    // soon as they are decoded: the output holds those, plus one page (so
+    // that it never grows, which would copy what it holds).
+    let room = match selection {
+        None => rows,
+        Some(keep) => {
+            let page = usize::try_from(pages.ahead().most_values).unwrap_or(usize::MAX);
+            rows.min(keep.count_set_bits().saturating_add(page))
+        }
+    };
+    let mut out: Vec<T::Native> = Vec::with_capacity(room);
+    let mut validity = nullable.then(|| Bits::with_capacity(room));
+    // Rows of the chunk decoded so far (`out` holds the selected ones).
+    let mut done = 0usize;
     let mut dictionary: Option<Vec<T::Native>> = None;
     let mut dense: Vec<T::Native> = Vec::new();
     let mut indices: Vec<u32> = Vec::new();
@@ -723,35 +789,124 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
             }
             NextPage::Data(page) => page,
         };
-        if out.len() + page.rows > rows {
+        if done + page.rows > rows {
             return Err(Failure::Corrupt(format!(
                 "the pages hold more than the row group's {rows} rows"
             )));
         }
+        let at = out.len();
+        // Values about to be cut are written to be read soon (streamed
+        // past the cache, they would be read back from memory).
+        let soon = selection.is_some();
         page_values(
             &page,
             &mut validity,
             &mut out,
             &mut dense,
-            |values, valid, target, reads| match page.encoding {
-                Encoding::PLAIN => plain(values, valid, &convert, target, reads),
-                Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
-                    let dictionary = dictionary_of(&dictionary)?;
-                    gather(values, valid, dictionary, &mut indices, target, reads)
+            |values, valid, target, reads| {
+                let reads = if soon { Reads::Soon } else { reads };
+                match page.encoding {
+                    Encoding::PLAIN => plain(values, valid, &convert, target, reads),
+                    Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
+                        let dictionary = dictionary_of(&dictionary)?;
+                        gather(values, valid, dictionary, &mut indices, target, reads)
+                    }
+                    _ => Err(Failure::Unsupported),
                 }
-                _ => Err(Failure::Unsupported),
             },
         )?;
+        if let Some(selection) = selection {
+            keep_selected(
+                &mut out,
+                validity.as_mut(),
+                at,
+                &selection.slice(done, page.rows),
+            );
+        }
+        done += page.rows;
     }
-    if out.len() != rows {
+    if done != rows {
         return Err(Failure::Corrupt(format!(
-            "the pages hold {} of the row group's {rows} rows",
-            out.len()
+            "the pages hold {done} of the row group's {rows} rows"
         )));
     }
     let nulls = validity.and_then(Bits::into_nulls);
     let array = PrimitiveArray::<T>::new(ScalarBuffer::from(out), nulls);
     Ok(Arc::new(array.with_data_type(target.clone())))
+}
+
+/// Keeps, of the values `out` holds from `at` on (and their validity bits),
+/// those `keep` sets (one bit for each of them), moved down in order.
+///
+/// A word of 64 kept rows moves as one copy; any other word moves its kept
+/// rows one by one (a random tenth of the rows kept: a copy call per run of
+/// kept rows was a fifth of a filtered read's CPU), found by their bits
+/// when they are few, and by writing every row when they are many.
+fn keep_selected<T: Copy>(
+    out: &mut Vec<T>,
+    validity: Option<&mut Bits>,
+    at: usize,
+    keep: &BooleanBuffer,
+) {
+    assert_eq!(out.len() - at, keep.len(), "a selection bit per value");
+    let mut to = at;
+    let mut from = at;
+    let chunks = keep.bit_chunks();
+    let words = chunks.iter().map(|w| (w, 64)).chain(
+        (chunks.remainder_len() > 0).then(|| (chunks.remainder_bits(), chunks.remainder_len())),
+    );
+    let values = out.as_mut_ptr();
+    for (word, n) in words {
+        if word == low_bits(n) {
+            out.copy_within(from..from + n, to);
+            to += n;
+        } else if word.count_ones() > 16 {
+            // Many kept: every value is written, and the next write moves
+            // on past it only when it is kept (no branch per value).
+            for j in 0..n {
+                // SAFETY: `to <= from + j < out.len()`, as below.
+                unsafe { *values.add(to) = *values.add(from + j) };
+                to += ((word >> j) & 1) as usize;
+            }
+        } else {
+            let mut left = word;
+            while left != 0 {
+                let j = left.trailing_zeros() as usize;
+                // SAFETY: `to <= from + j < out.len()`: each value kept is
+                // read before any later one is written over it.
+                unsafe { *values.add(to) = *values.add(from + j) };
+                to += 1;
+                left &= left - 1;
+            }
+        }
+        from += n;
+    }
+    out.truncate(to);
+    if let Some(validity) = validity {
+        validity.keep_selected(at, keep);
+    }
+}
+
+/// The bits of `bits` at the positions `keep` sets, packed low (what BMI2's
+/// `pext` does).
+fn packed_bits(bits: u64, keep: u64) -> u64 {
+    match (bits, keep) {
+        (_, u64::MAX) => return bits,
+        // Every row valid (the common case) or none.
+        (u64::MAX, _) => return low_bits(keep.count_ones() as usize),
+        (0, _) => return 0,
+        _ => {}
+    }
+    let mut packed = 0;
+    let mut left = keep;
+    let mut k = 0;
+    while left != 0 {
+        let j = left.trailing_zeros();
+        packed |= ((bits >> j) & 1) << k;
+        k += 1;
+        left &= left - 1;
+    }
+    packed
 }
 
 /// Decodes the values of one data `page` of a flat column onto `out`:
@@ -1087,6 +1242,77 @@ fn decode_booleans(mut pages: ChunkPages, nullable: bool, rows: usize) -> Decode
 mod tests {
     use super::*;
 
+    /// A pseudo-random bit per row (xorshift), set with about `per_64` in
+    /// 64, or all set / none for 64 / 0.
+    fn random_bits(n: usize, per_64: u64, seed: u64) -> Vec<bool> {
+        let mut x = seed | 1;
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x % 64 < per_64
+            })
+            .collect()
+    }
+
+    #[test]
+    fn selected_values_and_bits_are_the_ones_kept_in_order() {
+        // Lengths about word boundaries, selections sparse to full, and the
+        // page starting at an offset into the values and bits kept before.
+        for n in [0, 1, 63, 64, 65, 127, 128, 1000, 4099] {
+            for per_64 in [0, 1, 6, 32, 63, 64] {
+                for before in [0, 5, 64, 70] {
+                    let keep = random_bits(n, per_64, (n * 131 + before) as u64 + per_64);
+                    let valid = random_bits(before + n, 48, n as u64 + 7);
+                    let mut out: Vec<u32> = (0..(before + n) as u32).collect();
+                    let mut bits = Bits::with_capacity(before + n);
+                    for &v in &valid {
+                        bits.push(v);
+                    }
+                    let selection = BooleanBuffer::from(keep.clone());
+                    keep_selected(&mut out, Some(&mut bits), before, &selection);
+                    let kept: Vec<usize> = (0..n).filter(|&i| keep[i]).collect();
+                    let want: Vec<u32> = (0..before as u32)
+                        .chain(kept.iter().map(|&i| (before + i) as u32))
+                        .collect();
+                    assert_eq!(out, want, "n {n}, {per_64}/64, after {before}");
+                    let want_bits: Vec<bool> = valid[..before]
+                        .iter()
+                        .copied()
+                        .chain(kept.iter().map(|&i| valid[before + i]))
+                        .collect();
+                    assert_eq!(bits.len(), want_bits.len());
+                    let got: Vec<bool> = (0..want_bits.len()).map(|i| bits.bit(i)).collect();
+                    assert_eq!(got, want_bits, "n {n}, {per_64}/64, after {before}");
+                    // Nothing set past the end (the bitmap is handed over as is).
+                    assert!(!bits.bit(want_bits.len()));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn packed_bits_is_pext() {
+        for (bits, keep) in [
+            (0b1011u64, 0b1110u64),
+            (u64::MAX, 0x00f0_0f00_1234_5678),
+            (0, u64::MAX),
+            (0x8000_0000_0000_0001, 0x8000_0000_0000_0001),
+            (0xdead_beef_f00d_cafe, 0x0f0f_f0f0_5555_aaaa),
+        ] {
+            let mut want = 0u64;
+            let mut k = 0;
+            for j in 0..64 {
+                if keep >> j & 1 == 1 {
+                    want |= (bits >> j & 1) << k;
+                    k += 1;
+                }
+            }
+            assert_eq!(packed_bits(bits, keep), want, "{bits:x} {keep:x}");
+        }
+    }
+
     #[test]
     fn int96_converts_as_the_crate_converts() {
         use parquet::data_type::Int96;
@@ -1170,7 +1396,7 @@ mod tests {
         let chunk = meta.row_group(0).column(0);
         let (start, len) = chunk.byte_range();
         let bytes = file.slice(start as usize..(start + len) as usize);
-        decode_column(bytes, chunk, &descr.column(0), &target, rows)
+        decode_column(bytes, chunk, &descr.column(0), &target, rows, None)
             .unwrap_or_else(|e| panic!("{target}: {e:?}"))
     }
 

@@ -106,6 +106,15 @@ impl Planned for PreparedFile {
         decode_row_group(self, unit, spans, fetcher)
     }
 
+    fn decode_filtered(
+        &self,
+        unit: usize,
+        spans: &FetchedSpans,
+        fetcher: &Fetcher,
+    ) -> Result<Option<Vec<RecordBatch>>> {
+        super::late::decode_row_group_filtered(self, unit, spans, fetcher)
+    }
+
     fn decodes_head(&self, unit: usize) -> bool {
         // Rows chosen by the page index are decoded by the crate with their
         // selection; a head would have to follow it.

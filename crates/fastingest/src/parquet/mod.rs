@@ -11,6 +11,7 @@ mod footer;
 mod format;
 mod hybrid;
 mod int96;
+mod late;
 mod leaf_paths;
 pub(super) mod lists;
 mod memo;

@@ -441,6 +441,8 @@ pub(crate) struct PagesAhead {
     pub(crate) plain_bytes: u64,
     /// Values of the data pages in any other encoding.
     pub(crate) other_values: u64,
+    /// Values of the data page that holds the most.
+    pub(crate) most_values: u64,
 }
 
 impl ChunkPages {
@@ -459,6 +461,7 @@ impl ChunkPages {
                 continue;
             }
             let values = header.num_values.max(0) as u64;
+            ahead.most_values = ahead.most_values.max(values);
             if header.encoding == PLAIN {
                 ahead.plain_values += values;
                 ahead.plain_bytes += header.uncompressed as u64;
@@ -757,6 +760,7 @@ mod tests {
                         Some(Page::Dictionary { .. }) => None,
                     };
                     if let Some((size, values, encoding)) = read {
+                        found.most_values = found.most_values.max(values);
                         if encoding == Encoding::PLAIN {
                             found.plain_values += values;
                             found.plain_bytes += size;
@@ -834,6 +838,7 @@ mod tests {
                         &column,
                         &arrow_schema::DataType::Int32,
                         values.len(),
+                        None,
                     )
                     .unwrap_or_else(|e| panic!("{case}: {e:?}"));
                     let decoded = array

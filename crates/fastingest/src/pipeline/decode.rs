@@ -52,8 +52,10 @@ pub(crate) async fn decode_units<P: Planned>(
         for (unit, spans, rows) in units {
             // Each unit's panic is caught on its own, to name that unit.
             let one = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                let decoded = decode_rows(&*job_file, unit, spans, rows, what, &blocking_fetcher);
-                finish(&*job_file, decoded)
+                match decode_rows(&*job_file, unit, spans, rows, what, &blocking_fetcher) {
+                    Ok((decoded, filtered)) => finish(&*job_file, Ok(decoded), filtered),
+                    Err(e) => finish(&*job_file, Err(e), false),
+                }
             }));
             match one {
                 Ok(Ok(decoded)) => batches.extend(decoded),
@@ -81,10 +83,15 @@ pub(crate) async fn decode_units<P: Planned>(
     }
 }
 
-/// One unit's decoded rows checked (the file whole), filtered and cut to
-/// the columns asked for. The filter runs after a head is cut off, so the
-/// head and the rest together keep the rows the whole unit would.
-fn finish<P: Planned>(file: &P, decoded: Result<Vec<RecordBatch>>) -> Result<Vec<RecordBatch>> {
+/// One unit's decoded rows checked (the file whole), filtered (unless the
+/// format `filtered` them as it decoded) and cut to the columns asked for.
+/// The filter runs after a head is cut off, so the head and the rest
+/// together keep the rows the whole unit would.
+fn finish<P: Planned>(
+    file: &P,
+    decoded: Result<Vec<RecordBatch>>,
+    filtered: bool,
+) -> Result<Vec<RecordBatch>> {
     let source = file.source();
     if let Some(e) = cut_short(file) {
         return Err(e);
@@ -102,15 +109,17 @@ fn finish<P: Planned>(file: &P, decoded: Result<Vec<RecordBatch>>) -> Result<Vec
                 None => batch,
             };
             let batch = match file.filter() {
-                Some(f) => keep_matching(f, batch, location)?,
-                None => batch,
+                Some(f) if !filtered => keep_matching(f, batch, location)?,
+                _ => batch,
             };
             file.output(batch)
         })
         .collect()
 }
 
-/// The rows of unit `unit` asked for, as the format decodes them.
+/// The rows of unit `unit` asked for, as the format decodes them, and
+/// whether the filter was applied to them already (only to a whole unit:
+/// a head and the rest after it must be the unit's own rows).
 fn decode_rows<P: Planned>(
     file: &P,
     unit: usize,
@@ -118,8 +127,13 @@ fn decode_rows<P: Planned>(
     rows: Rows,
     what: &str,
     fetcher: &Fetcher,
-) -> Result<Vec<RecordBatch>> {
-    Ok(match rows {
+) -> Result<(Vec<RecordBatch>, bool)> {
+    if rows == Rows::All && file.filter().is_some() {
+        if let Some(kept) = file.decode_filtered(unit, &spans, fetcher)? {
+            return Ok((kept, true));
+        }
+    }
+    let decoded = match rows {
         Rows::All => file.decode(unit, spans, fetcher)?,
         Rows::Head(n) => match file.decode_head(unit, spans, fetcher, n)? {
             Some(head) if head.num_rows() == n => vec![head],
@@ -130,7 +144,8 @@ fn decode_rows<P: Planned>(
             }
         },
         Rows::AfterHead(n) => without_first_rows(file.decode(unit, spans, fetcher)?, n),
-    })
+    };
+    Ok((decoded, false))
 }
 
 /// `batches` less their first `n` rows (slices: no copy).

@@ -125,6 +125,19 @@ pub(crate) trait Planned: Send + Sync + 'static {
         spans: FetchedSpans,
         fetcher: &Fetcher,
     ) -> Result<Vec<RecordBatch>>;
+    /// The rows of unit `unit` the filter keeps, where the format can keep
+    /// them as it decodes (decoding the filter's columns first, then only
+    /// the kept rows of the others); `None` where it does not, and the
+    /// caller decodes the unit whole and filters it. Runs on the blocking
+    /// pool.
+    fn decode_filtered(
+        &self,
+        _unit: usize,
+        _spans: &FetchedSpans,
+        _fetcher: &Fetcher,
+    ) -> Result<Option<Vec<RecordBatch>>> {
+        Ok(None)
+    }
     /// Whether [`Planned::decode_head`] can decode the first rows of unit
     /// `unit` alone (the rows [`Planned::decode`] would give first, before
     /// any filter).

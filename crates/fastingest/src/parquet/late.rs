@@ -1,0 +1,182 @@
+//! Late materialisation: a filtered read decodes a row group's filter
+//! columns first, decides which rows the filter keeps, and then decodes
+//! only those rows of the other columns.
+//!
+//! Why: decoding every column whole and filtering after wrote each column
+//! out in full, read it back to copy the kept rows, and, in a fresh
+//! process, faulted in fresh pages for all of it. Here a primitive column
+//! keeps its selected rows page by page as it decodes (see
+//! [`super::flat::decode_column`]), and a row group none of whose rows
+//! match decodes nothing past its filter columns. The rows kept are the
+//! same: the filter is evaluated on the same arrays the whole decode gives.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, BooleanArray, RecordBatch};
+use arrow_buffer::BooleanBuffer;
+use arrow_schema::Schema;
+use futures::TryStreamExt;
+use parquet::arrow::ProjectionMask;
+
+use super::decode::{
+    batch_rows, check_unit_pages, crate_stream, decode_flat_columns, decodes_whole, merge,
+    projected_roots, slice_batches,
+};
+use super::flat;
+use super::format::PreparedFile;
+use crate::error::{Error, Result};
+use crate::fetch::{FetchedSpans, Fetcher};
+
+/// The rows of the row group at position `unit` of `file`'s plan that the
+/// file's filter keeps, decoded late (see the module's notes); `None` where
+/// this does not apply (no filter; rows chosen by the page index; a row
+/// group decoded a batch at a time; a filter column fastingest's own
+/// decoders do not take; no other column to save), and the caller decodes
+/// the row group whole and filters it.
+pub(crate) fn decode_row_group_filtered(
+    file: &PreparedFile,
+    unit: usize,
+    spans: &FetchedSpans,
+    fetcher: &Fetcher,
+) -> Result<Option<Vec<RecordBatch>>> {
+    let Some(filter) = file.filter.as_ref() else {
+        return Ok(None);
+    };
+    let metadata = file.reader_metadata.metadata();
+    let rg = file.plan.units[unit].index;
+    let num_rows = metadata.row_group(rg).num_rows();
+    let rows_per_batch = batch_rows(file, num_rows);
+    if file.selections[unit].is_some() || num_rows <= 0 || !decodes_whole(file, rg, rows_per_batch)
+    {
+        return Ok(None);
+    }
+    let rows = num_rows as usize;
+    let schema = file.reader_metadata.schema();
+    let projected = projected_roots(file);
+    let mut filter_roots = Vec::new();
+    for name in filter.columns() {
+        match schema.index_of(&name) {
+            Ok(root) if projected.contains(&root) && decoded_here(file, root) => {
+                filter_roots.push(root)
+            }
+            _ => return Ok(None),
+        }
+    }
+    filter_roots.sort_unstable();
+    let other_roots: Vec<usize> = projected
+        .iter()
+        .copied()
+        .filter(|root| !filter_roots.contains(root))
+        .collect();
+    if filter_roots.is_empty() || other_roots.is_empty() {
+        return Ok(None);
+    }
+    check_unit_pages(file, unit, spans)?;
+    let threads = fetcher.config().decode_threads();
+    let decided = decode_flat_columns(file, unit, spans, threads, &filter_roots, None)?;
+    if decided.len() != filter_roots.len() {
+        // A filter column its decoder left to the `parquet` crate.
+        return Ok(None);
+    }
+    let location = file.source.location();
+    let keep = kept_rows(file, &decided, rows)?;
+    let kept = keep.count_set_bits();
+    let batches = if kept == 0 {
+        let fields: Vec<_> = projected.iter().map(|&r| schema.field(r).clone()).collect();
+        let empty = Schema::new_with_metadata(fields, schema.metadata().clone());
+        vec![RecordBatch::new_empty(Arc::new(empty))]
+    } else {
+        let every = kept == rows;
+        let selection = (!every).then_some(&keep);
+        let as_array = BooleanArray::new(keep.clone(), None);
+        let mut direct = Vec::with_capacity(projected.len());
+        for (root, array) in decided {
+            let array = match every {
+                true => array,
+                false => arrow_select::filter::filter(&array, &as_array)
+                    .map_err(|e| Error::from_arrow(location, e))?,
+            };
+            direct.push((root, array));
+        }
+        direct.extend(decode_flat_columns(
+            file,
+            unit,
+            spans,
+            threads,
+            &other_roots,
+            selection,
+        )?);
+        // The columns no decoder here took: the crate's, whole, then cut.
+        let descr = metadata.file_metadata().schema_descr();
+        let left: Vec<usize> = (0..descr.num_columns())
+            .filter(|&l| {
+                let root = descr.get_column_root_idx(l);
+                file.projection.mask.leaf_included(l) && !direct.iter().any(|(r, _)| *r == root)
+            })
+            .collect();
+        let rest = if left.is_empty() {
+            Vec::new()
+        } else {
+            let mask = ProjectionMask::leaves(descr, left);
+            let stream = crate_stream(file, unit, spans.clone(), fetcher, mask, rows)?;
+            let whole = futures::executor::block_on(stream.try_collect::<Vec<_>>())
+                .map_err(|e| Error::from_parquet(location, e))?;
+            whole
+                .iter()
+                .map(|batch| match every {
+                    true => Ok(batch.clone()),
+                    false => arrow_select::filter::filter_record_batch(batch, &as_array)
+                        .map_err(|e| Error::from_arrow(location, e)),
+                })
+                .collect::<Result<Vec<_>>>()?
+        };
+        merge(file, direct, rest, kept)?
+    };
+    Ok(Some(match kept > rows_per_batch {
+        true => slice_batches(batches, rows_per_batch),
+        false => batches,
+    }))
+}
+
+/// Whether top-level field `root` of `file` is one column that
+/// fastingest's flat decoder takes (what a filter compares: no lists).
+fn decoded_here(file: &PreparedFile, root: usize) -> bool {
+    let descr = file
+        .reader_metadata
+        .metadata()
+        .file_metadata()
+        .schema_descr();
+    let mut leaves = (0..descr.num_columns()).filter(|&l| descr.get_column_root_idx(l) == root);
+    let (Some(leaf), None) = (leaves.next(), leaves.next()) else {
+        return false;
+    };
+    let field = file.reader_metadata.schema().field(root).clone();
+    flat::decodes(&descr.column(leaf), field.data_type())
+}
+
+/// The rows of the row group the file's filter keeps (a null answer drops
+/// the row), from its filter columns `decided` (top-level field, array).
+fn kept_rows(
+    file: &PreparedFile,
+    decided: &[(usize, arrow_array::ArrayRef)],
+    rows: usize,
+) -> Result<BooleanBuffer> {
+    let location = file.source.location();
+    let schema = file.reader_metadata.schema();
+    let fields: Vec<_> = decided
+        .iter()
+        .map(|(r, _)| schema.field(*r).clone())
+        .collect();
+    let arrays = decided.iter().map(|(_, a)| Arc::clone(a)).collect();
+    let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
+    let batch = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
+        .map_err(|e| Error::from_arrow(location, e))?;
+    let filter = file.filter.as_ref().expect("checked by the caller");
+    let matched = filter
+        .evaluate(&batch)
+        .map_err(|e| Error::from_arrow(location, e))?;
+    Ok(match matched.nulls() {
+        Some(valid) => matched.values() & valid.inner(),
+        None => matched.values().clone(),
+    })
+}

@@ -1,0 +1,127 @@
+"""Filtered reads decode the filter's columns first and then only the kept
+rows of the others (parquet/late.rs). The rows must be pyarrow's whatever
+the shape: nulls and pages of every size in the kept and the filter
+columns, dictionary and plain pages, columns the `parquet` crate decodes
+(structs, maps), strings, filters keeping every row or none, a filter
+column not asked for, and streams whose first batch is decoded apart."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import fastingest
+
+
+def _table(n: int, seed: int = 0) -> pa.Table:
+    rng = np.random.default_rng(seed)
+    nulls = rng.random(n) < 0.15
+    return pa.table(
+        {
+            "key": pa.array(rng.integers(0, 100, n), pa.int32()),
+            "sorted": pa.array(np.arange(n), pa.int64()),
+            "x": pa.array(rng.standard_normal(n), mask=nulls),
+            "small": pa.array(rng.integers(-100, 100, n).astype(np.int8)),
+            "flag": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.1),
+            "label": pa.array([f"s{i % 37}" if i % 11 else None for i in range(n)]),
+            "price": pa.array(
+                [None if i % 13 == 0 else i * 7 % 10_000 for i in range(n)], pa.int64()
+            ).cast(pa.decimal128(21, 2)),
+            "when": pa.array(rng.integers(0, 10**12, n), pa.timestamp("ms", "UTC")),
+            "pair": pa.StructArray.from_arrays(
+                [pa.array(np.arange(n) % 5), pa.array([str(i) for i in range(n)])], ["a", "b"]
+            ),
+            "tags": pa.array([[i % 3, i % 7] if i % 4 else None for i in range(n)]),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """The same rows written several ways: small pages and row groups with
+    dictionaries, plain pages only, page version 2 with zstd."""
+    folder = tmp_path_factory.mktemp("late")
+    table = _table(30_000)
+    written = {}
+    for name, options in {
+        "small-pages": {"data_page_size": 2048, "row_group_size": 7_000},
+        "plain": {"use_dictionary": False, "row_group_size": 12_000},
+        "v2-zstd": {"data_page_version": "2.0", "compression": "zstd"},
+    }.items():
+        path = folder / f"{name}.parquet"
+        pq.write_table(table, path, **options)
+        written[name] = path
+    return table, written
+
+
+FILTERS = [
+    [("key", "<", 10)],  # a tenth of the rows, scattered
+    [("key", "==", 42)],  # a hundredth
+    [("sorted", ">=", 29_000)],  # the last rows: whole words kept
+    [("sorted", "<", 0)],  # none (the statistics skip it all)
+    [("key", ">=", 0)],  # every row
+    [("key", "<", 200)],  # every row, the literal past the values
+    [("x", ">", 0.5)],  # a column with nulls decides
+    [("key", "in", [1, 2, 3]), ("x", "<", 0)],
+    [[("key", "==", 7)], [("flag", "==", True)]],  # OR, a boolean column
+    [("label", "in", ["s1", "s2"])],  # a string column decides
+    [("small", "not in", [0, 1])],
+    [("key", "<", 50), ("sorted", ">", 15_000)],
+    [("when", "<", pa.scalar(10**11, pa.timestamp("ms", "UTC")).as_py())],
+]
+
+
+@pytest.mark.parametrize("layout", ["small-pages", "plain", "v2-zstd"])
+@pytest.mark.parametrize("filters", FILTERS, ids=lambda f: repr(f)[:60])
+def test_filtered_reads_keep_pyarrows_rows(files, layout, filters):
+    _, paths = files
+    path = paths[layout]
+    want = pq.read_table(path, filters=filters)
+    got = fastingest.read_parquet(path, filters=filters)
+    assert got.schema == want.schema
+    assert got.equals(want)
+    # A filter column not among those asked for, and columns the crate
+    # decodes (struct, list) beside flat ones.
+    columns = ["pair", "price", "tags", "small"]
+    want = pq.read_table(path, columns=columns, filters=filters)
+    got = fastingest.read_parquet(path, columns=columns, filters=filters)
+    assert got.equals(want)
+
+
+@pytest.mark.parametrize("filters", FILTERS[:4], ids=lambda f: repr(f)[:60])
+def test_streams_keep_the_same_rows(files, filters):
+    """`iter_batches` decodes a first batch apart and the rest after it;
+    both must keep the rows the whole read keeps."""
+    _, paths = files
+    path = paths["small-pages"]
+    want = pq.read_table(path, filters=filters)
+    batches = list(fastingest.iter_batches(path, filters=filters))
+    got = pa.Table.from_batches(batches, schema=want.schema)
+    assert got.equals(want)
+
+
+def test_large_row_groups_are_cut_into_batches_after_the_filter(tmp_path):
+    """A row group of more rows than a batch takes, mostly kept: the kept
+    rows come in batches of at most 2**20, in order."""
+    n = (1 << 20) + 300_000
+    table = pa.table({"k": pa.array(np.arange(n) % 10, pa.int8()), "v": np.arange(n)})
+    path = tmp_path / "big.parquet"
+    pq.write_table(table, path, row_group_size=n)
+    filters = [("k", "!=", 3)]
+    got = fastingest.read_parquet(path, filters=filters)
+    assert got.equals(pq.read_table(path, filters=filters))
+    assert max(len(b) for b in got.to_batches()) <= 1 << 20
+
+
+def test_dictionary_columns_and_views_follow_the_filter(files):
+    _, paths = files
+    path = paths["small-pages"]
+    filters = [("key", "<", 30)]
+    want = pq.read_table(path, filters=filters, read_dictionary=["label"])
+    got = fastingest.read_parquet(path, filters=filters, read_dictionary=["label"])
+    assert got.equals(want)
+    views = fastingest.read_parquet(path, filters=filters, binary_type=pa.binary_view())
+    assert views["label"].type == pa.string_view()
+    assert views["label"].cast(pa.string()).equals(pq.read_table(path, filters=filters)["label"])
