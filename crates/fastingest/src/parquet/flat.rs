@@ -795,33 +795,45 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
             )));
         }
         let at = out.len();
-        // Values about to be cut are written to be read soon (streamed
-        // past the cache, they would be read back from memory).
-        let soon = selection.is_some();
+        let keep = selection.map(|s| s.slice(done, page.rows));
+        // Whether only the kept values were decoded (a plain page without
+        // nulls: each row's value is at its place in the page).
+        let mut only_kept = false;
         page_values(
             &page,
             &mut validity,
             &mut out,
             &mut dense,
-            |values, valid, target, reads| {
-                let reads = if soon { Reads::Soon } else { reads };
-                match page.encoding {
-                    Encoding::PLAIN => plain(values, valid, &convert, target, reads),
-                    Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
-                        let dictionary = dictionary_of(&dictionary)?;
-                        gather(values, valid, dictionary, &mut indices, target, reads)
+            |values, valid, target, reads| match (page.encoding, &keep) {
+                // `Later`: a value per row, straight onto `out`.
+                (Encoding::PLAIN, Some(keep)) if reads == Reads::Later => {
+                    only_kept = true;
+                    plain_kept(values, valid, &convert, target, keep)
+                }
+                // Values about to be cut are written to be read soon
+                // (streamed past the cache, they would be read back from
+                // memory).
+                (encoding, keep) => {
+                    let reads = if keep.is_some() { Reads::Soon } else { reads };
+                    match encoding {
+                        Encoding::PLAIN => plain(values, valid, &convert, target, reads),
+                        Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
+                            let dictionary = dictionary_of(&dictionary)?;
+                            gather(values, valid, dictionary, &mut indices, target, reads)
+                        }
+                        _ => Err(Failure::Unsupported),
                     }
-                    _ => Err(Failure::Unsupported),
                 }
             },
         )?;
-        if let Some(selection) = selection {
-            keep_selected(
-                &mut out,
-                validity.as_mut(),
-                at,
-                &selection.slice(done, page.rows),
-            );
+        match (&keep, only_kept) {
+            (Some(keep), false) => keep_selected(&mut out, validity.as_mut(), at, keep),
+            (Some(keep), true) => {
+                if let Some(validity) = validity.as_mut() {
+                    validity.keep_selected(at, keep);
+                }
+            }
+            (None, _) => {}
         }
         done += page.rows;
     }
@@ -984,6 +996,54 @@ pub(super) fn plain<T: Copy, const N: usize>(
                 },
             )
         };
+    }
+    Ok(())
+}
+
+/// Appends, of the `count` plain-encoded values of `values`, those `keep`
+/// sets (a bit per value) to `out`: the others are not converted or
+/// written at all.
+fn plain_kept<T: Copy, const N: usize>(
+    values: &[u8],
+    count: usize,
+    convert: impl Fn([u8; N]) -> T,
+    out: &mut Vec<T>,
+    keep: &BooleanBuffer,
+) -> Decoded<()> {
+    let Some(bytes) = values.get(..count * N) else {
+        return Err(Failure::Corrupt(format!(
+            "{count} values of {N} bytes in {} bytes",
+            values.len()
+        )));
+    };
+    if keep.len() != count {
+        return Err(Failure::Corrupt(format!(
+            "{count} values for a page of {} rows",
+            keep.len()
+        )));
+    }
+    let value = |i: usize| {
+        let mut word = [0u8; N];
+        word.copy_from_slice(&bytes[i * N..(i + 1) * N]);
+        convert(word)
+    };
+    out.reserve(keep.count_set_bits());
+    let chunks = keep.bit_chunks();
+    let words = chunks.iter().map(|w| (w, 64)).chain(
+        (chunks.remainder_len() > 0).then(|| (chunks.remainder_bits(), chunks.remainder_len())),
+    );
+    let mut base = 0;
+    for (word, n) in words {
+        if word == low_bits(n) {
+            out.extend((base..base + n).map(value));
+        } else {
+            let mut left = word;
+            while left != 0 {
+                out.push(value(base + left.trailing_zeros() as usize));
+                left &= left - 1;
+            }
+        }
+        base += n;
     }
     Ok(())
 }
