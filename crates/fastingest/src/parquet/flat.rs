@@ -796,8 +796,8 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
         }
         let at = out.len();
         let keep = selection.map(|s| s.slice(done, page.rows));
-        // Whether only the kept values were decoded (a plain page without
-        // nulls: each row's value is at its place in the page).
+        // Whether only the kept values were decoded (a page without nulls:
+        // each row's value is at its place in the page).
         let mut only_kept = false;
         page_values(
             &page,
@@ -809,6 +809,13 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
                 (Encoding::PLAIN, Some(keep)) if reads == Reads::Later => {
                     only_kept = true;
                     plain_kept(values, valid, &convert, target, keep)
+                }
+                (Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY, Some(keep))
+                    if reads == Reads::Later =>
+                {
+                    only_kept = true;
+                    let dictionary = dictionary_of(&dictionary)?;
+                    gather_kept(values, valid, dictionary, &mut indices, target, keep)
                 }
                 // Values about to be cut are written to be read soon
                 // (streamed past the cache, they would be read back from
@@ -1046,6 +1053,50 @@ fn plain_kept<T: Copy, const N: usize>(
         base += n;
     }
     Ok(())
+}
+
+/// Appends, of the `count` dictionary-encoded values of `values`, those
+/// `keep` sets (a bit per value) to `out`: every index is read, only the
+/// kept ones are looked up and written.
+fn gather_kept<T: Copy>(
+    values: &[u8],
+    count: usize,
+    dictionary: &[T],
+    indices: &mut Vec<u32>,
+    out: &mut Vec<T>,
+    keep: &BooleanBuffer,
+) -> Decoded<()> {
+    if keep.len() != count {
+        return Err(Failure::Corrupt(format!(
+            "{count} values for a page of {} rows",
+            keep.len()
+        )));
+    }
+    out.reserve(keep.count_set_bits());
+    let mut at = 0usize;
+    dictionary_indices(values, count, dictionary.len(), indices, |run| {
+        let n = match &run {
+            Indices::Repeated(_, n) => *n,
+            Indices::Chunk(chunk) => chunk.len(),
+        };
+        if at + n > count {
+            return Err(Failure::Corrupt(format!(
+                "more than the page's {count} dictionary indices"
+            )));
+        }
+        let part = keep.slice(at, n);
+        match run {
+            Indices::Repeated(index, _) => {
+                let value = dictionary[index as usize];
+                out.extend(std::iter::repeat_n(value, part.count_set_bits()));
+            }
+            Indices::Chunk(chunk) => {
+                out.extend(part.set_indices().map(|i| dictionary[chunk[i] as usize]));
+            }
+        }
+        at += n;
+        Ok(())
+    })
 }
 
 /// Appends `count` dictionary-encoded values (bit width byte, then hybrid
