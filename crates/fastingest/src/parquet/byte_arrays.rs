@@ -21,7 +21,7 @@ use arrow_array::{
     PrimitiveArray,
 };
 use arrow_buffer::ArrowNativeType;
-use arrow_buffer::{Buffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, Buffer, OffsetBuffer, ScalarBuffer};
 use parquet::basic::Encoding;
 
 use super::flat::{
@@ -52,16 +52,25 @@ const FIRST_GUESS_MAX: usize = 64 << 20;
 /// written at their width as the values are (the crate's own large-string
 /// path was 3-6× slower than polars; decoded as `i32` and widened after,
 /// a column of short values spent a tenth of its read widening).
+///
+/// With a `selection` (a bit per row), only the rows it sets: a
+/// dictionary-encoded page without nulls copies only theirs, any other page
+/// is decoded and then cut to them ([`keep_selected`]).
 pub(super) fn decode<O: OffsetSizeTrait>(
     mut pages: ChunkPages,
     nullable: bool,
     rows: usize,
     utf8: bool,
+    selection: Option<&BooleanBuffer>,
 ) -> Decoded<ArrayRef> {
-    let mut offsets: Vec<O> = Vec::with_capacity(rows + 1);
+    if selection.is_some_and(|s| s.len() != rows) {
+        return Err(Failure::Unsupported);
+    }
+    let held = selection.map_or(rows, BooleanBuffer::count_set_bits);
+    let mut offsets: Vec<O> = Vec::with_capacity(held + 1);
     offsets.push(O::usize_as(0));
     let mut bytes: Vec<u8> = Vec::new();
-    let mut validity = nullable.then(|| Bits::with_capacity(rows));
+    let mut validity = nullable.then(|| Bits::with_capacity(held));
     let mut dictionary: Option<Dictionary> = None;
     // The ends of a page's valid values, and a run's dictionary indices.
     let mut ends: Vec<O> = Vec::new();
@@ -95,10 +104,21 @@ pub(super) fn decode<O: OffsetSizeTrait>(
             _ => page.rows,
         };
         let values = &page.buf[page.values..];
+        // Rows held before this page (kept ones, with a selection).
+        let at = offsets.len() - 1;
+        let keep = selection.map(|s| s.slice(done, page.rows));
         // A page without nulls has a value per row: their ends are the
         // rows' offsets, written in place (copying them over from `ends`
         // was 2 % of a steady read of the suite's `rl32` file).
         let nulls = validity.is_some() && valid != page.rows;
+        // Only the kept rows' values copied (a dictionary page without
+        // nulls); any other page is cut to them once decoded.
+        let only_kept = keep.is_some()
+            && !nulls
+            && matches!(
+                page.encoding,
+                Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY
+            );
         let page_ends = match nulls {
             true => {
                 ends.clear();
@@ -124,15 +144,29 @@ pub(super) fn decode<O: OffsetSizeTrait>(
                     &mut indices,
                     &mut bytes,
                     page_ends,
+                    keep.as_ref().filter(|_| only_kept),
                 )?;
             }
             _ => return Err(Failure::Unsupported),
         }
         if let (Some(validity), true) = (&validity, nulls) {
-            spread(validity, done, page.rows, &ends, &mut offsets);
+            spread(validity, at, page.rows, &ends, &mut offsets);
+        }
+        match (&keep, only_kept) {
+            (Some(keep), false) => {
+                keep_selected(&mut offsets, &mut bytes, validity.as_mut(), at, keep)
+            }
+            (Some(keep), true) => {
+                if let Some(validity) = validity.as_mut() {
+                    validity.keep_selected(at, keep);
+                }
+            }
+            (None, _) => {}
         }
         done += page.rows;
-        reserve_projected(&mut bytes, done, rows);
+        if selection.is_none() {
+            reserve_projected(&mut bytes, done, rows);
+        }
     }
     if done != rows {
         return Err(Failure::Corrupt(format!(
@@ -140,6 +174,42 @@ pub(super) fn decode<O: OffsetSizeTrait>(
         )));
     }
     finish(offsets, bytes, validity, utf8)
+}
+
+/// Keeps, of the rows held from row `at` on (their ends in `offsets` after
+/// `offsets[at]`, their values in `bytes`, their validity bits), those
+/// `keep` sets (a bit for each), moved down in order.
+fn keep_selected<O: OffsetSizeTrait>(
+    offsets: &mut Vec<O>,
+    bytes: &mut Vec<u8>,
+    validity: Option<&mut Bits>,
+    at: usize,
+    keep: &BooleanBuffer,
+) {
+    assert_eq!(
+        offsets.len() - 1 - at,
+        keep.len(),
+        "a selection bit per row"
+    );
+    let mut start = offsets[at].as_usize();
+    let mut to = start;
+    let mut held = at;
+    for (i, kept) in keep.iter().enumerate() {
+        // Read before anything is written over it: `held <= at + i`.
+        let end = offsets[at + i + 1].as_usize();
+        if kept {
+            bytes.copy_within(start..end, to);
+            to += end - start;
+            held += 1;
+            offsets[held] = O::usize_as(to);
+        }
+        start = end;
+    }
+    offsets.truncate(held + 1);
+    bytes.truncate(to);
+    if let Some(validity) = validity {
+        validity.keep_selected(at, keep);
+    }
 }
 
 /// The string (`utf8`) or binary array of `offsets` into `bytes`.
@@ -343,6 +413,7 @@ impl<O: OffsetSizeTrait> super::lists::Leaf for Values<O> {
                     &mut self.indices,
                     &mut self.bytes,
                     &mut self.ends,
+                    None,
                 )
             }
             _ => Err(Failure::Unsupported),
@@ -879,14 +950,15 @@ fn gather<O: OffsetSizeTrait>(
     indices: &mut Vec<u32>,
     bytes: &mut Vec<u8>,
     ends: &mut Vec<O>,
+    keep: Option<&BooleanBuffer>,
 ) -> Decoded<()> {
     // Every entry fits the block size picked here, so the copies are all
     // fixed-size (the dictionary has a block of slack past its end).
     match dictionary.longest {
-        0..=16 => gather_in::<16, O>(values, count, dictionary, indices, bytes, ends),
-        17..=32 => gather_in::<32, O>(values, count, dictionary, indices, bytes, ends),
-        33..=48 => gather_in::<48, O>(values, count, dictionary, indices, bytes, ends),
-        _ => gather_in::<BLOCK, O>(values, count, dictionary, indices, bytes, ends),
+        0..=16 => gather_in::<16, O>(values, count, dictionary, indices, bytes, ends, keep),
+        17..=32 => gather_in::<32, O>(values, count, dictionary, indices, bytes, ends, keep),
+        33..=48 => gather_in::<48, O>(values, count, dictionary, indices, bytes, ends, keep),
+        _ => gather_in::<BLOCK, O>(values, count, dictionary, indices, bytes, ends, keep),
     }
 }
 
@@ -898,8 +970,19 @@ fn gather_in<const B: usize, O: OffsetSizeTrait>(
     indices: &mut Vec<u32>,
     bytes: &mut Vec<u8>,
     ends: &mut Vec<O>,
+    keep: Option<&BooleanBuffer>,
 ) -> Decoded<()> {
-    ends.reserve(count);
+    if keep.is_some_and(|k| k.len() != count) {
+        return Err(Failure::Corrupt(format!(
+            "{count} dictionary indices for a page of {} rows",
+            keep.map_or(0, BooleanBuffer::len)
+        )));
+    }
+    ends.reserve(keep.map_or(count, BooleanBuffer::count_set_bits));
+    // With `keep`, the page's indices at the rows kept (`at`: indices
+    // walked so far), the others dropped before any value is copied.
+    let mut at = 0usize;
+    let mut kept: Vec<u32> = Vec::new();
     dictionary_indices(
         values,
         count,
@@ -907,6 +990,33 @@ fn gather_in<const B: usize, O: OffsetSizeTrait>(
         indices,
         #[inline(always)]
         |run| {
+            let run = match keep {
+                None => run,
+                Some(keep) => {
+                    let n = match &run {
+                        Indices::Repeated(_, n) => *n,
+                        Indices::Chunk(chunk) => chunk.len(),
+                    };
+                    if at + n > count {
+                        return Err(Failure::Corrupt(format!(
+                            "more than the page's {count} dictionary indices"
+                        )));
+                    }
+                    let part = keep.slice(at, n);
+                    at += n;
+                    let left = part.count_set_bits();
+                    match run {
+                        _ if left == 0 => return Ok(()),
+                        Indices::Repeated(index, _) => Indices::Repeated(index, left),
+                        Indices::Chunk(chunk) if left == n => Indices::Chunk(chunk),
+                        Indices::Chunk(chunk) => {
+                            kept.clear();
+                            kept.extend(part.set_indices().map(|j| chunk[j]));
+                            Indices::Chunk(&kept)
+                        }
+                    }
+                }
+            };
             match run {
                 Indices::Repeated(index, n) => {
                     let (start, len) = dictionary.span(index);
@@ -1085,6 +1195,7 @@ mod tests {
                     &mut scratch,
                     &mut bytes,
                     &mut ends,
+                    None,
                 )
                 .unwrap();
                 let what = format!("longest {}, spare capacity {spare}", longest.len());
@@ -1127,6 +1238,7 @@ mod tests {
             &mut scratch,
             &mut bytes,
             &mut ends,
+            None,
         )
         .unwrap();
         assert_eq!(bytes, expected);
@@ -1290,7 +1402,7 @@ mod tests {
                 "{ahead:?}"
             );
             REGROWN.with(|n| n.set(0));
-            let Ok(array) = decode::<i32>(pages, nulls, values.len(), true) else {
+            let Ok(array) = decode::<i32>(pages, nulls, values.len(), true, None) else {
                 panic!("decoded");
             };
             let want: StringArray = values.iter().map(|v| v.as_deref()).collect();
@@ -1300,6 +1412,50 @@ mod tests {
             // eighth it leaves to spare), and never grown after.
             let regrown = REGROWN.with(|n| n.get());
             assert!(regrown == 0, "regrown {regrown} times (nulls {nulls})");
+        }
+    }
+
+    #[test]
+    fn a_selection_keeps_the_rows_a_filter_of_the_whole_column_keeps() {
+        use arrow_array::{Array, BooleanArray};
+        for nulls in [false, true] {
+            // Dictionary pages (runs and bit-packed), then plain ones.
+            let values: Vec<Option<String>> = (0..6_000)
+                .map(|i| match i {
+                    _ if nulls && i % 7 == 0 => None,
+                    0..2_000 => Some(format!("v{}", i % 40)),
+                    2_000..3_000 => Some(format!("run {}", i / 250)),
+                    _ => Some(format!("a longer, plain value {i:06}")),
+                })
+                .collect();
+            let (chunk, codec) = falling_back(&values);
+            // None, a scattered few, half, runs of whole words, all but
+            // one row of a chunk of indices, all.
+            let patterns: [fn(usize) -> bool; 6] = [
+                |_| false,
+                |i| i % 17 == 3,
+                |i| i % 2 == 0,
+                |i| (i / 64) % 3 == 1,
+                |i| i != 100,
+                |_| true,
+            ];
+            for keep in patterns {
+                let selection = BooleanBuffer::from_iter((0..values.len()).map(keep));
+                let pages = ChunkPages::new(chunk.clone(), codec).unwrap();
+                let Ok(got) = decode::<i32>(pages, nulls, values.len(), true, Some(&selection))
+                else {
+                    panic!("decoded");
+                };
+                let pages = ChunkPages::new(chunk.clone(), codec).unwrap();
+                let Ok(whole) = decode::<i32>(pages, nulls, values.len(), true, None) else {
+                    panic!("decoded");
+                };
+                let want =
+                    arrow_select::filter::filter(&whole, &BooleanArray::new(selection, None))
+                        .unwrap();
+                assert_eq!(got.to_data(), want.to_data(), "nulls {nulls}");
+                assert_eq!(got.len(), want.len());
+            }
         }
     }
 
@@ -1319,7 +1475,7 @@ mod tests {
             let (chunk, codec) = falling_back(&values);
             for utf8 in [true, false] {
                 let pages = ChunkPages::new(chunk.clone(), codec).unwrap();
-                let Ok(array) = decode::<i64>(pages, nulls, values.len(), utf8) else {
+                let Ok(array) = decode::<i64>(pages, nulls, values.len(), utf8, None) else {
                     panic!("decoded");
                 };
                 assert_eq!(

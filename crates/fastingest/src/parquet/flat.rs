@@ -234,11 +234,11 @@ pub(crate) fn decode_column(
             }
             _ => return Err(Failure::Unsupported),
         },
-        DataType::Utf8 => selected(byte_arrays::decode::<i32>(pages, nullable, rows, true)?)?,
-        DataType::Binary => selected(byte_arrays::decode::<i32>(pages, nullable, rows, false)?)?,
-        DataType::LargeUtf8 => selected(byte_arrays::decode::<i64>(pages, nullable, rows, true)?)?,
+        DataType::Utf8 => byte_arrays::decode::<i32>(pages, nullable, rows, true, selection)?,
+        DataType::Binary => byte_arrays::decode::<i32>(pages, nullable, rows, false, selection)?,
+        DataType::LargeUtf8 => byte_arrays::decode::<i64>(pages, nullable, rows, true, selection)?,
         DataType::LargeBinary => {
-            selected(byte_arrays::decode::<i64>(pages, nullable, rows, false)?)?
+            byte_arrays::decode::<i64>(pages, nullable, rows, false, selection)?
         }
         DataType::Dictionary(key, value) => {
             let utf8 = value.as_ref() == &DataType::Utf8;
@@ -649,7 +649,7 @@ impl Bits {
 
     /// Keeps, of the bits from `at` on, those `keep` sets (one bit for each
     /// of them), moved down in order.
-    fn keep_selected(&mut self, at: usize, keep: &BooleanBuffer) {
+    pub(super) fn keep_selected(&mut self, at: usize, keep: &BooleanBuffer) {
         assert_eq!(self.len - at, keep.len(), "a selection bit per bit");
         // The page's bits, from a word boundary, so that each word lines up
         // with a word of the selection.
