@@ -25,8 +25,8 @@ use arrow_buffer::{BooleanBuffer, Buffer, OffsetBuffer, ScalarBuffer};
 use parquet::basic::Encoding;
 
 use super::flat::{
-    dictionary_indices, dictionary_of, low_bits, next_page, page_values, read_levels, Bits,
-    Decoded, Failure, Indices, NextPage,
+    dictionary_indices, dictionary_of, kept_dictionary_indices, low_bits, next_page, page_values,
+    read_levels, Bits, Decoded, Failure, Indices, NextPage,
 };
 use super::pages::{ChunkPages, PagesAhead};
 use crate::blocks::{pad_entries, BLOCK};
@@ -972,109 +972,95 @@ fn gather_in<const B: usize, O: OffsetSizeTrait>(
     ends: &mut Vec<O>,
     keep: Option<&BooleanBuffer>,
 ) -> Decoded<()> {
-    if keep.is_some_and(|k| k.len() != count) {
-        return Err(Failure::Corrupt(format!(
-            "{count} dictionary indices for a page of {} rows",
-            keep.map_or(0, BooleanBuffer::len)
-        )));
-    }
     ends.reserve(keep.map_or(count, BooleanBuffer::count_set_bits));
-    // With `keep`, the page's indices at the rows kept (`at`: indices
-    // walked so far), the others dropped before any value is copied.
-    let mut at = 0usize;
-    let mut kept: Vec<u32> = Vec::new();
-    dictionary_indices(
-        values,
-        count,
-        dictionary.len(),
-        indices,
-        #[inline(always)]
-        |run| {
-            let run = match keep {
-                None => run,
-                Some(keep) => {
-                    let n = match &run {
-                        Indices::Repeated(_, n) => *n,
-                        Indices::Chunk(chunk) => chunk.len(),
-                    };
-                    if at + n > count {
-                        return Err(Failure::Corrupt(format!(
-                            "more than the page's {count} dictionary indices"
-                        )));
-                    }
-                    let part = keep.slice(at, n);
-                    at += n;
-                    let left = part.count_set_bits();
-                    match run {
-                        _ if left == 0 => return Ok(()),
-                        Indices::Repeated(index, _) => Indices::Repeated(index, left),
-                        Indices::Chunk(chunk) if left == n => Indices::Chunk(chunk),
-                        Indices::Chunk(chunk) => {
-                            kept.clear();
-                            kept.extend(part.set_indices().map(|j| chunk[j]));
-                            Indices::Chunk(&kept)
-                        }
-                    }
-                }
+    let entries = dictionary.len();
+    match keep {
+        None => dictionary_indices(
+            values,
+            count,
+            entries,
+            indices,
+            #[inline(always)]
+            |run| gather_run::<B, O>(run, dictionary, bytes, ends),
+        ),
+        // Only the kept rows' indices (see `kept_dictionary_indices`).
+        Some(keep) => {
+            let mut kept = Vec::new();
+            kept_dictionary_indices(
+                values,
+                count,
+                entries,
+                indices,
+                keep,
+                &mut kept,
+                #[inline(always)]
+                |run| gather_run::<B, O>(run, dictionary, bytes, ends),
+            )
+        }
+    }
+}
+
+/// Appends the entries of one run or chunk of dictionary indices (see
+/// [`gather_in`]).
+#[inline(always)]
+fn gather_run<const B: usize, O: OffsetSizeTrait>(
+    run: Indices<'_>,
+    dictionary: &Dictionary,
+    bytes: &mut Vec<u8>,
+    ends: &mut Vec<O>,
+) -> Decoded<()> {
+    match run {
+        Indices::Repeated(index, n) => {
+            let (start, len) = dictionary.span(index);
+            let mut out = make_room(bytes, len.saturating_mul(n))?;
+            ends.reserve(n);
+            let filled = ends.len();
+            let room = &mut ends.spare_capacity_mut()[..n];
+            out.repeat(&dictionary.bytes, start, len, room);
+            // SAFETY: the first `n` spare slots were written.
+            unsafe { ends.set_len(filled + n) };
+            out.finish();
+        }
+        Indices::Chunk(chunk) => {
+            // Room for the chunk: as many of the longest entry when that
+            // fits what the buffer has spare (no pass over the chunk),
+            // else the chunk's own total (no buffer grown for nothing).
+            let spare = bytes.capacity() - bytes.len();
+            let total = match dictionary.longest.checked_mul(chunk.len()) {
+                Some(most) if most + BLOCK <= spare => most,
+                _ => chunk.iter().map(|&i| dictionary.span(i).1).sum::<usize>(),
             };
-            match run {
-                Indices::Repeated(index, n) => {
-                    let (start, len) = dictionary.span(index);
-                    let mut out = make_room(bytes, len.saturating_mul(n))?;
-                    ends.reserve(n);
-                    let filled = ends.len();
-                    let room = &mut ends.spare_capacity_mut()[..n];
-                    out.repeat(&dictionary.bytes, start, len, room);
-                    // SAFETY: the first `n` spare slots were written.
-                    unsafe { ends.set_len(filled + n) };
-                    out.finish();
-                }
-                Indices::Chunk(chunk) => {
-                    // Room for the chunk: as many of the longest entry when that
-                    // fits what the buffer has spare (no pass over the chunk),
-                    // else the chunk's own total (no buffer grown for nothing).
-                    let spare = bytes.capacity() - bytes.len();
-                    let total = match dictionary.longest.checked_mul(chunk.len()) {
-                        Some(most) if most + BLOCK <= spare => most,
-                        _ => chunk.iter().map(|&i| dictionary.span(i).1).sum::<usize>(),
-                    };
-                    let mut out = make_room(bytes, total)?;
-                    // Each end written into the room `ends` has (`count` were
-                    // reserved, so this reserves nothing unless the chunks hold
-                    // more): `push` checked its capacity and stored its length
-                    // per value, and the loop kept reloading both from memory.
-                    ends.reserve(chunk.len());
-                    let filled = ends.len();
-                    let room = &mut ends.spare_capacity_mut()[..chunk.len()];
-                    if dictionary.longest <= B {
-                        // SAFETY: `dictionary_indices` checked every index of the
-                        // chunk against the dictionary's length, every entry
-                        // fits a block, and the room is `total`, which is at
-                        // least the chunk's values (their sum, or `longest` for
-                        // each). Compiled for AVX2 as well (see [`crate::simd`]).
-                        crate::simd::wide(
-                            chunk.len(),
-                            #[inline(always)]
-                            || unsafe { out.push_entries::<B, O>(dictionary, chunk, room) },
-                        );
-                    } else {
-                        for (slot, &i) in room.iter_mut().zip(chunk) {
-                            let (start, len) = dictionary.span(i);
-                            slot.write(O::usize_as(out.push_in::<B>(
-                                &dictionary.bytes,
-                                start,
-                                len,
-                            )));
-                        }
-                    }
-                    // SAFETY: the first `chunk.len()` spare slots were written.
-                    unsafe { ends.set_len(filled + chunk.len()) };
-                    out.finish();
+            let mut out = make_room(bytes, total)?;
+            // Each end written into the room `ends` has (`count` were
+            // reserved, so this reserves nothing unless the chunks hold
+            // more): `push` checked its capacity and stored its length
+            // per value, and the loop kept reloading both from memory.
+            ends.reserve(chunk.len());
+            let filled = ends.len();
+            let room = &mut ends.spare_capacity_mut()[..chunk.len()];
+            if dictionary.longest <= B {
+                // SAFETY: `dictionary_indices` checked every index of the
+                // chunk against the dictionary's length, every entry
+                // fits a block, and the room is `total`, which is at
+                // least the chunk's values (their sum, or `longest` for
+                // each). Compiled for AVX2 as well (see [`crate::simd`]).
+                crate::simd::wide(
+                    chunk.len(),
+                    #[inline(always)]
+                    || unsafe { out.push_entries::<B, O>(dictionary, chunk, room) },
+                );
+            } else {
+                for (slot, &i) in room.iter_mut().zip(chunk) {
+                    let (start, len) = dictionary.span(i);
+                    slot.write(O::usize_as(out.push_in::<B>(&dictionary.bytes, start, len)));
                 }
             }
-            Ok(())
-        },
-    )
+            // SAFETY: the first `chunk.len()` spare slots were written.
+            unsafe { ends.set_len(filled + chunk.len()) };
+            out.finish();
+        }
+    }
+    Ok(())
 }
 
 /// Room for `more` bytes of values, or a refusal of a chunk whose values
@@ -1415,19 +1401,25 @@ mod tests {
         }
     }
 
+    /// 6,000 values a writer dictionary-encodes (bit-packed indices, then
+    /// RLE runs of one index) until the dictionary outgrows its page, then
+    /// writes plain; every seventh null when `nulls`.
+    fn dictionary_then_plain(nulls: bool) -> Vec<Option<String>> {
+        (0..6_000)
+            .map(|i| match i {
+                _ if nulls && i % 7 == 0 => None,
+                0..2_000 => Some(format!("v{}", i % 40)),
+                2_000..3_000 => Some(format!("run {}", i / 250)),
+                _ => Some(format!("a longer, plain value {i:06}")),
+            })
+            .collect()
+    }
+
     #[test]
     fn a_selection_keeps_the_rows_a_filter_of_the_whole_column_keeps() {
         use arrow_array::{Array, BooleanArray};
         for nulls in [false, true] {
-            // Dictionary pages (runs and bit-packed), then plain ones.
-            let values: Vec<Option<String>> = (0..6_000)
-                .map(|i| match i {
-                    _ if nulls && i % 7 == 0 => None,
-                    0..2_000 => Some(format!("v{}", i % 40)),
-                    2_000..3_000 => Some(format!("run {}", i / 250)),
-                    _ => Some(format!("a longer, plain value {i:06}")),
-                })
-                .collect();
+            let values = dictionary_then_plain(nulls);
             let (chunk, codec) = falling_back(&values);
             // None, a scattered few, half, runs of whole words, all but
             // one row of a chunk of indices, all.
@@ -1463,15 +1455,7 @@ mod tests {
     fn large_offsets_hold_the_same_values_as_narrow_ones() {
         use arrow_array::{Array, LargeBinaryArray, LargeStringArray};
         for nulls in [false, true] {
-            let values: Vec<Option<String>> = (0..6_000)
-                .map(|i| match i {
-                    _ if nulls && i % 7 == 0 => None,
-                    0..2_000 => Some(format!("v{}", i % 40)),
-                    // Runs of one value (RLE runs of one index).
-                    2_000..3_000 => Some(format!("run {}", i / 250)),
-                    _ => Some(format!("a longer, plain value {i:06}")),
-                })
-                .collect();
+            let values = dictionary_then_plain(nulls);
             let (chunk, codec) = falling_back(&values);
             for utf8 in [true, false] {
                 let pages = ChunkPages::new(chunk.clone(), codec).unwrap();

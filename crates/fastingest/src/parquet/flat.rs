@@ -1066,35 +1066,16 @@ fn gather_kept<T: Copy>(
     out: &mut Vec<T>,
     keep: &BooleanBuffer,
 ) -> Decoded<()> {
-    if keep.len() != count {
-        return Err(Failure::Corrupt(format!(
-            "{count} values for a page of {} rows",
-            keep.len()
-        )));
-    }
     out.reserve(keep.count_set_bits());
-    let mut at = 0usize;
-    dictionary_indices(values, count, dictionary.len(), indices, |run| {
-        let n = match &run {
-            Indices::Repeated(_, n) => *n,
-            Indices::Chunk(chunk) => chunk.len(),
-        };
-        if at + n > count {
-            return Err(Failure::Corrupt(format!(
-                "more than the page's {count} dictionary indices"
-            )));
-        }
-        let part = keep.slice(at, n);
+    let mut kept = Vec::new();
+    let entries = dictionary.len();
+    kept_dictionary_indices(values, count, entries, indices, keep, &mut kept, |run| {
         match run {
-            Indices::Repeated(index, _) => {
-                let value = dictionary[index as usize];
-                out.extend(std::iter::repeat_n(value, part.count_set_bits()));
+            Indices::Repeated(index, n) => {
+                out.extend(std::iter::repeat_n(dictionary[index as usize], n))
             }
-            Indices::Chunk(chunk) => {
-                out.extend(part.set_indices().map(|i| dictionary[chunk[i] as usize]));
-            }
+            Indices::Chunk(chunk) => out.extend(chunk.iter().map(|&i| dictionary[i as usize])),
         }
-        at += n;
         Ok(())
     })
 }
@@ -1240,6 +1221,51 @@ pub(super) fn dictionary_indices(
             }),
         },
     )
+}
+
+/// [`dictionary_indices`] of only the rows `keep` sets (a bit per index):
+/// a run is handed over as its kept rows, a chunk as its kept indices (in
+/// `kept`, scratch space), and one with none kept not at all.
+pub(super) fn kept_dictionary_indices(
+    values: &[u8],
+    count: usize,
+    entries: usize,
+    indices: &mut Vec<u32>,
+    keep: &BooleanBuffer,
+    kept: &mut Vec<u32>,
+    mut each: impl FnMut(Indices<'_>) -> Decoded<()>,
+) -> Decoded<()> {
+    if keep.len() != count {
+        return Err(Failure::Corrupt(format!(
+            "{count} dictionary indices for a page of {} rows",
+            keep.len()
+        )));
+    }
+    let mut at = 0usize;
+    dictionary_indices(values, count, entries, indices, |run| {
+        let n = match &run {
+            Indices::Repeated(_, n) => *n,
+            Indices::Chunk(chunk) => chunk.len(),
+        };
+        if at + n > count {
+            return Err(Failure::Corrupt(format!(
+                "more than the page's {count} dictionary indices"
+            )));
+        }
+        let part = keep.slice(at, n);
+        at += n;
+        let left = part.count_set_bits();
+        match run {
+            _ if left == 0 => Ok(()),
+            Indices::Repeated(index, _) => each(Indices::Repeated(index, left)),
+            Indices::Chunk(chunk) if left == n => each(Indices::Chunk(chunk)),
+            Indices::Chunk(chunk) => {
+                kept.clear();
+                kept.extend(part.set_indices().map(|j| chunk[j]));
+                each(Indices::Chunk(kept))
+            }
+        }
+    })
 }
 
 /// Whether every index of `chunk`, each of `width` bits, is below
