@@ -26,6 +26,7 @@ use super::flat;
 use super::format::PreparedFile;
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
+use crate::filter::Filter;
 
 /// The rows of the row group at position `unit` of `file`'s plan that the
 /// file's filter keeps, decoded late (see the module's notes); `None` where
@@ -79,7 +80,7 @@ pub(crate) fn decode_row_group_filtered(
         return Ok(None);
     }
     let location = file.source.location();
-    let keep = kept_rows(file, &decided, rows)?;
+    let keep = kept_rows(file, filter, &decided, rows)?;
     let kept = keep.count_set_bits();
     let batches = if kept == 0 {
         let fields: Vec<_> = projected.iter().map(|&r| schema.field(r).clone()).collect();
@@ -154,10 +155,11 @@ fn decoded_here(file: &PreparedFile, root: usize) -> bool {
     flat::decodes(&descr.column(leaf), field.data_type())
 }
 
-/// The rows of the row group the file's filter keeps (a null answer drops
-/// the row), from its filter columns `decided` (top-level field, array).
+/// The rows of the row group `filter` keeps (a null answer drops the row),
+/// from its filter columns `decided` (top-level field, array).
 fn kept_rows(
     file: &PreparedFile,
+    filter: &Filter,
     decided: &[(usize, arrow_array::ArrayRef)],
     rows: usize,
 ) -> Result<BooleanBuffer> {
@@ -171,7 +173,6 @@ fn kept_rows(
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));
     let batch = RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)
         .map_err(|e| Error::from_arrow(location, e))?;
-    let filter = file.filter.as_ref().expect("checked by the caller");
     let matched = filter
         .evaluate(&batch)
         .map_err(|e| Error::from_arrow(location, e))?;
