@@ -5,7 +5,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_buffer::BooleanBuffer;
 use arrow_schema::Schema;
 use bytes::Bytes;
@@ -305,16 +305,10 @@ pub(super) fn decode_flat_columns(
                 None => {
                     flat::decode_column(bytes, chunk, &column, &target, rows, selection.as_ref())
                 }
-                Some(shape) => {
-                    let array = lists::decode_column(bytes, chunk, shape, rows)?;
-                    match selection {
-                        None => Ok(array),
-                        Some(keep) => {
-                            arrow_select::filter::filter(&array, &BooleanArray::new(keep, None))
-                                .map_err(|e| flat::Failure::Corrupt(e.to_string()))
-                        }
-                    }
-                }
+                Some(shape) => flat::cut_to(
+                    lists::decode_column(bytes, chunk, shape, rows)?,
+                    selection.as_ref(),
+                ),
             }
         }));
     }

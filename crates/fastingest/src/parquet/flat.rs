@@ -205,15 +205,7 @@ pub(crate) fn decode_column(
         };
     }
     // A column decoded whole, then cut to the selection.
-    let selected = |array: ArrayRef| -> Decoded<ArrayRef> {
-        match selection {
-            None => Ok(array),
-            Some(keep) => {
-                arrow_select::filter::filter(&array, &BooleanArray::new(keep.clone(), None))
-                    .map_err(|e| Failure::Corrupt(e.to_string()))
-            }
-        }
-    };
+    let selected = |array: ArrayRef| cut_to(array, selection);
     let le64 = i64::from_le_bytes;
     Ok(match target {
         DataType::Boolean => selected(decode_booleans(pages, nullable, rows)?)?,
@@ -658,11 +650,7 @@ impl Bits {
             page.append_word(word, n);
         }
         self.truncate(at);
-        let chunks = keep.bit_chunks();
-        let words = chunks
-            .iter()
-            .chain((chunks.remainder_len() > 0).then(|| chunks.remainder_bits()));
-        for (word, bits) in words.zip(&page.words) {
+        for ((word, _), bits) in selection_words(keep).zip(&page.words) {
             self.append_word(packed_bits(*bits, word), word.count_ones() as usize);
         }
     }
@@ -870,12 +858,8 @@ fn keep_selected<T: Copy>(
     assert_eq!(out.len() - at, keep.len(), "a selection bit per value");
     let mut to = at;
     let mut from = at;
-    let chunks = keep.bit_chunks();
-    let words = chunks.iter().map(|w| (w, 64)).chain(
-        (chunks.remainder_len() > 0).then(|| (chunks.remainder_bits(), chunks.remainder_len())),
-    );
     let values = out.as_mut_ptr();
-    for (word, n) in words {
+    for (word, n) in selection_words(keep) {
         if word == low_bits(n) {
             out.copy_within(from..from + n, to);
             to += n;
@@ -903,6 +887,25 @@ fn keep_selected<T: Copy>(
     out.truncate(to);
     if let Some(validity) = validity {
         validity.keep_selected(at, keep);
+    }
+}
+
+/// The words of a selection from its first bit: each as (bits, how many),
+/// 64 but for the last.
+fn selection_words(keep: &BooleanBuffer) -> impl Iterator<Item = (u64, usize)> + '_ {
+    let chunks = keep.bit_chunks();
+    let last =
+        (chunks.remainder_len() > 0).then(|| (chunks.remainder_bits(), chunks.remainder_len()));
+    chunks.iter().map(|w| (w, 64)).chain(last)
+}
+
+/// `array` cut to the rows `selection` sets, if any (a column decoded
+/// whole under a selection).
+pub(super) fn cut_to(array: ArrayRef, selection: Option<&BooleanBuffer>) -> Decoded<ArrayRef> {
+    match selection {
+        None => Ok(array),
+        Some(keep) => arrow_select::filter::filter(&array, &BooleanArray::new(keep.clone(), None))
+            .map_err(|e| Failure::Corrupt(e.to_string())),
     }
 }
 
@@ -1035,12 +1038,8 @@ fn plain_kept<T: Copy, const N: usize>(
         convert(word)
     };
     out.reserve(keep.count_set_bits());
-    let chunks = keep.bit_chunks();
-    let words = chunks.iter().map(|w| (w, 64)).chain(
-        (chunks.remainder_len() > 0).then(|| (chunks.remainder_bits(), chunks.remainder_len())),
-    );
     let mut base = 0;
-    for (word, n) in words {
+    for (word, n) in selection_words(keep) {
         if word == low_bits(n) {
             out.extend((base..base + n).map(value));
         } else {
