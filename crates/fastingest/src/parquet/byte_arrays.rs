@@ -678,6 +678,17 @@ struct Output<'a> {
 /// The most bytes of values [`Output::batch`] stages (in the L1 cache).
 const STAGE: usize = 32 << 10;
 
+thread_local! {
+    /// Each thread's stage for [`Output::batch`] (with a [`BLOCK`] of
+    /// slack). Not on the stack: a function whose frame holds 32 KB touches
+    /// its stack a page at a time on every call (the probe the compiler
+    /// adds to frames over a page), whether it stages or not, and every
+    /// run of dictionary indices was such a call (a fifth of
+    /// `Output::repeat`'s samples on the suite's `rl32` file).
+    static STAGED_VALUES: Box<[std::cell::UnsafeCell<MaybeUninit<u8>>]> =
+        (0..STAGE + BLOCK).map(|_| std::cell::UnsafeCell::new(MaybeUninit::uninit())).collect();
+}
+
 /// Batches of fewer bytes go straight to the buffer.
 const MIN_BATCH: usize = 4 << 10;
 
@@ -717,21 +728,15 @@ impl<'a> Output<'a> {
             self.end = write(self.bytes.as_mut_ptr(), start);
             return;
         }
-        let mut stage = [const { MaybeUninit::<u8>::uninit() }; STAGE + BLOCK];
+        let stage = STAGED_VALUES.with(|stage| stage.as_ptr().cast::<u8>().cast_mut());
         // Byte `start` of the values lands on the stage's first byte.
-        let base = stage.as_mut_ptr().cast::<u8>().wrapping_sub(start);
+        let base = stage.wrapping_sub(start);
         let end = write(base, start);
         debug_assert!(end - start <= most && end <= self.limit);
         // SAFETY: `write` wrote bytes `start..end` of the values to the
         // stage's first `end - start` bytes; they end within the room
         // `new` reserved in `bytes`, past its length.
-        unsafe {
-            nontemporal::copy_out(
-                stage.as_ptr().cast::<u8>(),
-                self.bytes.as_mut_ptr().add(start),
-                end - start,
-            )
-        };
+        unsafe { nontemporal::copy_out(stage, self.bytes.as_mut_ptr().add(start), end - start) };
         self.end = end;
     }
 

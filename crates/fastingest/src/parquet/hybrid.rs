@@ -58,9 +58,14 @@ impl<'a> Runs<'a> {
                 return Err(format!("a bit-packed run of {groups} groups"));
             }
             let bytes = self.data;
-            let run = (groups as usize * width).min(bytes.len());
+            let (groups, whole) = (groups as usize, groups as usize * width);
+            // A run cut short keeps its whole values; the division is only
+            // paid then (a run every 32 values of the `rl32` files).
+            let (run, count) = match whole <= bytes.len() {
+                true => (whole, groups * 8),
+                false => (bytes.len(), (bytes.len() * 8) / width),
+            };
             self.data = &bytes[run..];
-            let count = (run * 8).checked_div(width).unwrap_or(groups as usize * 8);
             Ok(Some(Run::Packed { bytes, count }))
         } else {
             let count = header >> 1;
