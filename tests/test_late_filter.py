@@ -69,6 +69,10 @@ FILTERS = [
     [("label", "in", ["s1", "s2"])],  # a string column decides
     [("small", "not in", [0, 1])],
     [("key", "<", 50), ("sorted", ">", 15_000)],
+    # A narrow range of a sorted column, and two single rows: the other
+    # columns' pages without a kept row are passed over undecompressed.
+    [("sorted", ">=", 10_500), ("sorted", "<", 10_700)],
+    [("sorted", "in", [3, 20_001])],
     [("when", "<", pa.scalar(10**11, pa.timestamp("ms", "UTC")).as_py())],
 ]
 

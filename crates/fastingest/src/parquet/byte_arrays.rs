@@ -66,6 +66,9 @@ pub(super) fn decode<O: OffsetSizeTrait>(
     if selection.is_some_and(|s| s.len() != rows) {
         return Err(Failure::Unsupported);
     }
+    if let Some(keep) = selection {
+        pages.skip_unselected(keep);
+    }
     let held = selection.map_or(rows, BooleanBuffer::count_set_bits);
     let mut offsets: Vec<O> = Vec::with_capacity(held + 1);
     offsets.push(O::usize_as(0));
@@ -88,6 +91,11 @@ pub(super) fn decode<O: OffsetSizeTrait>(
                 continue;
             }
             NextPage::Data(page) => page,
+            // None of its rows kept: nothing to add.
+            NextPage::Skipped(n) => {
+                done += n;
+                continue;
+            }
         };
         if done == 0 && dictionary.is_none() {
             reserve_about(&mut bytes, first_guess(ahead, None));
@@ -283,6 +291,8 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
                 continue;
             }
             NextPage::Data(page) => page,
+            // No selection is set on these pages.
+            NextPage::Skipped(_) => return Err(Failure::Unsupported),
         };
         if keys.len() + page.rows > rows {
             return Err(Failure::Corrupt(format!(

@@ -361,6 +361,9 @@ pub(super) struct DataPage<'a> {
 pub(super) enum NextPage<'a> {
     Data(DataPage<'a>),
     Dictionary(&'a [u8], usize),
+    /// A data page of this many rows, none of them selected, not read
+    /// (only after [`ChunkPages::skip_unselected`]).
+    Skipped(usize),
 }
 
 /// [`next_page_with`] for a column that is not repeated.
@@ -447,6 +450,7 @@ pub(super) fn next_page_with(
                 values: rep + def,
             })
         }
+        Page::Skipped { num_values } => NextPage::Skipped(num_values),
     }))
 }
 
@@ -758,6 +762,9 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
             rows.min(keep.count_set_bits().saturating_add(page))
         }
     };
+    if let Some(keep) = selection {
+        pages.skip_unselected(keep);
+    }
     let mut out: Vec<T::Native> = Vec::with_capacity(room);
     let mut validity = nullable.then(|| Bits::with_capacity(room));
     // Rows of the chunk decoded so far (`out` holds the selected ones).
@@ -776,6 +783,11 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
                 continue;
             }
             NextPage::Data(page) => page,
+            // None of its rows kept: nothing to add.
+            NextPage::Skipped(n) => {
+                done += n;
+                continue;
+            }
         };
         if done + page.rows > rows {
             return Err(Failure::Corrupt(format!(

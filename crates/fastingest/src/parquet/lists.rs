@@ -392,6 +392,8 @@ fn read_pages(
                 continue;
             }
             NextPage::Data(page) => page,
+            // No selection is set on a list's pages.
+            NextPage::Skipped(_) => return Err(Failure::Unsupported),
         };
         // A list column always has both kinds of levels.
         let (Some(rep), Some(def)) = (page.rep_levels.clone(), page.levels.clone()) else {
