@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use arrow_array::{Array, BooleanArray, RecordBatch};
-use arrow_buffer::BooleanBuffer;
+use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder};
 use arrow_schema::Schema;
 use futures::TryStreamExt;
 use parquet::arrow::ProjectionMask;
@@ -24,6 +24,8 @@ use super::decode::{
 };
 use super::flat;
 use super::format::PreparedFile;
+use super::pages::data_page_bounds;
+use super::prune;
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
 use crate::filter::Filter;
@@ -74,13 +76,37 @@ pub(crate) fn decode_row_group_filtered(
     }
     check_unit_pages(file, unit, spans)?;
     let threads = fetcher.config().decode_threads();
-    let decided = decode_flat_columns(file, unit, spans, threads, &filter_roots, None)?;
-    if decided.len() != filter_roots.len() {
+    // The rows the filter columns' page headers allow: only those are
+    // decoded and filtered.
+    let candidates = candidate_rows(file, unit, spans, filter, rows);
+    let held = candidates
+        .as_ref()
+        .map_or(rows, BooleanBuffer::count_set_bits);
+    let decided = match held {
+        0 => Vec::new(),
+        _ => decode_flat_columns(
+            file,
+            unit,
+            spans,
+            threads,
+            &filter_roots,
+            candidates.as_ref(),
+        )?,
+    };
+    if held > 0 && decided.len() != filter_roots.len() {
         // A filter column its decoder left to the `parquet` crate.
         return Ok(None);
     }
     let location = file.source.location();
-    let keep = kept_rows(file, filter, &decided, rows)?;
+    // The filter's answer for each row decoded, then for each row.
+    let matched = match held {
+        0 => BooleanBuffer::new_unset(0),
+        _ => kept_rows(file, filter, &decided, held)?,
+    };
+    let keep = match &candidates {
+        Some(candidates) => spread_over(candidates, &matched),
+        None => matched.clone(),
+    };
     let kept = keep.count_set_bits();
     let batches = if kept == 0 {
         let fields: Vec<_> = projected.iter().map(|&r| schema.field(r).clone()).collect();
@@ -90,11 +116,13 @@ pub(crate) fn decode_row_group_filtered(
         let every = kept == rows;
         let selection = (!every).then_some(&keep);
         let as_array = BooleanArray::new(keep.clone(), None);
+        // The filter columns hold the rows decoded: cut to those matched.
+        let matched_array = BooleanArray::new(matched.clone(), None);
         let mut direct = Vec::with_capacity(projected.len());
         for (root, array) in decided {
-            let array = match every {
+            let array = match kept == held {
                 true => array,
-                false => arrow_select::filter::filter(&array, &as_array)
+                false => arrow_select::filter::filter(&array, &matched_array)
                     .map_err(|e| Error::from_arrow(location, e))?,
             };
             direct.push((root, array));
@@ -137,6 +165,62 @@ pub(crate) fn decode_row_group_filtered(
         true => slice_batches(batches, rows_per_batch),
         false => batches,
     }))
+}
+
+/// The rows of the row group at `unit` that its filter columns' data page
+/// headers say the filter may keep (see [`prune::header_row_ranges`]);
+/// `None` when they allow every row or cannot tell.
+fn candidate_rows(
+    file: &PreparedFile,
+    unit: usize,
+    spans: &FetchedSpans,
+    filter: &Filter,
+    rows: usize,
+) -> Option<BooleanBuffer> {
+    let metadata = file.reader_metadata.metadata();
+    let group = metadata.row_group(file.plan.units[unit].index);
+    let descr = metadata.file_metadata().schema_descr();
+    let schema = file.reader_metadata.schema();
+    // Each filter column's chunk, its leaf and the type it reads as.
+    let mut chunks = Vec::new();
+    for name in filter.columns() {
+        let root = schema.index_of(&name).ok()?;
+        let leaf = (0..descr.num_columns()).find(|&l| descr.get_column_root_idx(l) == root)?;
+        let chunk = group.column(leaf);
+        let (start, len) = chunk.byte_range();
+        let bytes = spans.get(&(start..start + len))?;
+        let target = schema.field(root).data_type().clone();
+        chunks.push((name, bytes, chunk.compression(), descr.column(leaf), target));
+    }
+    let ranges = prune::header_row_ranges(filter, rows, |column| {
+        let (_, bytes, codec, descr, target) = chunks.iter().find(|c| c.0 == column)?;
+        let pages = data_page_bounds(bytes, *codec)?;
+        Some((pages, descr.as_ref(), target.clone()))
+    })?;
+    if ranges.len() == 1 && ranges[0] == (0..rows) {
+        return None;
+    }
+    let mut allowed = BooleanBufferBuilder::new(rows);
+    let mut at = 0;
+    for range in ranges {
+        allowed.append_n(range.start - at, false);
+        allowed.append_n(range.len(), true);
+        at = range.end;
+    }
+    allowed.append_n(rows - at, false);
+    Some(allowed.finish())
+}
+
+/// The rows of `candidates` (a bit per row) that `matched` (a bit per
+/// candidate, in order) keeps, as a bit per row.
+fn spread_over(candidates: &BooleanBuffer, matched: &BooleanBuffer) -> BooleanBuffer {
+    let rows: Vec<usize> = candidates.set_indices().collect();
+    let mut keep = BooleanBufferBuilder::new(candidates.len());
+    keep.append_n(candidates.len(), false);
+    for i in matched.set_indices() {
+        keep.set_bit(rows[i], true);
+    }
+    keep.finish()
 }
 
 /// Whether top-level field `root` of `file` is one column that

@@ -19,8 +19,9 @@
 use arrow_buffer::BooleanBuffer;
 use parquet::basic::{Compression, Encoding};
 use std::io::Read;
+use std::ops::Range;
 
-use super::thrift::{Compact, FALSE, I32, STRUCT, TRUE};
+use super::thrift::{Compact, BINARY, FALSE, I32, STRUCT, TRUE};
 
 /// Why a chunk's pages were refused: what is wrong, and at which byte of
 /// the chunk.
@@ -124,8 +125,18 @@ fn checked_header(
 const DATA_PAGE: i32 = 0;
 const DICTIONARY_PAGE: i32 = 2;
 const DATA_PAGE_V2: i32 = 3;
-/// The format's number for the PLAIN encoding.
+/// The format's numbers for the PLAIN encoding and the two that index a
+/// dictionary.
 const PLAIN: i32 = 0;
+const PLAIN_DICTIONARY: i32 = 2;
+const RLE_DICTIONARY: i32 = 8;
+
+/// Whether `keep` sets none of the `rows` bits from `first` on (which it
+/// must hold: a page past its end is read, and its decoder says what is
+/// wrong with it).
+fn none_kept(keep: &BooleanBuffer, first: usize, rows: usize) -> bool {
+    first.saturating_add(rows) <= keep.len() && keep.slice(first, rows).count_set_bits() == 0
+}
 
 /// What the readers need of a page header. Fields the header lacks keep
 /// the values of [`PageHeader::MISSING`].
@@ -146,6 +157,11 @@ struct PageHeader {
     /// A v2 data page's level sections, which are never compressed.
     def_bytes: i64,
     rep_bytes: i64,
+    /// Where a data page's statistics put its least and greatest value
+    /// (`min_value` and `max_value`, in the column's own order), in the
+    /// header's bytes.
+    min_value: Option<Range<usize>>,
+    max_value: Option<Range<usize>>,
 }
 
 impl PageHeader {
@@ -161,6 +177,8 @@ impl PageHeader {
         rep_encoding: -1,
         def_bytes: 0,
         rep_bytes: 0,
+        min_value: None,
+        max_value: None,
     };
 }
 
@@ -194,6 +212,7 @@ fn data_page_header(r: &mut Compact, header: &mut PageHeader) -> Result<(), Stri
             (2, I32) => header.encoding = r.zigzag()? as i32,
             (3, I32) => header.def_encoding = r.zigzag()? as i32,
             (4, I32) => header.rep_encoding = r.zigzag()? as i32,
+            (5, STRUCT) => statistics(r, header)?,
             (_, kind) => r.skip(kind, 2)?,
         }
     }
@@ -227,7 +246,23 @@ fn data_page_v2_header(r: &mut Compact, header: &mut PageHeader) -> Result<(), S
             (6, I32) => header.rep_bytes = r.zigzag()?,
             (7, TRUE) => header.is_compressed = true,
             (7, FALSE) => header.is_compressed = false,
+            (8, STRUCT) => statistics(r, header)?,
             (_, kind) => r.skip(kind, 2)?,
+        }
+    }
+    Ok(())
+}
+
+/// A data page's `Statistics`: only `max_value` and `min_value`, which are
+/// in the column's own sort order (the deprecated `max` and `min` are
+/// signed bytes for strings in older writers, and are left alone).
+fn statistics(r: &mut Compact, header: &mut PageHeader) -> Result<(), String> {
+    let mut last = 0i16;
+    while let Some((id, kind)) = r.field(&mut last)? {
+        match (id, kind) {
+            (5, BINARY) => header.max_value = Some(r.binary()?),
+            (6, BINARY) => header.min_value = Some(r.binary()?),
+            (_, kind) => r.skip(kind, 3)?,
         }
     }
     Ok(())
@@ -357,7 +392,38 @@ impl ChunkPages {
         };
         let first = *row;
         *row = row.saturating_add(rows);
-        first.saturating_add(rows) <= keep.len() && keep.slice(first, rows).count_set_bits() == 0
+        none_kept(keep, first, rows)
+    }
+
+    /// Whether a data page from `at` on that is not skipped is
+    /// dictionary-encoded (with no selection, or a header that does not
+    /// read: yes). A writer falls back to PLAIN pages once its dictionary
+    /// is full, and the rows a filter keeps of a sorted column often lie in
+    /// those: their dictionary (a megabyte, as pyarrow writes it) was
+    /// decompressed and decoded for nothing.
+    fn dictionary_needed(&self, mut at: usize) -> bool {
+        let Some((keep, mut row)) = self.selection.clone() else {
+            return true;
+        };
+        while at < self.chunk.len() {
+            let Ok((header, body)) = checked_header(&self.chunk, at, self.codec) else {
+                return true;
+            };
+            at = body + header.compressed as usize;
+            if !matches!(header.kind, DATA_PAGE | DATA_PAGE_V2) {
+                continue;
+            }
+            let Ok(rows) = usize::try_from(header.num_values) else {
+                return true;
+            };
+            let first = row;
+            row = row.saturating_add(rows);
+            let dictionary_encoded = matches!(header.encoding, PLAIN_DICTIONARY | RLE_DICTIONARY);
+            if dictionary_encoded && !none_kept(&keep, first, rows) {
+                return true;
+            }
+        }
+        false
     }
 
     /// The next page, or `None` after the last. The page borrows this
@@ -384,6 +450,9 @@ impl ChunkPages {
                 .map_err(|_| fail("a negative or missing count of values"))?;
             if header.kind != DICTIONARY_PAGE && self.unselected(num_values) {
                 return Ok(Some(Page::Skipped { num_values }));
+            }
+            if header.kind == DICTIONARY_PAGE && !self.dictionary_needed(end) {
+                continue;
             }
             let encoding = encoding_of(header.encoding).map_err(|e| fail(&e))?;
             // V2 levels lie uncompressed before the (maybe compressed) values.
@@ -509,6 +578,38 @@ impl ChunkPages {
         }
         ahead
     }
+}
+
+/// A data page's count of values (its rows, in a column that is not
+/// repeated) and the least and greatest of them its header gives, if it
+/// gives them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PageBounds<'a> {
+    pub(crate) values: usize,
+    pub(crate) min: Option<&'a [u8]>,
+    pub(crate) max: Option<&'a [u8]>,
+}
+
+/// The data pages of `chunk` (a whole column chunk) with the bounds their
+/// headers give, read without decompressing anything; `None` when a
+/// header does not read (the decoder reports it).
+pub(crate) fn data_page_bounds(chunk: &[u8], codec: Compression) -> Option<Vec<PageBounds<'_>>> {
+    let mut pages = Vec::new();
+    let mut at = 0;
+    while at < chunk.len() {
+        let (header, body) = checked_header(chunk, at, codec).ok()?;
+        let bytes =
+            |range: &Option<Range<usize>>| range.clone().map(|r| &chunk[at + r.start..at + r.end]);
+        if matches!(header.kind, DATA_PAGE | DATA_PAGE_V2) {
+            pages.push(PageBounds {
+                values: usize::try_from(header.num_values).ok()?,
+                min: bytes(&header.min_value),
+                max: bytes(&header.max_value),
+            });
+        }
+        at = body + header.compressed as usize;
+    }
+    Some(pages)
 }
 
 /// Decompresses a page body (`levels` bytes of uncompressed levels first,
@@ -772,7 +873,65 @@ mod tests {
                 // hold kept rows (three if the ten straddle a page) read.
                 assert!((2..=3).contains(&read), "{what}: {read} read");
                 assert!(skipped > 10, "{what}: {skipped} skipped");
+                // No row kept: no page read, not even the dictionary.
+                let mut pages = ChunkPages::new(pages.chunk.clone(), codec).unwrap();
+                pages.skip_unselected(&BooleanBuffer::new_unset(rows));
+                while let Some(page) = pages.next_page().unwrap() {
+                    assert!(matches!(page, Page::Skipped { .. }), "{what}");
+                }
             }
+        }
+    }
+
+    #[test]
+    fn a_dictionary_is_read_only_when_a_page_read_indexes_it() {
+        use parquet::file::metadata::ParquetMetaDataReader;
+        use parquet::file::properties::{WriterProperties, WriterVersion};
+        // Unique values: the dictionary fills (at 2 KB) and the writer
+        // falls back to PLAIN pages.
+        let values: arrow_array::Int64Array = (0..20_000i64).map(Some).collect();
+        let batch = arrow_array::RecordBatch::try_from_iter([(
+            "v",
+            std::sync::Arc::new(values) as arrow_array::ArrayRef,
+        )])
+        .unwrap();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_writer_version(WriterVersion::PARQUET_1_0)
+            .set_dictionary_page_size_limit(2048)
+            .set_data_page_size_limit(1024)
+            .set_write_batch_size(64)
+            .build();
+        let file = crate::parquet::written::written(&batch, props);
+        let meta = ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .unwrap();
+        let (start, len) = meta.row_group(0).column(0).byte_range();
+        let bytes = file.slice(start as usize..(start + len) as usize);
+        // Which rows each page holds, and whether it indexes the dictionary.
+        let mut layout = Vec::new();
+        let mut pages = ChunkPages::new(bytes.clone(), Compression::SNAPPY).unwrap();
+        while let Some(page) = pages.next_page().unwrap() {
+            if let Page::Data {
+                num_values,
+                encoding,
+                ..
+            } = page
+            {
+                layout.push((num_values, encoding == Encoding::RLE_DICTIONARY));
+            }
+        }
+        let first_plain: usize = layout.iter().take_while(|p| p.1).map(|p| p.0).sum();
+        assert!(first_plain > 0 && first_plain < 19_000, "{layout:?}");
+        for (kept_row, dictionary_read) in [(first_plain - 1, true), (19_999, false)] {
+            let keep: BooleanBuffer = (0..20_000).map(|i| i == kept_row).collect();
+            let mut pages = ChunkPages::new(bytes.clone(), Compression::SNAPPY).unwrap();
+            pages.skip_unselected(&keep);
+            let mut dictionaries = 0;
+            while let Some(page) = pages.next_page().unwrap() {
+                dictionaries += usize::from(matches!(page, Page::Dictionary { .. }));
+            }
+            assert_eq!(dictionaries, usize::from(dictionary_read), "row {kept_row}");
         }
     }
 

@@ -81,6 +81,15 @@ impl<'a> Compact<'a> {
         Ok((v >> 1) as i64 ^ -((v & 1) as i64))
     }
 
+    /// Reads a binary field's length and moves past its bytes; returns
+    /// where they lie in the bytes read.
+    pub(crate) fn binary(&mut self) -> Result<std::ops::Range<usize>, String> {
+        let n = self.varint()?;
+        let start = self.pos;
+        self.skip_bytes(n)?;
+        Ok(start..self.pos)
+    }
+
     pub(crate) fn skip_bytes(&mut self, n: u64) -> Result<(), String> {
         let end = (self.pos as u64)
             .checked_add(n)
