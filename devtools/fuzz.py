@@ -4,7 +4,7 @@ Real files (small ones written here by pyarrow, plus the conformance corpora's
 small files when ``--corpora`` is given) are mutated (bit flips, interesting
 bytes, truncation, splices, and lying lengths and counts written into Parquet
 footers, page headers and ORC tails) and driven through ``metadata``,
-``read_parquet``, ``iter_batches``, ``read_chunks`` + ``to_parquet_bytes``,
+``read_parquet`` (also filtered), ``iter_batches``, ``read_chunks`` + ``to_parquet_bytes``,
 ``read_orc`` and ``read_orc_stripes``.
 
 Every input is reproducible from ``(seed, index)``. Worker processes run the
@@ -389,6 +389,14 @@ def drive(path: Path, fmt: str, strict: bool = False) -> list[dict]:
             (
                 "read_dictionary",
                 lambda: fastingest.read_parquet(str(path), read_dictionary=["s", "st.b"]),
+            ),
+            # A filter on two columns: their pages' header bounds, the other
+            # columns' pages passed over, late materialisation.
+            (
+                "read_parquet filtered",
+                lambda: fastingest.read_parquet(
+                    str(path), filters=[[("i", "<", -900)], [("f", ">", 0.95)]]
+                ),
             ),
             ("iter_batches", lambda: sum(b.num_rows for b in fastingest.iter_batches(str(path)))),
             ("read_chunks", lambda: fastingest.read_chunks(str(path)).to_parquet_bytes()),

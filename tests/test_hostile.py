@@ -288,6 +288,7 @@ def test_the_fuzzer_reports_what_goes_wrong(tmp_path, monkeypatch):
     assert [(p["call"], p["problem"]) for p in problems] == [
         ("read_parquet", "builtins.RuntimeError"),
         ("read_dictionary", "builtins.RuntimeError"),
+        ("read_parquet filtered", "builtins.RuntimeError"),
     ]
     # The same input is generated from (seed, index) every time.
     seeds = fuzz.write_seeds()
