@@ -21,7 +21,7 @@ from devtools import fuzz, hostile
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def read_limited(path: Path, call: str, memory_mib: int = 512) -> dict:
+def read_limited(path: Path, call: str, memory_mib: int = 512, keywords: str = "") -> dict:
     """`fastingest.<call>(path)` in a fresh process whose address space may
     grow by `memory_mib` after start-up: an allocation of what a lying
     header claims kills it (the test then fails on the exit code). pyarrow
@@ -35,7 +35,7 @@ import pyarrow
 from devtools.fuzz import limit_memory
 limit_memory({memory_mib})
 try:
-    fastingest.{call}({str(path)!r})
+    fastingest.{call}({str(path)!r}{keywords})
     print(json.dumps({{"ok": True}}))
 except fastingest.FastIngestError as e:
     print(json.dumps({{"ok": False, "type": type(e).__name__, "message": str(e)}}))
@@ -268,10 +268,30 @@ def test_short_seeded_fuzz_pass_finds_nothing(tmp_path):
     assert report.findings == [], json.dumps(report.findings[:5], indent=1)
     # Both outcomes happen for every entry point: the pass reaches decoding,
     # not only the footer checks.
-    calls = ("metadata", "read_parquet", "read_dictionary", "read_chunks", "read_orc")
+    calls = (
+        "metadata",
+        "read_parquet",
+        "read_dictionary",
+        "read_parquet filtered",
+        "read_chunks",
+        "read_orc",
+    )
     for call in (*calls, "read_orc_stripes"):
         read, refused = report.outcomes[call]
         assert read > 20 and refused > 20, (call, read, refused)
+
+
+def test_a_page_index_the_footer_places_past_the_end_is_refused_before_allocating(tmp_path):
+    # Found by the fuzzer once it drove filtered reads (which load the page
+    # index): a footer whose page index offset lies (seed lz4-stats, lying
+    # footer number) asked for a buffer of 32 TB, and the process aborted.
+    seed, data, applied = fuzz.input_of(fuzz.write_seeds(), 29, 2841)
+    assert seed.name == "lz4-stats.parquet" and "lying_footer_number" in applied
+    path = tmp_path / "index.parquet"
+    path.write_bytes(data)
+    got = read_limited(path, "read_parquet", keywords=", filters=[('i', '<', -900)]")
+    assert got["type"] == "CorruptFileError", got
+    assert "index.parquet" in got["message"] and "points at bytes" in got["message"]
 
 
 def test_the_fuzzer_reports_what_goes_wrong(tmp_path, monkeypatch):

@@ -507,6 +507,15 @@ struct TailFetch {
 impl MetadataFetch for TailFetch {
     fn fetch(&mut self, range: Range<u64>) -> BoxFuture<'_, parquet::errors::Result<Bytes>> {
         async move {
+            // A lying footer (a page index's offset or length) must not size
+            // a buffer: refused before anything is allocated for it (a
+            // fuzzed file asked for 32 TB here, and the process aborted).
+            if range.start > range.end || range.end > self.tail.size {
+                return Err(parquet::errors::ParquetError::General(format!(
+                    "the footer points at bytes {}..{} of a file of {} bytes",
+                    range.start, range.end, self.tail.size
+                )));
+            }
             let tail_start = self.tail.size - self.tail.bytes.len() as u64;
             if range.start >= tail_start && range.end <= self.tail.size {
                 let s = (range.start - tail_start) as usize;
