@@ -371,6 +371,20 @@ pub(crate) fn checked_plan(
     files: usize,
 ) -> Result<FilePlan> {
     let location = source.location();
+    // Past the file's end before anything is sized from it: a lying footer
+    // (a page's offset in the page index) made a range of 2^48 bytes, and
+    // splitting it into slices aborted the process.
+    let past_end = |r: &std::ops::Range<u64>| r.start > r.end || r.end > file_size;
+    if let Some(bad) = units.iter().flat_map(|u| &u.ranges).find(|r| past_end(r)) {
+        return Err(Error::Corrupt {
+            location: location.to_string(),
+            range: Some(bad.clone()),
+            detail: format!(
+                "the planned bytes extend beyond the end of the file ({file_size} bytes)"
+            ),
+            cause: None,
+        });
+    }
     let read_bytes = FilePlan::bytes_of(&units).saturating_mul(files.max(1) as u64);
     let slice_size = crate::plan::slice_for(read_bytes, fetcher.max_slice_for(source));
     let mut plan = FilePlan::new(
