@@ -146,6 +146,7 @@ def _sorted_table(n: int) -> pa.Table:
             "d": pa.array(np.arange(n) // 10, pa.int32()).cast(pa.date32()),
             "t": pa.array(np.arange(n) * 1_000, pa.timestamp("us", "UTC")),
             "n": pa.array([None if i < 10_000 else i for i in range(n)], pa.int64()),
+            "b": pa.array([None if i % 97 == 0 else i % 3 == 0 for i in range(n)]),
             "x": pa.array(rng.standard_normal(n)),
         }
     )
@@ -188,6 +189,7 @@ SORTED_FILTERS = [
     [("u32", "<", 30), ("x", ">", 0)],  # a column without order decides too
     [[("s", "==", "k000010")], [("u32", "==", 149_997)]],  # OR of two narrow ranges
     [("u32", ">", 10**9)],  # no page may match
+    [("b", "==", True), ("u32", "<", 3_000)],  # a boolean column decides too
 ]
 
 
@@ -205,3 +207,66 @@ def test_page_bounds_pass_over_pages_and_keep_pyarrows_rows(sorted_files, layout
     want = pq.read_table(path, columns=columns, filters=filters)
     got = fastingest.read_parquet(path, columns=columns, filters=filters)
     assert got.equals(want)
+
+
+@pytest.mark.parametrize("layout", ["v1", "v2", "polars"])
+@pytest.mark.parametrize("filters", SORTED_FILTERS[:6], ids=lambda f: repr(f)[:60])
+def test_dictionary_columns_pass_over_pages_without_a_kept_row(sorted_files, layout, filters):
+    """A column read as a dictionary keeps only its selected rows, page by
+    page, as the other columns do."""
+    path = sorted_files[layout]
+    want = pq.read_table(path, filters=filters, read_dictionary=["s"])
+    got = fastingest.read_parquet(path, filters=filters, read_dictionary=["s"])
+    assert got.schema == want.schema
+    # The dictionary may hold entries no kept row uses (pyarrow's too):
+    # compare the values.
+    assert got["s"].cast(pa.string()).equals(want["s"].cast(pa.string()))
+    assert got.drop_columns(["s"]).equals(want.drop_columns(["s"]))
+
+
+@pytest.fixture(scope="module")
+def large_row_group(tmp_path_factory):
+    """One row group of many more rows than a stream's first batch (64 Ki),
+    which a stream decodes apart from the rest."""
+    n = 300_000
+    rng = np.random.default_rng(11)
+    table = pa.table(
+        {
+            "sorted": pa.array(np.arange(n), pa.int64()),
+            "key": pa.array(rng.integers(0, 100, n), pa.int32()),
+            "flag": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.1),
+            "label": pa.array([f"s{i % 37}" if i % 11 else None for i in range(n)]),
+            "x": pa.array(rng.standard_normal(n)),
+        }
+    )
+    path = tmp_path_factory.mktemp("large") / "large.parquet"
+    pq.write_table(table, path, row_group_size=n, data_page_size=8192)
+    return path
+
+
+STREAM_FILTERS = [
+    [("key", "<", 10)],  # scattered over the head and the rest
+    [("sorted", "<", 1_000)],  # only in the head
+    [("sorted", ">=", 200_000), ("sorted", "<", 200_500)],  # only after it
+    [("sorted", ">=", 65_000), ("sorted", "<", 66_000)],  # across its end
+    [("sorted", "in", [0, 65_535, 65_536, 299_999])],  # at its edges
+    [("sorted", "<", 0)],  # none
+    [("key", ">=", 0)],  # all
+]
+
+
+@pytest.mark.parametrize("filters", STREAM_FILTERS, ids=lambda f: repr(f)[:60])
+def test_streams_of_a_large_row_group_keep_the_same_rows(large_row_group, filters):
+    """The rows after a stream's first batch are decoded late too (the
+    filter's columns first, then only the kept rows of the others): the
+    head and the rest together keep the rows the whole read keeps."""
+    want = pq.read_table(large_row_group, filters=filters)
+    batches = list(fastingest.iter_batches(large_row_group, filters=filters))
+    got = pa.Table.from_batches(batches, schema=want.schema)
+    assert got.equals(want)
+    whole = fastingest.read_parquet(large_row_group, filters=filters)
+    assert whole.equals(want)
+    columns = ["x", "flag"]
+    want = pq.read_table(large_row_group, columns=columns, filters=filters)
+    batches = list(fastingest.iter_batches(large_row_group, columns=columns, filters=filters))
+    assert pa.Table.from_batches(batches, schema=want.schema).equals(want)

@@ -25,8 +25,9 @@ use arrow_buffer::{BooleanBuffer, Buffer, OffsetBuffer, ScalarBuffer};
 use parquet::basic::Encoding;
 
 use super::flat::{
-    dictionary_indices, dictionary_of, kept_dictionary_indices, low_bits, next_page, page_values,
-    read_levels, Bits, Decoded, Failure, Indices, NextPage,
+    dictionary_indices, dictionary_of, keep_selected as keep_selected_values,
+    kept_dictionary_indices, low_bits, next_page, page_values, read_levels, Bits, Decoded, Failure,
+    Indices, NextPage,
 };
 use super::pages::{ChunkPages, PagesAhead};
 use crate::blocks::{pad_entries, BLOCK};
@@ -264,9 +265,17 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
     nullable: bool,
     rows: usize,
     utf8: bool,
+    selection: Option<&BooleanBuffer>,
 ) -> Decoded<ArrayRef> {
+    // With a selection, each page's keys are cut to its selected rows once
+    // decoded, and a page with none of them is not read.
+    if let Some(keep) = selection {
+        pages.skip_unselected(keep);
+    }
     let mut keys: Vec<K::Native> = Vec::with_capacity(rows);
     let mut validity = nullable.then(|| Bits::with_capacity(rows));
+    // Rows of the chunk decoded so far (`keys` holds the selected ones).
+    let mut done = 0usize;
     let mut dictionary: Option<Dictionary> = None;
     // A page's valid rows' keys, when it has nulls; a run's indices.
     let mut dense: Vec<K::Native> = Vec::new();
@@ -291,10 +300,12 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
                 continue;
             }
             NextPage::Data(page) => page,
-            // No selection is set on these pages.
-            NextPage::Skipped(_) => return Err(Failure::Unsupported),
+            NextPage::Skipped(n) => {
+                done += n;
+                continue;
+            }
         };
-        if keys.len() + page.rows > rows {
+        if done + page.rows > rows {
             return Err(Failure::Corrupt(format!(
                 "the pages hold more than the row group's {rows} rows"
             )));
@@ -305,6 +316,7 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
         ) {
             return Err(Failure::Unsupported);
         }
+        let at = keys.len();
         page_values(
             &page,
             &mut validity,
@@ -329,11 +341,14 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
                 })
             },
         )?;
+        if let Some(keep) = selection.map(|s| s.slice(done, page.rows)) {
+            keep_selected_values(&mut keys, validity.as_mut(), at, &keep);
+        }
+        done += page.rows;
     }
-    if keys.len() != rows {
+    if done != rows {
         return Err(Failure::Corrupt(format!(
-            "the pages hold {} of the row group's {rows} rows",
-            keys.len()
+            "the pages hold {done} of the row group's {rows} rows"
         )));
     }
     let (bytes, offsets) = match dictionary {

@@ -179,9 +179,9 @@ pub(crate) fn decodes(column: &ColumnDescriptor, target: &DataType) -> bool {
 /// must be a type this module [`decodes`] the column into.
 ///
 /// With a `selection` (one bit per row of the chunk), only the rows it
-/// sets are returned: a primitive column keeps them page by page as it
-/// decodes (its whole column is never built), any other is decoded whole
-/// and then cut to them.
+/// sets are returned: each page is cut to them as it is decoded (the whole
+/// column is never built), and a page that holds none of them is passed
+/// over undecompressed.
 pub(crate) fn decode_column(
     bytes: Bytes,
     meta: &ColumnChunkMetaData,
@@ -204,11 +204,9 @@ pub(crate) fn decode_column(
             primitive::<$t, $n>(pages, nullable, rows, target, selection, $convert)?
         };
     }
-    // A column decoded whole, then cut to the selection.
-    let selected = |array: ArrayRef| cut_to(array, selection);
     let le64 = i64::from_le_bytes;
     Ok(match target {
-        DataType::Boolean => selected(decode_booleans(pages, nullable, rows)?)?,
+        DataType::Boolean => decode_booleans(pages, nullable, rows, selection)?,
         DataType::Decimal128(..) => match column.physical_type() {
             PhysicalType::INT32 => values!(Decimal128Type, 4, |b| i32_of(b).into()),
             PhysicalType::INT64 => values!(Decimal128Type, 8, |b| le64(b).into()),
@@ -234,18 +232,17 @@ pub(crate) fn decode_column(
         }
         DataType::Dictionary(key, value) => {
             let utf8 = value.as_ref() == &DataType::Utf8;
-            selected(match key.as_ref() {
-                DataType::Int8 => {
-                    byte_arrays::decode_dictionary::<Int8Type>(pages, nullable, rows, utf8)?
-                }
-                DataType::Int16 => {
-                    byte_arrays::decode_dictionary::<Int16Type>(pages, nullable, rows, utf8)?
-                }
-                DataType::Int32 => {
-                    byte_arrays::decode_dictionary::<Int32Type>(pages, nullable, rows, utf8)?
-                }
+            macro_rules! keyed {
+                ($k:ty) => {
+                    byte_arrays::decode_dictionary::<$k>(pages, nullable, rows, utf8, selection)?
+                };
+            }
+            match key.as_ref() {
+                DataType::Int8 => keyed!(Int8Type),
+                DataType::Int16 => keyed!(Int16Type),
+                DataType::Int32 => keyed!(Int32Type),
                 _ => return Err(Failure::Unsupported),
-            })?
+            }
         }
         DataType::Timestamp(unit, _) if column.physical_type() == PhysicalType::INT96 => match unit
         {
@@ -861,7 +858,7 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
 /// rows one by one (a random tenth of the rows kept: a copy call per run of
 /// kept rows was a fifth of a filtered read's CPU), found by their bits
 /// when they are few, and by writing every row when they are many.
-fn keep_selected<T: Copy>(
+pub(super) fn keep_selected<T: Copy>(
     out: &mut Vec<T>,
     validity: Option<&mut Bits>,
     at: usize,
@@ -1310,15 +1307,32 @@ fn all_below(chunk: &[u32], width: u8, entries: usize) -> bool {
 }
 
 /// A flat boolean column: plain (bit-packed) or RLE-encoded values.
-fn decode_booleans(mut pages: ChunkPages, nullable: bool, rows: usize) -> Decoded<ArrayRef> {
+fn decode_booleans(
+    mut pages: ChunkPages,
+    nullable: bool,
+    rows: usize,
+    selection: Option<&BooleanBuffer>,
+) -> Decoded<ArrayRef> {
+    // With a selection, each page is cut to its selected rows once decoded
+    // (as `primitive` does), and a page with none of them is not read.
+    if let Some(keep) = selection {
+        pages.skip_unselected(keep);
+    }
     let mut out = Bits::with_capacity(rows);
     let mut validity = nullable.then(|| Bits::with_capacity(rows));
+    // Rows of the chunk decoded so far (`out` holds the selected ones).
+    let mut done = 0usize;
     while let Some(page) = next_page(&mut pages, nullable)? {
-        let NextPage::Data(page) = page else {
+        let page = match page {
+            NextPage::Data(page) => page,
+            NextPage::Skipped(n) => {
+                done += n;
+                continue;
+            }
             // Booleans are not dictionary-encoded by any writer we know.
-            return Err(Failure::Unsupported);
+            NextPage::Dictionary(..) => return Err(Failure::Unsupported),
         };
-        if out.len + page.rows > rows {
+        if done + page.rows > rows {
             return Err(Failure::Corrupt(format!(
                 "the pages hold more than the row group's {rows} rows"
             )));
@@ -1375,11 +1389,17 @@ fn decode_booleans(mut pages: ChunkPages, nullable: bool, rows: usize) -> Decode
                 }
             }
         }
+        if let Some(keep) = selection.map(|s| s.slice(done, page.rows)) {
+            out.keep_selected(at, &keep);
+            if let Some(validity) = validity.as_mut() {
+                validity.keep_selected(at, &keep);
+            }
+        }
+        done += page.rows;
     }
-    if out.len != rows {
+    if done != rows {
         return Err(Failure::Corrupt(format!(
-            "the pages hold {} of the row group's {rows} rows",
-            out.len
+            "the pages hold {done} of the row group's {rows} rows"
         )));
     }
     let nulls = validity.and_then(Bits::into_nulls);
@@ -1749,5 +1769,83 @@ mod tests {
         check::<12>();
         check::<15>();
         check::<16>();
+    }
+
+    #[test]
+    fn booleans_and_dictionary_keys_keep_the_selected_rows_of_small_pages() {
+        use arrow_array::{BooleanArray, DictionaryArray, StringArray};
+        use parquet::arrow::ArrowSchemaConverter;
+        use parquet::basic::Compression;
+        use parquet::file::metadata::ParquetMetaDataReader;
+        use parquet::file::properties::{WriterProperties, WriterVersion};
+        let rows = 20_000usize;
+        let flags: ArrayRef = Arc::new(
+            (0..rows)
+                .map(|i| (i % 13 != 5).then_some(i % 3 == 0))
+                .collect::<BooleanArray>(),
+        );
+        let labels: ArrayRef = Arc::new(
+            (0..rows)
+                .map(|i| (i % 11 != 4).then(|| format!("label {}", i / 500)))
+                .collect::<StringArray>(),
+        );
+        let as_keys = DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8));
+        // None, a narrow range (most pages passed over), two single rows,
+        // scattered rows, every row.
+        let patterns: [fn(usize) -> bool; 5] = [
+            |_| false,
+            |i| (10_300..10_420).contains(&i),
+            |i| i == 3 || i == 19_999,
+            |i| i % 17 == 3,
+            |_| true,
+        ];
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            for (array, target) in [(&flags, DataType::Boolean), (&labels, as_keys.clone())] {
+                let batch =
+                    arrow_array::RecordBatch::try_from_iter([("v", Arc::clone(array))]).unwrap();
+                let props = WriterProperties::builder()
+                    .set_compression(Compression::SNAPPY)
+                    .set_writer_version(version)
+                    .set_data_page_size_limit(512)
+                    .set_write_batch_size(64)
+                    .build();
+                let file = crate::parquet::written::written(&batch, props);
+                let meta = ParquetMetaDataReader::new()
+                    .parse_and_finish(&file)
+                    .unwrap();
+                let descr = ArrowSchemaConverter::new()
+                    .convert(&batch.schema())
+                    .unwrap();
+                let chunk = meta.row_group(0).column(0);
+                let (start, len) = chunk.byte_range();
+                let bytes = file.slice(start as usize..(start + len) as usize);
+                let column = descr.column(0);
+                let decode = |selection: Option<&BooleanBuffer>| {
+                    decode_column(bytes.clone(), chunk, &column, &target, rows, selection)
+                        .unwrap_or_else(|e| panic!("{target} {version:?}: {e:?}"))
+                };
+                let whole = decode(None);
+                if let Some(keys) = whole.as_any().downcast_ref::<DictionaryArray<Int32Type>>() {
+                    // Decoded as keys, not left to the crate.
+                    assert_eq!(keys.values().len(), rows.div_ceil(500));
+                }
+                for keep in patterns {
+                    let selection: BooleanBuffer = (0..rows).map(keep).collect();
+                    let got = decode(Some(&selection));
+                    let want = cut_to(Arc::clone(&whole), Some(&selection)).unwrap();
+                    let case = format!("{target} {version:?}, {} kept", selection.count_set_bits());
+                    assert_eq!(got.len(), want.len(), "{case}");
+                    // The keys may index a dictionary the selection's pages
+                    // did not all need: compare the values.
+                    let values = |a: &ArrayRef| match a.data_type() {
+                        DataType::Dictionary(..) => {
+                            arrow_cast::cast(a, &DataType::Utf8).unwrap().to_data()
+                        }
+                        _ => a.to_data(),
+                    };
+                    assert_eq!(values(&got), values(&want), "{case}");
+                }
+            }
+        }
     }
 }

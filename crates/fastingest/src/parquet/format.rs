@@ -111,8 +111,9 @@ impl Planned for PreparedFile {
         unit: usize,
         spans: &FetchedSpans,
         fetcher: &Fetcher,
+        from_row: usize,
     ) -> Result<Option<Vec<RecordBatch>>> {
-        super::late::decode_row_group_filtered(self, unit, spans, fetcher)
+        super::late::decode_row_group_filtered(self, unit, spans, fetcher, from_row)
     }
 
     fn decodes_head(&self, unit: usize) -> bool {

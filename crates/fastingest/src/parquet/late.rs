@@ -30,8 +30,10 @@ use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
 use crate::filter::Filter;
 
-/// The rows of the row group at position `unit` of `file`'s plan that the
-/// file's filter keeps, decoded late (see the module's notes); `None` where
+/// The rows of the row group at position `unit` of `file`'s plan, from its
+/// row `from_row` on, that the file's filter keeps, decoded late (see the
+/// module's notes; a stream decodes its first rows apart, and the rest
+/// here); `None` where
 /// this does not apply (no filter; rows chosen by the page index; a row
 /// group decoded a batch at a time; a filter column fastingest's own
 /// decoders do not take; no other column to save), and the caller decodes
@@ -41,6 +43,7 @@ pub(crate) fn decode_row_group_filtered(
     unit: usize,
     spans: &FetchedSpans,
     fetcher: &Fetcher,
+    from_row: usize,
 ) -> Result<Option<Vec<RecordBatch>>> {
     let Some(filter) = file.filter.as_ref() else {
         return Ok(None);
@@ -78,7 +81,11 @@ pub(crate) fn decode_row_group_filtered(
     let threads = fetcher.config().decode_threads();
     // The rows the filter columns' page headers allow: only those are
     // decoded and filtered.
-    let candidates = candidate_rows(file, unit, spans, filter, rows);
+    let candidates = after_row(
+        candidate_rows(file, unit, spans, filter, rows),
+        from_row,
+        rows,
+    );
     let held = candidates
         .as_ref()
         .map_or(rows, BooleanBuffer::count_set_bits);
@@ -209,6 +216,27 @@ fn candidate_rows(
     }
     allowed.append_n(rows - at, false);
     Some(allowed.finish())
+}
+
+/// `candidates` (a bit per row; `None`: every row) less the rows before
+/// `from_row`.
+fn after_row(
+    candidates: Option<BooleanBuffer>,
+    from_row: usize,
+    rows: usize,
+) -> Option<BooleanBuffer> {
+    if from_row == 0 {
+        return candidates;
+    }
+    let from_row = from_row.min(rows);
+    let mut after = BooleanBufferBuilder::new(rows);
+    after.append_n(from_row, false);
+    after.append_n(rows - from_row, true);
+    let after = after.finish();
+    Some(match candidates {
+        Some(candidates) => &candidates & &after,
+        None => after,
+    })
 }
 
 /// The rows of `candidates` (a bit per row) that `matched` (a bit per

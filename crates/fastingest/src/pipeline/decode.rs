@@ -118,8 +118,9 @@ fn finish<P: Planned>(
 }
 
 /// The rows of unit `unit` asked for, as the format decodes them, and
-/// whether the filter was applied to them already (only to a whole unit:
-/// a head and the rest after it must be the unit's own rows).
+/// whether the filter was applied to them already (to a whole unit, or to
+/// the rows after a head; a head is the unit's own first rows, filtered
+/// after).
 fn decode_rows<P: Planned>(
     file: &P,
     unit: usize,
@@ -128,8 +129,13 @@ fn decode_rows<P: Planned>(
     what: &str,
     fetcher: &Fetcher,
 ) -> Result<(Vec<RecordBatch>, bool)> {
-    if rows == Rows::All && file.filter().is_some() {
-        if let Some(kept) = file.decode_filtered(unit, &spans, fetcher)? {
+    let from_row = match rows {
+        Rows::All => Some(0),
+        Rows::AfterHead(n) => Some(n),
+        Rows::Head(_) => None,
+    };
+    if let (Some(from_row), Some(_)) = (from_row, file.filter()) {
+        if let Some(kept) = file.decode_filtered(unit, &spans, fetcher, from_row)? {
             return Ok((kept, true));
         }
     }

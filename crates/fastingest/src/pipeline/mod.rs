@@ -125,16 +125,18 @@ pub(crate) trait Planned: Send + Sync + 'static {
         spans: FetchedSpans,
         fetcher: &Fetcher,
     ) -> Result<Vec<RecordBatch>>;
-    /// The rows of unit `unit` the filter keeps, where the format can keep
-    /// them as it decodes (decoding the filter's columns first, then only
-    /// the kept rows of the others); `None` where it does not, and the
-    /// caller decodes the unit whole and filters it. Runs on the blocking
-    /// pool.
+    /// The rows of unit `unit` from its row `from_row` on that the filter
+    /// keeps, where the format can keep them as it decodes (decoding the
+    /// filter's columns first, then only the kept rows of the others);
+    /// `None` where it does not, and the caller decodes the unit whole and
+    /// filters it. (`from_row` is 0, or the rows of a head decoded apart:
+    /// see [`Planned::decode_head`].) Runs on the blocking pool.
     fn decode_filtered(
         &self,
         _unit: usize,
         _spans: &FetchedSpans,
         _fetcher: &Fetcher,
+        _from_row: usize,
     ) -> Result<Option<Vec<RecordBatch>>> {
         Ok(None)
     }
