@@ -49,6 +49,8 @@ def files(tmp_path_factory):
         "small-pages": {"data_page_size": 2048, "row_group_size": 7_000},
         "plain": {"use_dictionary": False, "row_group_size": 12_000},
         "v2-zstd": {"data_page_version": "2.0", "compression": "zstd"},
+        # Dictionaries that fill at once: dictionary pages, then plain ones.
+        "fallback": {"dictionary_pagesize_limit": 128, "data_page_size": 2048},
     }.items():
         path = folder / f"{name}.parquet"
         pq.write_table(table, path, **options)
@@ -66,7 +68,9 @@ FILTERS = [
     [("x", ">", 0.5)],  # a column with nulls decides
     [("key", "in", [1, 2, 3]), ("x", "<", 0)],
     [[("key", "==", 7)], [("flag", "==", True)]],  # OR, a boolean column
-    [("label", "in", ["s1", "s2"])],  # a string column decides
+    [("label", "in", ["s1", "s2"])],  # a string column decides (compared as keys)
+    [("label", ">=", "s3"), ("label", "!=", "s30")],
+    [("label", "not in", ["s1", "s2"])],  # most kept: their values copied out of keys
     [("small", "not in", [0, 1])],
     [("key", "<", 50), ("sorted", ">", 15_000)],
     # A narrow range of a sorted column, and two single rows: the other
@@ -77,7 +81,7 @@ FILTERS = [
 ]
 
 
-@pytest.mark.parametrize("layout", ["small-pages", "plain", "v2-zstd"])
+@pytest.mark.parametrize("layout", ["small-pages", "plain", "v2-zstd", "fallback"])
 @pytest.mark.parametrize("filters", FILTERS, ids=lambda f: repr(f)[:60])
 def test_filtered_reads_keep_pyarrows_rows(files, layout, filters):
     _, paths = files

@@ -16,6 +16,7 @@ use arrow_schema::{ArrowError, DataType, Schema};
 
 use crate::error::{Error, Result};
 
+mod by_key;
 mod ieee;
 mod literal;
 mod membership;
@@ -306,8 +307,7 @@ fn eval_predicate(batch: &RecordBatch, p: &Predicate) -> Result<BooleanArray, Ar
         // copied out of the dictionary (`read_dictionary`, partition keys).
         Some(dictionary) => {
             let per_value = decide(dictionary.values().as_ref(), &restated)?;
-            let per_row = arrow_select::take::take(&per_value, dictionary.keys(), None)?;
-            per_row.as_boolean().clone()
+            by_key::answers_by_key(&per_value, dictionary.keys())?
         }
         None => decide(col.as_ref(), &restated)?,
     };

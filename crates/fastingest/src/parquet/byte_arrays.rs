@@ -351,6 +351,7 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
             "the pages hold {done} of the row group's {rows} rows"
         )));
     }
+    let entries = dictionary.as_ref().map_or(0, Dictionary::len);
     let (bytes, offsets) = match dictionary {
         Some(d) => (d.bytes, d.offsets),
         // Every row null, no dictionary page: an empty dictionary.
@@ -360,9 +361,17 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
     let nulls = validity.and_then(Bits::into_nulls);
     // A null row's key may be any number; only valid keys are checked.
     let keys = PrimitiveArray::<K>::new(ScalarBuffer::from(keys), nulls);
-    DictionaryArray::<K>::try_new(keys, values)
-        .map(|a| Arc::new(a) as ArrayRef)
-        .map_err(|e| Failure::Corrupt(e.to_string()))
+    if values.len() != entries {
+        return Err(Failure::Corrupt(format!(
+            "a dictionary of {} entries read as {entries}",
+            values.len()
+        )));
+    }
+    // SAFETY: every valid key was checked below `entries` as it was
+    // decoded (`dictionary_indices`), the length of `values`: what
+    // `try_new` checks again, a fifth of a filter on such a column.
+    let array = unsafe { DictionaryArray::<K>::new_unchecked(keys, values) };
+    Ok(Arc::new(array))
 }
 
 /// A list column's string or binary values (see [`super::lists`]): the

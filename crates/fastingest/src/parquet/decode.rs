@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_buffer::BooleanBuffer;
-use arrow_schema::Schema;
+use arrow_schema::{DataType, Schema};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, TryStreamExt};
@@ -16,9 +16,10 @@ use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::async_reader::ParquetRecordBatchStream;
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::file::metadata::ParquetMetaData;
+use parquet::schema::types::ColumnDescriptor;
 
 use super::format::PreparedFile;
-use super::{flat, lists};
+use super::{flat, lists, pages};
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
 use crate::pipeline::decode_threads::{self, Part};
@@ -98,7 +99,15 @@ pub(crate) fn decode_row_group(
     };
     let direct = if whole {
         let threads = fetcher.config().decode_threads();
-        decode_flat_columns(file, unit, &spans, threads, &projected_roots(file), None)?
+        decode_flat_columns(
+            file,
+            unit,
+            &spans,
+            threads,
+            &projected_roots(file),
+            None,
+            &[],
+        )?
     } else {
         Vec::new()
     };
@@ -229,6 +238,26 @@ pub(super) fn slice_batches(batches: Vec<RecordBatch>, rows: usize) -> Vec<Recor
     out
 }
 
+/// The dictionary type a string or binary `column` read as `target`, with
+/// a dictionary of `entries`, is decoded to as keys (see
+/// [`decode_flat_columns`]); `None` for any other. The narrowest keys that
+/// index it: the filter reads them back, and 8 M keys of 4 bytes were
+/// most of the time it took.
+fn keys_of(column: &ColumnDescriptor, target: &DataType, entries: usize) -> Option<DataType> {
+    let values = match target {
+        DataType::Utf8 | DataType::LargeUtf8 => DataType::Utf8,
+        DataType::Binary | DataType::LargeBinary => DataType::Binary,
+        _ => return None,
+    };
+    let key = match entries {
+        0..=128 => DataType::Int8,
+        129..=32_768 => DataType::Int16,
+        _ => DataType::Int32,
+    };
+    let keys = DataType::Dictionary(Box::new(key), Box::new(values));
+    flat::decodes(column, &keys).then_some(keys)
+}
+
 /// The top-level fields `file`'s projection reads from, in schema order.
 pub(super) fn projected_roots(file: &PreparedFile) -> Vec<usize> {
     let descr = file
@@ -248,7 +277,10 @@ pub(super) fn projected_roots(file: &PreparedFile) -> Vec<usize> {
 /// fastingest's own decoders take (flat columns: [`flat`]; lists of numbers
 /// and strings: [`lists`]), as (top-level field, array); the others are
 /// left to the `parquet` crate. With a `selection` (a bit per row of the
-/// unit), only the rows it sets. The columns are decoded in parallel: idle
+/// unit), only the rows it sets. A string or binary column among `keyed`
+/// whose pages are all dictionary-encoded comes as a dictionary array (its
+/// keys and entries: no value copied out), for a filter to compare each
+/// distinct value once. The columns are decoded in parallel: idle
 /// decode threads help the one decoding this unit (see
 /// [`decode_threads::run_all`]).
 pub(super) fn decode_flat_columns(
@@ -258,6 +290,7 @@ pub(super) fn decode_flat_columns(
     threads: usize,
     roots_wanted: &[usize],
     selection: Option<&BooleanBuffer>,
+    keyed: &[usize],
 ) -> Result<Vec<(usize, ArrayRef)>> {
     let metadata = file.reader_metadata.metadata();
     let rg = file.plan.units[unit].index;
@@ -296,19 +329,28 @@ pub(super) fn decode_flat_columns(
             continue;
         };
         unit_bytes += chunk.uncompressed_size().max(0);
+        let as_keys = match keyed.contains(&root) && list.is_none() {
+            true => pages::dictionary_throughout(&bytes, chunk.compression())
+                .and_then(|entries| keys_of(&column, &target, entries)),
+            false => None,
+        };
         let metadata = Arc::clone(metadata);
         let selection = selection.cloned();
         roots.push((root, leaf));
         parts.push(Box::new(move || {
             let chunk = metadata.row_group(rg).column(leaf);
-            match &list {
-                None => {
-                    flat::decode_column(bytes, chunk, &column, &target, rows, selection.as_ref())
+            let selection = selection.as_ref();
+            if let Some(keys) = &as_keys {
+                match flat::decode_column(bytes.clone(), chunk, &column, keys, rows, selection) {
+                    Err(flat::Failure::Unsupported) => {}
+                    decoded => return decoded,
                 }
-                Some(shape) => flat::cut_to(
-                    lists::decode_column(bytes, chunk, shape, rows)?,
-                    selection.as_ref(),
-                ),
+            }
+            match &list {
+                None => flat::decode_column(bytes, chunk, &column, &target, rows, selection),
+                Some(shape) => {
+                    flat::cut_to(lists::decode_column(bytes, chunk, shape, rows)?, selection)
+                }
             }
         }));
     }

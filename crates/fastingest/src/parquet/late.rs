@@ -91,6 +91,9 @@ pub(crate) fn decode_row_group_filtered(
         .map_or(rows, BooleanBuffer::count_set_bits);
     let decided = match held {
         0 => Vec::new(),
+        // A string filter column of dictionary pages comes as keys: the
+        // filter compares each distinct value once, and only the kept rows'
+        // values are copied out (below).
         _ => decode_flat_columns(
             file,
             unit,
@@ -98,6 +101,7 @@ pub(crate) fn decode_row_group_filtered(
             threads,
             &filter_roots,
             candidates.as_ref(),
+            &filter_roots,
         )?,
     };
     if held > 0 && decided.len() != filter_roots.len() {
@@ -132,6 +136,14 @@ pub(crate) fn decode_row_group_filtered(
                 false => arrow_select::filter::filter(&array, &matched_array)
                     .map_err(|e| Error::from_arrow(location, e))?,
             };
+            // A column decoded as keys, back to its own type.
+            let wanted = schema.field(root).data_type();
+            let array = match array.data_type() == wanted {
+                true => array,
+                false => {
+                    arrow_cast::cast(&array, wanted).map_err(|e| Error::from_arrow(location, e))?
+                }
+            };
             direct.push((root, array));
         }
         direct.extend(decode_flat_columns(
@@ -141,6 +153,7 @@ pub(crate) fn decode_row_group_filtered(
             threads,
             &other_roots,
             selection,
+            &[],
         )?);
         // The columns no decoder here took: the crate's, whole, then cut.
         let descr = metadata.file_metadata().schema_descr();
@@ -277,9 +290,15 @@ fn kept_rows(
 ) -> Result<BooleanBuffer> {
     let location = file.source.location();
     let schema = file.reader_metadata.schema();
+    // Each field as decoded (a string column may be its dictionary).
     let fields: Vec<_> = decided
         .iter()
-        .map(|(r, _)| schema.field(*r).clone())
+        .map(|(r, a)| {
+            schema
+                .field(*r)
+                .clone()
+                .with_data_type(a.data_type().clone())
+        })
         .collect();
     let arrays = decided.iter().map(|(_, a)| Arc::clone(a)).collect();
     let options = arrow_array::RecordBatchOptions::new().with_row_count(Some(rows));

@@ -612,6 +612,30 @@ pub(crate) fn data_page_bounds(chunk: &[u8], codec: Compression) -> Option<Vec<P
     Some(pages)
 }
 
+/// The entries of the dictionary of `chunk` (a whole column chunk) when
+/// every data page is dictionary-encoded, after a dictionary page: read by
+/// its headers alone (`None` where one does not read). A filter column
+/// that is can be decoded as keys and compared a distinct value at a time.
+pub(crate) fn dictionary_throughout(chunk: &[u8], codec: Compression) -> Option<usize> {
+    let mut at = 0;
+    let mut entries = None;
+    while at < chunk.len() {
+        let (header, body) = checked_header(chunk, at, codec).ok()?;
+        match header.kind {
+            DICTIONARY_PAGE => entries = Some(usize::try_from(header.num_values).ok()?),
+            DATA_PAGE | DATA_PAGE_V2 => {
+                let keyed = matches!(header.encoding, PLAIN_DICTIONARY | RLE_DICTIONARY);
+                if entries.is_none() || !keyed {
+                    return None;
+                }
+            }
+            _ => {}
+        }
+        at = body + header.compressed as usize;
+    }
+    entries
+}
+
 /// Decompresses a page body (`levels` bytes of uncompressed levels first,
 /// then the compressed values) to `size` bytes at the start of `scratch`.
 fn decompress(
