@@ -2,10 +2,11 @@
 //! compared once, and each row takes the answer of the value its key
 //! indexes.
 //!
-//! What `arrow_select::take` gives, faster: `take` looks each answer up as
-//! a bit (a shift, a test and a set per row: a third of a filter on a
-//! string column of 5,000 symbols read as keys), where here each value's
-//! answer is a byte and a row's is added to its word with one shift.
+//! What `arrow_select::take` gives, faster. `take` looks each answer up as
+//! a bit (a shift, a test and a set per row: 18 % of a filter on a string
+//! column of 5,000 symbols read as keys). Where few values match (or few
+//! miss), the keys are compared with theirs instead, many keys at once;
+//! otherwise each value's answer is a byte, looked up per row.
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{

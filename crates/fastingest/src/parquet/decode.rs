@@ -241,8 +241,7 @@ pub(super) fn slice_batches(batches: Vec<RecordBatch>, rows: usize) -> Vec<Recor
 /// The dictionary type a string or binary `column` read as `target`, with
 /// a dictionary of `entries`, is decoded to as keys (see
 /// [`decode_flat_columns`]); `None` for any other. The narrowest keys that
-/// index it: the filter reads them back, and 8 M keys of 4 bytes were
-/// most of the time it took.
+/// index it: less to write, and to read back when the filter runs.
 fn keys_of(column: &ColumnDescriptor, target: &DataType, entries: usize) -> Option<DataType> {
     let values = match target {
         DataType::Utf8 | DataType::LargeUtf8 => DataType::Utf8,
