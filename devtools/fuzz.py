@@ -135,7 +135,7 @@ def write_seeds() -> list[Seed]:
         data = buf.getvalue()
         seeds.append(Seed(f"{name}.parquet", "parquet", data, parquet_page_offsets(data)))
     buf = io.BytesIO()
-    pq.write_table(table.select(["i"]).slice(0, 0), buf)
+    pq.write_table(table.select(["i", "s"]).slice(0, 0), buf)
     seeds.append(Seed("empty.parquet", "parquet", buf.getvalue(), []))
     flat = table.select(["i", "s16", "f", "s", "b", "t", "l", "st"])
     for codec in ("uncompressed", "zlib", "snappy", "zstd", "lz4"):
@@ -390,13 +390,15 @@ def drive(path: Path, fmt: str, strict: bool = False) -> list[dict]:
                 "read_dictionary",
                 lambda: fastingest.read_parquet(str(path), read_dictionary=["s", "st.b"]),
             ),
-            # A filter (an OR, on the column every seed has): its pages'
-            # header bounds and the page index, the other columns' pages
+            # A filter (an OR, on the columns every seed has): its pages'
+            # header bounds and the page index, the string column's keys
+            # compared through its dictionary, the other columns' pages
             # passed over, late materialisation.
             (
                 "read_parquet filtered",
                 lambda: fastingest.read_parquet(
-                    str(path), filters=[[("i", "<", -900)], [("i", ">", 950)]]
+                    str(path),
+                    filters=[[("i", "<", -900)], [("i", ">", 950)], [("s", "in", ["s3", "s11"])]],
                 ),
             ),
             ("iter_batches", lambda: sum(b.num_rows for b in fastingest.iter_batches(str(path)))),
