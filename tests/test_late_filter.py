@@ -51,6 +51,9 @@ def files(tmp_path_factory):
         "v2-zstd": {"data_page_version": "2.0", "compression": "zstd"},
         # Dictionaries that fill at once: dictionary pages, then plain ones.
         "fallback": {"dictionary_pagesize_limit": 128, "data_page_size": 2048},
+        # A page index: only the pages it chooses are fetched, and decoded
+        # with the others' rows known to be left out.
+        "page-index": {"data_page_size": 2048, "row_group_size": 7_000, "write_page_index": True},
     }.items():
         path = folder / f"{name}.parquet"
         pq.write_table(table, path, **options)
@@ -81,7 +84,7 @@ FILTERS = [
 ]
 
 
-@pytest.mark.parametrize("layout", ["small-pages", "plain", "v2-zstd", "fallback"])
+@pytest.mark.parametrize("layout", ["small-pages", "plain", "v2-zstd", "fallback", "page-index"])
 @pytest.mark.parametrize("filters", FILTERS, ids=lambda f: repr(f)[:60])
 def test_filtered_reads_keep_pyarrows_rows(files, layout, filters):
     _, paths = files
@@ -168,6 +171,7 @@ def sorted_files(tmp_path_factory):
     for name, options in {
         "v1": {"data_page_size": 2048, "row_group_size": 20_000},
         "v2": {"data_page_size": 4096, "data_page_version": "2.0", "compression": "zstd"},
+        "v1-index": {"data_page_size": 2048, "row_group_size": 20_000, "write_page_index": True},
     }.items():
         written[name] = folder / f"{name}.parquet"
         pq.write_table(table, written[name], **options)
@@ -197,7 +201,7 @@ SORTED_FILTERS = [
 ]
 
 
-@pytest.mark.parametrize("layout", ["v1", "v2", "polars"])
+@pytest.mark.parametrize("layout", ["v1", "v2", "polars", "v1-index"])
 @pytest.mark.parametrize("filters", SORTED_FILTERS, ids=lambda f: repr(f)[:60])
 def test_page_bounds_pass_over_pages_and_keep_pyarrows_rows(sorted_files, layout, filters):
     """The filter columns' pages whose headers rule them out are not
@@ -213,7 +217,7 @@ def test_page_bounds_pass_over_pages_and_keep_pyarrows_rows(sorted_files, layout
     assert got.equals(want)
 
 
-@pytest.mark.parametrize("layout", ["v1", "v2", "polars"])
+@pytest.mark.parametrize("layout", ["v1", "v2", "polars", "v1-index"])
 @pytest.mark.parametrize("filters", SORTED_FILTERS[:6], ids=lambda f: repr(f)[:60])
 def test_dictionary_columns_pass_over_pages_without_a_kept_row(sorted_files, layout, filters):
     """A column read as a dictionary keeps only its selected rows, page by

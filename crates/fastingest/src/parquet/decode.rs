@@ -238,6 +238,52 @@ pub(super) fn slice_batches(batches: Vec<RecordBatch>, rows: usize) -> Vec<Recor
     out
 }
 
+/// The pages of column `leaf` of row group `rg` that `spans` holds when it
+/// lacks the whole chunk (the plan fetched the dictionary page and the data
+/// pages the page index chose: [`super::format`]'s `chunk_ranges`): those
+/// pages end to end, and where the rows of the pages left out lie (see
+/// [`pages::ChunkPages::with_gaps`]). `None` without an offset index, or
+/// when a dictionary page is missing.
+fn fetched_pages(
+    metadata: &ParquetMetaData,
+    rg: usize,
+    leaf: usize,
+    spans: &FetchedSpans,
+) -> Option<(Bytes, Vec<(usize, usize)>)> {
+    let group = metadata.row_group(rg);
+    let rows = usize::try_from(group.num_rows()).ok()?;
+    let pages = metadata
+        .offset_index()?
+        .get(rg)?
+        .get(leaf)?
+        .page_locations();
+    let (start, _) = group.column(leaf).byte_range();
+    let first = u64::try_from(pages.first()?.offset).ok()?;
+    let mut joined = Vec::new();
+    if first > start {
+        joined.extend_from_slice(&spans.get(&(start..first))?);
+    }
+    let mut gaps: Vec<(usize, usize)> = Vec::new();
+    for (i, page) in pages.iter().enumerate() {
+        let from = usize::try_from(page.first_row_index).ok()?;
+        let to = match pages.get(i + 1) {
+            Some(next) => usize::try_from(next.first_row_index).ok()?,
+            None => rows,
+        };
+        let offset = u64::try_from(page.offset).ok()?;
+        let size = u64::try_from(page.compressed_page_size).ok()?;
+        match spans.get(&(offset..offset + size)) {
+            Some(bytes) => joined.extend_from_slice(&bytes),
+            None => match gaps.last_mut() {
+                // Pages left out one after another: one gap.
+                Some((at, n)) if *at == joined.len() => *n += to.checked_sub(from)?,
+                _ => gaps.push((joined.len(), to.checked_sub(from)?)),
+            },
+        }
+    }
+    Some((Bytes::from(joined), gaps))
+}
+
 /// The dictionary type a string or binary `column` read as `target`, with
 /// a dictionary of `entries`, is decoded to as keys (see
 /// [`decode_flat_columns`]); `None` for any other. The narrowest keys that
@@ -324,8 +370,17 @@ pub(super) fn decode_flat_columns(
             continue;
         }
         let (start, len) = chunk.byte_range();
-        let Some(bytes) = spans.get(&(start..start + len)) else {
-            continue;
+        // The whole chunk, or, for a flat column under a selection, the
+        // pages the page index chose (the others' rows are not selected).
+        let (bytes, gaps) = match spans.get(&(start..start + len)) {
+            Some(bytes) => (bytes, Vec::new()),
+            None if list.is_none() && selection.is_some() => {
+                match fetched_pages(metadata, rg, leaf, spans) {
+                    Some(pages) => pages,
+                    None => continue,
+                }
+            }
+            None => continue,
         };
         unit_bytes += chunk.uncompressed_size().max(0);
         let as_keys = match keyed.contains(&root) && list.is_none() {
@@ -340,13 +395,22 @@ pub(super) fn decode_flat_columns(
             let chunk = metadata.row_group(rg).column(leaf);
             let selection = selection.as_ref();
             if let Some(keys) = &as_keys {
-                match flat::decode_column(bytes.clone(), chunk, &column, keys, rows, selection) {
+                let gaps = gaps.clone();
+                match flat::decode_column(
+                    bytes.clone(),
+                    chunk,
+                    &column,
+                    keys,
+                    rows,
+                    selection,
+                    gaps,
+                ) {
                     Err(flat::Failure::Unsupported) => {}
                     decoded => return decoded,
                 }
             }
             match &list {
-                None => flat::decode_column(bytes, chunk, &column, &target, rows, selection),
+                None => flat::decode_column(bytes, chunk, &column, &target, rows, selection, gaps),
                 Some(shape) => {
                     flat::cut_to(lists::decode_column(bytes, chunk, shape, rows)?, selection)
                 }

@@ -182,6 +182,10 @@ pub(crate) fn decodes(column: &ColumnDescriptor, target: &DataType) -> bool {
 /// sets are returned: each page is cut to them as it is decoded (the whole
 /// column is never built), and a page that holds none of them is passed
 /// over undecompressed.
+///
+/// `gaps` (see [`ChunkPages::with_gaps`]): where `bytes` lacks data pages
+/// the page index ruled out, and their rows, which the selection must not
+/// keep; empty for a whole chunk.
 pub(crate) fn decode_column(
     bytes: Bytes,
     meta: &ColumnChunkMetaData,
@@ -189,14 +193,17 @@ pub(crate) fn decode_column(
     target: &DataType,
     rows: usize,
     selection: Option<&BooleanBuffer>,
+    gaps: Vec<(usize, usize)>,
 ) -> Decoded<ArrayRef> {
     if !decodes(column, target) {
         return Err(Failure::Unsupported);
     }
-    if selection.is_some_and(|s| s.len() != rows) {
+    if selection.is_some_and(|s| s.len() != rows) || (selection.is_none() && !gaps.is_empty()) {
         return Err(Failure::Unsupported);
     }
-    let pages = ChunkPages::new(bytes, meta.compression()).ok_or(Failure::Unsupported)?;
+    let pages = ChunkPages::new(bytes, meta.compression())
+        .ok_or(Failure::Unsupported)?
+        .with_gaps(gaps);
     let nullable = column.max_def_level() == 1;
     // A primitive column of Arrow type `$t` from `$n`-byte physical values.
     macro_rules! values {
@@ -1564,8 +1571,16 @@ mod tests {
         let chunk = meta.row_group(0).column(0);
         let (start, len) = chunk.byte_range();
         let bytes = file.slice(start as usize..(start + len) as usize);
-        decode_column(bytes, chunk, &descr.column(0), &target, rows, None)
-            .unwrap_or_else(|e| panic!("{target}: {e:?}"))
+        decode_column(
+            bytes,
+            chunk,
+            &descr.column(0),
+            &target,
+            rows,
+            None,
+            Vec::new(),
+        )
+        .unwrap_or_else(|e| panic!("{target}: {e:?}"))
     }
 
     #[test]
@@ -1821,8 +1836,16 @@ mod tests {
                 let bytes = file.slice(start as usize..(start + len) as usize);
                 let column = descr.column(0);
                 let decode = |selection: Option<&BooleanBuffer>| {
-                    decode_column(bytes.clone(), chunk, &column, &target, rows, selection)
-                        .unwrap_or_else(|e| panic!("{target} {version:?}: {e:?}"))
+                    decode_column(
+                        bytes.clone(),
+                        chunk,
+                        &column,
+                        &target,
+                        rows,
+                        selection,
+                        vec![],
+                    )
+                    .unwrap_or_else(|e| panic!("{target} {version:?}: {e:?}"))
                 };
                 let whole = decode(None);
                 if let Some(keys) = whole.as_any().downcast_ref::<DictionaryArray<Int32Type>>() {

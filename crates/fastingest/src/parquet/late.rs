@@ -12,10 +12,12 @@
 
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
 use arrow_array::{Array, BooleanArray, RecordBatch};
 use arrow_buffer::{BooleanBuffer, BooleanBufferBuilder};
 use arrow_schema::Schema;
 use futures::TryStreamExt;
+use parquet::arrow::arrow_reader::RowSelection;
 use parquet::arrow::ProjectionMask;
 
 use super::decode::{
@@ -52,11 +54,14 @@ pub(crate) fn decode_row_group_filtered(
     let rg = file.plan.units[unit].index;
     let num_rows = metadata.row_group(rg).num_rows();
     let rows_per_batch = batch_rows(file, num_rows);
-    if file.selections[unit].is_some() || num_rows <= 0 || !decodes_whole(file, rg, rows_per_batch)
-    {
+    if num_rows <= 0 || !decodes_whole(file, rg, rows_per_batch) {
         return Ok(None);
     }
     let rows = num_rows as usize;
+    // The rows the page index chose (its other pages were not fetched).
+    let chosen = file.selections[unit]
+        .as_ref()
+        .map(|selection| selected_rows(selection, rows));
     let schema = file.reader_metadata.schema();
     let projected = projected_roots(file);
     let mut filter_roots = Vec::new();
@@ -79,13 +84,13 @@ pub(crate) fn decode_row_group_filtered(
     }
     check_unit_pages(file, unit, spans)?;
     let threads = fetcher.config().decode_threads();
-    // The rows the filter columns' page headers allow: only those are
-    // decoded and filtered.
-    let candidates = after_row(
+    // The rows the page index chose and the filter columns' page headers
+    // allow: only those are decoded and filtered.
+    let candidates = both(
         candidate_rows(file, unit, spans, filter, rows),
-        from_row,
-        rows,
+        chosen.clone(),
     );
+    let candidates = after_row(candidates, from_row, rows);
     let held = candidates
         .as_ref()
         .map_or(rows, BooleanBuffer::count_set_bits);
@@ -170,6 +175,18 @@ pub(crate) fn decode_row_group_filtered(
             let stream = crate_stream(file, unit, spans.clone(), fetcher, mask, rows)?;
             let whole = futures::executor::block_on(stream.try_collect::<Vec<_>>())
                 .map_err(|e| Error::from_parquet(location, e))?;
+            // The crate gives the rows the page index chose: the rows kept
+            // among those.
+            let as_array = match &chosen {
+                Some(chosen) => arrow_select::filter::filter(
+                    &as_array,
+                    &BooleanArray::new(chosen.clone(), None),
+                )
+                .map_err(|e| Error::from_arrow(location, e))?
+                .as_boolean()
+                .clone(),
+                None => as_array.clone(),
+            };
             whole
                 .iter()
                 .map(|batch| match every {
@@ -229,6 +246,28 @@ fn candidate_rows(
     }
     allowed.append_n(rows - at, false);
     Some(allowed.finish())
+}
+
+/// A bit per row of the `rows` a row selection chooses.
+fn selected_rows(selection: &RowSelection, rows: usize) -> BooleanBuffer {
+    let mut bits = BooleanBufferBuilder::new(rows);
+    for run in selection.iter() {
+        bits.append_n(run.row_count, !run.skip);
+    }
+    // A selection shorter than the row group leaves the rest out.
+    if bits.len() < rows {
+        bits.append_n(rows - bits.len(), false);
+    }
+    bits.truncate(rows);
+    bits.finish()
+}
+
+/// The rows both `a` and `b` allow (`None`: every row).
+fn both(a: Option<BooleanBuffer>, b: Option<BooleanBuffer>) -> Option<BooleanBuffer> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(&a & &b),
+        (a, b) => a.or(b),
+    }
 }
 
 /// `candidates` (a bit per row; `None`: every row) less the rows before

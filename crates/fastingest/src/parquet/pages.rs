@@ -344,6 +344,11 @@ pub(crate) struct ChunkPages {
     /// the row the next data page starts at: a data page that holds none
     /// of them is skipped (see [`ChunkPages::skip_unselected`]).
     selection: Option<(BooleanBuffer, usize)>,
+    /// Data pages that were not fetched: at each (byte of `chunk`, rows),
+    /// that many rows lie before the page there (see
+    /// [`ChunkPages::with_gaps`]), and the next of them to come.
+    gaps: Vec<(usize, usize)>,
+    next_gap: usize,
 }
 
 impl ChunkPages {
@@ -367,6 +372,41 @@ impl ChunkPages {
             at: 0,
             scratch: Vec::new(),
             selection: None,
+            gaps: Vec::new(),
+            next_gap: 0,
+        })
+    }
+
+    /// `self`, whose chunk holds only some of its column chunk's data pages
+    /// (those the page index chose, end to end after the dictionary page),
+    /// with `gaps`: at each (byte of the chunk, rows), in order, the pages
+    /// of that many rows that were left out lay before the page there (or
+    /// at the end). They come as [`Page::Skipped`], and only with a
+    /// selection (see [`ChunkPages::skip_unselected`]) that keeps none of
+    /// their rows: otherwise reading them is an error.
+    pub(crate) fn with_gaps(mut self, gaps: Vec<(usize, usize)>) -> Self {
+        self.gaps = gaps;
+        self
+    }
+
+    /// The gap that comes before the page at `self.at`, if any, moved past.
+    fn gap_here(&mut self) -> Option<Result<usize, String>> {
+        let &(at, rows) = self.gaps.get(self.next_gap)?;
+        if at > self.at {
+            return None;
+        }
+        self.next_gap += 1;
+        let Some((keep, row)) = &mut self.selection else {
+            return Some(Err("pages of the chunk were not fetched".into()));
+        };
+        let first = *row;
+        *row = row.saturating_add(rows);
+        Some(match none_kept(keep, first, rows) {
+            true => Ok(rows),
+            false => Err(format!(
+                "rows {first}..{} are kept but their pages were not fetched",
+                first + rows
+            )),
         })
     }
 
@@ -405,7 +445,12 @@ impl ChunkPages {
         let Some((keep, mut row)) = self.selection.clone() else {
             return true;
         };
+        // The rows of the pages left out count as they are passed.
+        let mut gaps = self.gaps[self.next_gap..].iter().peekable();
         while at < self.chunk.len() {
+            while let Some((_, rows)) = gaps.next_if(|(gap_at, _)| *gap_at <= at) {
+                row = row.saturating_add(*rows);
+            }
             let Ok((header, body)) = checked_header(&self.chunk, at, self.codec) else {
                 return true;
             };
@@ -430,6 +475,10 @@ impl ChunkPages {
     /// reader's buffer until the next call.
     pub(crate) fn next_page(&mut self) -> Result<Option<Page<'_>>, String> {
         loop {
+            if let Some(gap) = self.gap_here() {
+                let num_values = gap?;
+                return Ok(Some(Page::Skipped { num_values }));
+            }
             if self.at >= self.chunk.len() {
                 return Ok(None);
             }
@@ -908,6 +957,91 @@ mod tests {
     }
 
     #[test]
+    fn a_chunk_of_some_pages_decodes_its_selected_rows_and_refuses_rows_left_out() {
+        use arrow_array::Array;
+        use parquet::file::metadata::ParquetMetaDataReader;
+        use parquet::file::properties::WriterVersion;
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            for dictionary in [false, true] {
+                let codec = Compression::SNAPPY;
+                let (file, values) = written(codec, version, dictionary);
+                let meta = ParquetMetaDataReader::new()
+                    .parse_and_finish(&file)
+                    .unwrap();
+                let chunk = meta.row_group(0).column(0);
+                let (start, len) = chunk.byte_range();
+                let bytes = file.slice(start as usize..(start + len) as usize);
+                // Each page: (from, to) bytes and its rows (0: dictionary).
+                let mut pages = Vec::new();
+                let mut at = 0;
+                while at < bytes.len() {
+                    let (header, body) = checked_header(&bytes, at, codec).unwrap();
+                    let end = body + header.compressed as usize;
+                    let rows = match header.kind {
+                        DICTIONARY_PAGE => 0,
+                        _ => header.num_values as usize,
+                    };
+                    pages.push((at, end, rows));
+                    at = end;
+                }
+                let data: Vec<usize> = (0..pages.len()).filter(|&i| pages[i].2 > 0).collect();
+                assert!(data.len() > 8, "{} data pages", data.len());
+                // Leave out the 2nd to 4th data pages and the last one.
+                let left_out = |i: usize| data[1..4].contains(&i) || i == *data.last().unwrap();
+                let mut joined = Vec::new();
+                let mut gaps: Vec<(usize, usize)> = Vec::new();
+                let (mut row, mut kept_rows) = (0, Vec::new());
+                for (i, &(from, to, rows)) in pages.iter().enumerate() {
+                    if left_out(i) {
+                        match gaps.last_mut() {
+                            Some((gap_at, n)) if *gap_at == joined.len() => *n += rows,
+                            _ => gaps.push((joined.len(), rows)),
+                        }
+                    } else {
+                        joined.extend_from_slice(&bytes[from..to]);
+                        kept_rows.extend(row..row + rows);
+                    }
+                    row += rows;
+                }
+                let rows = values.len();
+                let column = meta.file_metadata().schema_descr().column(0);
+                let decode = |keep: &BooleanBuffer| {
+                    super::super::flat::decode_column(
+                        bytes::Bytes::from(joined.clone()),
+                        chunk,
+                        &column,
+                        &arrow_schema::DataType::Int32,
+                        rows,
+                        Some(keep),
+                        gaps.clone(),
+                    )
+                };
+                // Every third row of the pages fetched.
+                let keep: BooleanBuffer = (0..rows)
+                    .map(|i| i % 3 == 0 && kept_rows.binary_search(&i).is_ok())
+                    .collect();
+                let what = format!("{version:?}, dictionary {dictionary}");
+                let got = decode(&keep).unwrap_or_else(|e| panic!("{what}: {e:?}"));
+                let want = arrow_select::filter::filter(
+                    &values,
+                    &arrow_array::BooleanArray::new(keep.clone(), None),
+                )
+                .unwrap();
+                assert_eq!(got.to_data(), want.to_data(), "{what}");
+                // A row of a page left out, kept: an error, not a wrong answer.
+                let first_left_out = pages[..data[1]].iter().map(|p| p.2).sum::<usize>();
+                let wrong: BooleanBuffer = (0..rows).map(|i| i == first_left_out).collect();
+                match decode(&wrong) {
+                    Err(super::super::flat::Failure::Corrupt(why)) => {
+                        assert!(why.contains("not fetched"), "{what}: {why}")
+                    }
+                    other => panic!("{what}: {:?}", other.map(|a| a.len())),
+                }
+            }
+        }
+    }
+
+    #[test]
     fn a_dictionary_is_read_only_when_a_page_read_indexes_it() {
         use parquet::file::metadata::ParquetMetaDataReader;
         use parquet::file::properties::{WriterProperties, WriterVersion};
@@ -1112,6 +1246,7 @@ mod tests {
                         &arrow_schema::DataType::Int32,
                         values.len(),
                         None,
+                        Vec::new(),
                     )
                     .unwrap_or_else(|e| panic!("{case}: {e:?}"));
                     let decoded = array
