@@ -1550,7 +1550,6 @@ mod tests {
     fn written_and_decoded(array: ArrayRef, dictionary: bool) -> ArrayRef {
         use parquet::arrow::ArrowSchemaConverter;
         use parquet::basic::Compression;
-        use parquet::file::metadata::ParquetMetaDataReader;
         use parquet::file::properties::WriterProperties;
         let rows = array.len();
         let target = array.data_type().clone();
@@ -1562,15 +1561,11 @@ mod tests {
             .set_max_row_group_row_count(Some(rows))
             .build();
         let file = crate::parquet::written::written(&batch, props);
-        let meta = ParquetMetaDataReader::new()
-            .parse_and_finish(&file)
-            .unwrap();
+        let (meta, bytes) = crate::parquet::written::first_chunk(&file);
         let descr = ArrowSchemaConverter::new()
             .convert(&batch.schema())
             .unwrap();
         let chunk = meta.row_group(0).column(0);
-        let (start, len) = chunk.byte_range();
-        let bytes = file.slice(start as usize..(start + len) as usize);
         decode_column(
             bytes,
             chunk,
@@ -1791,7 +1786,6 @@ mod tests {
         use arrow_array::{BooleanArray, DictionaryArray, StringArray};
         use parquet::arrow::ArrowSchemaConverter;
         use parquet::basic::Compression;
-        use parquet::file::metadata::ParquetMetaDataReader;
         use parquet::file::properties::{WriterProperties, WriterVersion};
         let rows = 20_000usize;
         let flags: ArrayRef = Arc::new(
@@ -1825,15 +1819,11 @@ mod tests {
                     .set_write_batch_size(64)
                     .build();
                 let file = crate::parquet::written::written(&batch, props);
-                let meta = ParquetMetaDataReader::new()
-                    .parse_and_finish(&file)
-                    .unwrap();
+                let (meta, bytes) = crate::parquet::written::first_chunk(&file);
                 let descr = ArrowSchemaConverter::new()
                     .convert(&batch.schema())
                     .unwrap();
                 let chunk = meta.row_group(0).column(0);
-                let (start, len) = chunk.byte_range();
-                let bytes = file.slice(start as usize..(start + len) as usize);
                 let column = descr.column(0);
                 let decode = |selection: Option<&BooleanBuffer>| {
                     decode_column(

@@ -959,18 +959,13 @@ mod tests {
     #[test]
     fn a_chunk_of_some_pages_decodes_its_selected_rows_and_refuses_rows_left_out() {
         use arrow_array::Array;
-        use parquet::file::metadata::ParquetMetaDataReader;
         use parquet::file::properties::WriterVersion;
         for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
             for dictionary in [false, true] {
                 let codec = Compression::SNAPPY;
                 let (file, values) = written(codec, version, dictionary);
-                let meta = ParquetMetaDataReader::new()
-                    .parse_and_finish(&file)
-                    .unwrap();
+                let (meta, bytes) = crate::parquet::written::first_chunk(&file);
                 let chunk = meta.row_group(0).column(0);
-                let (start, len) = chunk.byte_range();
-                let bytes = file.slice(start as usize..(start + len) as usize);
                 // Each page: (from, to) bytes and its rows (0: dictionary).
                 let mut pages = Vec::new();
                 let mut at = 0;
@@ -1043,7 +1038,6 @@ mod tests {
 
     #[test]
     fn a_dictionary_is_read_only_when_a_page_read_indexes_it() {
-        use parquet::file::metadata::ParquetMetaDataReader;
         use parquet::file::properties::{WriterProperties, WriterVersion};
         // Unique values: the dictionary fills (at 2 KB) and the writer
         // falls back to PLAIN pages.
@@ -1061,11 +1055,7 @@ mod tests {
             .set_write_batch_size(64)
             .build();
         let file = crate::parquet::written::written(&batch, props);
-        let meta = ParquetMetaDataReader::new()
-            .parse_and_finish(&file)
-            .unwrap();
-        let (start, len) = meta.row_group(0).column(0).byte_range();
-        let bytes = file.slice(start as usize..(start + len) as usize);
+        let (_, bytes) = crate::parquet::written::first_chunk(&file);
         // Which rows each page holds, and whether it indexes the dictionary.
         let mut layout = Vec::new();
         let mut pages = ChunkPages::new(bytes.clone(), Compression::SNAPPY).unwrap();

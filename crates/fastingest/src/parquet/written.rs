@@ -2,6 +2,7 @@
 
 use arrow_array::RecordBatch;
 use bytes::Bytes;
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use parquet::file::properties::WriterProperties;
 
 /// `batch` written as a whole Parquet file with `props`.
@@ -12,4 +13,13 @@ pub(super) fn written(batch: &RecordBatch, props: WriterProperties) -> Bytes {
     writer.write(batch).unwrap();
     writer.close().unwrap();
     Bytes::from(file)
+}
+
+/// The metadata of `file` and the bytes of its first row group's first
+/// column chunk (what the decoders are handed).
+pub(super) fn first_chunk(file: &Bytes) -> (ParquetMetaData, Bytes) {
+    let meta = ParquetMetaDataReader::new().parse_and_finish(file).unwrap();
+    let (start, len) = meta.row_group(0).column(0).byte_range();
+    let bytes = file.slice(start as usize..(start + len) as usize);
+    (meta, bytes)
 }
