@@ -35,10 +35,10 @@ use crate::filter::Filter;
 /// The rows of the row group at position `unit` of `file`'s plan, from its
 /// row `from_row` on, that the file's filter keeps, decoded late (see the
 /// module's notes; a stream decodes its first rows apart, and the rest
-/// here); `None` where
-/// this does not apply (no filter; rows chosen by the page index; a row
-/// group decoded a batch at a time; a filter column fastingest's own
-/// decoders do not take; no other column to save), and the caller decodes
+/// here); rows the page index left out are never candidates. `None` where
+/// this does not apply (no filter; a row group decoded a batch at a time; a
+/// filter column fastingest's own decoders do not take; no other column to
+/// save), and the caller decodes
 /// the row group whole and filters it.
 pub(crate) fn decode_row_group_filtered(
     file: &PreparedFile,
