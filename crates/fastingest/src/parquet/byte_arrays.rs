@@ -56,7 +56,9 @@ const FIRST_GUESS_MAX: usize = 64 << 20;
 ///
 /// With a `selection` (a bit per row), only the rows it sets: a
 /// dictionary-encoded page without nulls copies only theirs, any other page
-/// is decoded and then cut to them ([`keep_selected`]).
+/// is decoded and then cut to them ([`keep_selected`]); pages without one
+/// are passed over when `pages` was told the selection
+/// ([`ChunkPages::skip_unselected`], as `flat::decode_column` does).
 pub(super) fn decode<O: OffsetSizeTrait>(
     mut pages: ChunkPages,
     nullable: bool,
@@ -66,9 +68,6 @@ pub(super) fn decode<O: OffsetSizeTrait>(
 ) -> Decoded<ArrayRef> {
     if selection.is_some_and(|s| s.len() != rows) {
         return Err(Failure::Unsupported);
-    }
-    if let Some(keep) = selection {
-        pages.skip_unselected(keep);
     }
     let held = selection.map_or(rows, BooleanBuffer::count_set_bits);
     let mut offsets: Vec<O> = Vec::with_capacity(held + 1);
@@ -268,10 +267,7 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
     selection: Option<&BooleanBuffer>,
 ) -> Decoded<ArrayRef> {
     // With a selection, each page's keys are cut to its selected rows once
-    // decoded, and a page with none of them is not read.
-    if let Some(keep) = selection {
-        pages.skip_unselected(keep);
-    }
+    // decoded.
     let mut keys: Vec<K::Native> = Vec::with_capacity(rows);
     let mut validity = nullable.then(|| Bits::with_capacity(rows));
     // Rows of the chunk decoded so far (`keys` holds the selected ones).
@@ -1467,7 +1463,10 @@ mod tests {
             ];
             for keep in patterns {
                 let selection = BooleanBuffer::from_iter((0..values.len()).map(keep));
-                let pages = ChunkPages::new(chunk.clone(), codec).unwrap();
+                // As `flat::decode_column` hands them over: pages without a
+                // selected row passed over.
+                let mut pages = ChunkPages::new(chunk.clone(), codec).unwrap();
+                pages.skip_unselected(&selection);
                 let Ok(got) = decode::<i32>(pages, nulls, values.len(), true, Some(&selection))
                 else {
                     panic!("decoded");

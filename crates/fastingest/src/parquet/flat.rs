@@ -201,9 +201,15 @@ pub(crate) fn decode_column(
     if selection.is_some_and(|s| s.len() != rows) || (selection.is_none() && !gaps.is_empty()) {
         return Err(Failure::Unsupported);
     }
-    let pages = ChunkPages::new(bytes, meta.compression())
+    let mut pages = ChunkPages::new(bytes, meta.compression())
         .ok_or(Failure::Unsupported)?
         .with_gaps(gaps);
+    // A data page without a selected row is passed over undecompressed,
+    // whichever decoder reads the pages; each cuts the pages it reads to
+    // the selected rows.
+    if let Some(keep) = selection {
+        pages.skip_unselected(keep);
+    }
     let nullable = column.max_def_level() == 1;
     // A primitive column of Arrow type `$t` from `$n`-byte physical values.
     macro_rules! values {
@@ -766,9 +772,6 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
             rows.min(keep.count_set_bits().saturating_add(page))
         }
     };
-    if let Some(keep) = selection {
-        pages.skip_unselected(keep);
-    }
     let mut out: Vec<T::Native> = Vec::with_capacity(room);
     let mut validity = nullable.then(|| Bits::with_capacity(room));
     // Rows of the chunk decoded so far (`out` holds the selected ones).
@@ -1320,11 +1323,8 @@ fn decode_booleans(
     rows: usize,
     selection: Option<&BooleanBuffer>,
 ) -> Decoded<ArrayRef> {
-    // With a selection, each page is cut to its selected rows once decoded
-    // (as `primitive` does), and a page with none of them is not read.
-    if let Some(keep) = selection {
-        pages.skip_unselected(keep);
-    }
+    // With a selection, each page read is cut to its selected rows once
+    // decoded (as `primitive` does).
     let mut out = Bits::with_capacity(rows);
     let mut validity = nullable.then(|| Bits::with_capacity(rows));
     // Rows of the chunk decoded so far (`out` holds the selected ones).
