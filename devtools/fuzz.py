@@ -128,6 +128,11 @@ def write_seeds() -> list[Seed]:
         ("zstd-v2", {"compression": "zstd", "data_page_version": "2.0"}),
         ("gzip-pages", {"compression": "gzip", "data_page_size": 256}),
         ("lz4-stats", {"compression": "lz4", "write_page_index": True}),
+        # Bloom filters, which the filtered read below looks `s` up in.
+        (
+            "bloom",
+            {"bloom_filter_options": {c: {"ndv": 64, "fpp": 0.1} for c in ("i", "s", "t")}},
+        ),
     ]
     for name, options in variants:
         buf = io.BytesIO()

@@ -266,6 +266,16 @@ def write_random(table: pa.Table, path: Path, rng: np.random.Generator) -> dict[
             options["column_encoding"] = chosen
     if rng.random() < 0.2:
         options["dictionary_pagesize_limit"] = int(rng.choice([64, 1024]))
+    if rng.random() < 0.4:
+        # Bloom filters on some flat columns, small enough (few distinct
+        # values, a high false-positive rate) to be read and to rule out.
+        blooms = {
+            path: {"ndv": int(rng.choice([8, 64, 4096])), "fpp": float(rng.choice([0.01, 0.3]))}
+            for path, t in leaves
+            if "." not in path and rng.random() < 0.6
+        }
+        if blooms:
+            options["bloom_filter_options"] = blooms
     pq.write_table(table, path, **options)
     return options
 
@@ -301,6 +311,8 @@ def _literal(v: Any, rng: np.random.Generator) -> Any:
         return int(rng.choice([-1, 2**40, -(2**40), 255, 256, 0]))
     if isinstance(v, float) and draw < 0.3:
         return float(rng.choice([0.1, -0.3, 1e-7, 1e30, math.inf, -math.inf, -0.0, 0.0]))
+    if isinstance(v, str | bytes) and draw < 0.2:
+        return v + v[:1] * 2  # most likely in no row: a bloom filter rules it out
     if isinstance(v, decimal.Decimal) and draw < 0.3:
         if rng.random() < 0.5:
             return v + decimal.Decimal("0.0001")

@@ -286,7 +286,9 @@ def iter_batches(source: Source, **options: Unpack[ParquetDecodeOptions]) -> Bat
 
 @_documented
 def plan_parquet(source: Source, **options: Unpack[ParquetOptions]) -> list[ParquetPlan]:
-    """Each file's read plan, fetching footers only: ``location``,
+    """Each file's read plan, fetching footers only (and, with ``filters``,
+    the bloom filters their ``==`` and ``in`` values are looked up in):
+    ``location``,
     ``file_size``, ``row_groups``, ``ranges`` (needed column chunks),
     ``spans`` (coalesced), ``requests`` (slices), ``bytes_needed``,
     ``bytes_to_fetch`` and ``num_requests``."""

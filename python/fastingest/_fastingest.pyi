@@ -143,6 +143,12 @@ class Config:
       another; ``"ssd"``: many reads at once (deep queues pay on SSDs and
       NVMe); ``"auto"``: as the device says (Linux's
       ``/sys/dev/block/*/queue/rotational``), ``"ssd"`` where nothing says.
+    - ``bloom_filters`` (``True``): a filter's ``==`` and ``in`` values are
+      looked up in the bloom filters of their columns, where the file has
+      them, and a row group whose bloom filter holds none of a term's values
+      is not fetched (``ReadStats.row_groups_bloom_skipped``). Integer, date,
+      timestamp, string and binary columns only; one row group's bloom
+      filters are read only while they are at most half its bytes.
     """
 
     footer_prefetch: int
@@ -163,6 +169,7 @@ class Config:
     summary_files: str
     map_local_files: bool
     local_disk: str
+    bloom_filters: bool
     def __new__(cls, **kwargs: float | str) -> Self: ...
     def to_dict(self) -> dict[str, int | float | str]: ...
 
@@ -189,6 +196,10 @@ class ReadStats:
     bytes_mapped: int
     """Of ``bytes_fetched``, those read through a mapping of a local file
     (from the page cache, without a copy: ``Config.map_local_files``)."""
+    row_groups_bloom_skipped: int
+    """Row groups whose bloom filters hold none of an ``==`` or ``in``
+    filter's values: their column data was not fetched
+    (``Config.bloom_filters``)."""
     def __init__(self) -> None: ...
     def to_dict(self) -> dict[str, int | float]: ...
 

@@ -36,6 +36,7 @@ impl PyReadStats {
         d.set_item("cache_corrupt", s.cache_corrupt)?;
         d.set_item("bytes_from_cache", s.bytes_from_cache)?;
         d.set_item("bytes_mapped", s.bytes_mapped)?;
+        d.set_item("row_groups_bloom_skipped", s.row_groups_bloom_skipped)?;
         Ok(d)
     }
 

@@ -87,6 +87,9 @@ pub struct Config {
     /// How local files' bytes that must come from disk are read: a
     /// rotational disk gets few long reads (see [`LocalDisk`]).
     pub local_disk: LocalDisk,
+    /// Whether a filter's `==` and `in` values are looked up in the files'
+    /// bloom filters, to skip the row groups that cannot hold them.
+    pub bloom_filters: bool,
 }
 
 /// What kind of device local files are read from, for how their bytes are
@@ -165,6 +168,7 @@ impl Config {
             summary_files: SummaryFiles::Check,
             map_local_files: true,
             local_disk: LocalDisk::Auto,
+            bloom_filters: true,
         }
     }
 
@@ -204,6 +208,7 @@ impl Config {
         "summary_files",
         "map_local_files",
         "local_disk",
+        "bloom_filters",
     ];
 
     /// Sets one knob from text: sizes take `K`/`M`/`G` suffixes (binary), and
@@ -227,6 +232,12 @@ impl Config {
                 .map(Duration::from_secs_f64)
                 .ok_or_else(|| bad("seconds"))
         };
+        let flag = || match value.trim().to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Some(true),
+            "0" | "false" | "no" | "off" => Some(false),
+            _ => None,
+        };
+        let bad_flag = || bad("true or false (1 or 0)");
         match name {
             "footer_prefetch" => self.footer_prefetch = size()?,
             "long_footer_prefetch" => self.long_footer_prefetch = size()?,
@@ -248,13 +259,8 @@ impl Config {
                 self.summary_files = named(value, &[Check, Trust, Ignore], SummaryFiles::as_str)
                     .ok_or_else(|| bad("\"check\", \"trust\" or \"ignore\""))?
             }
-            "map_local_files" => {
-                self.map_local_files = match value.trim().to_ascii_lowercase().as_str() {
-                    "1" | "true" | "yes" | "on" => true,
-                    "0" | "false" | "no" | "off" => false,
-                    _ => return Err(bad("true or false (1 or 0)")),
-                }
-            }
+            "map_local_files" => self.map_local_files = flag().ok_or_else(&bad_flag)?,
+            "bloom_filters" => self.bloom_filters = flag().ok_or_else(&bad_flag)?,
             "local_disk" => {
                 use LocalDisk::*;
                 self.local_disk = named(value, &[Auto, Solid, Rotational], LocalDisk::as_str)

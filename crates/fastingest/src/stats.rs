@@ -25,6 +25,7 @@ struct Counters {
     cache_corrupt: AtomicU64,
     bytes_from_cache: AtomicU64,
     bytes_mapped: AtomicU64,
+    row_groups_bloom_skipped: AtomicU64,
 }
 
 /// A point-in-time copy of [`ReadStats`].
@@ -59,6 +60,10 @@ pub struct StatsSnapshot {
     /// Of `bytes_fetched`, those read through a mapping of a local file
     /// (from the page cache, without a copy; `Config::map_local_files`).
     pub bytes_mapped: u64,
+    /// Row groups that bloom filters showed to hold none of an `==` or
+    /// `in` filter's values: their column data was not fetched
+    /// (`Config::bloom_filters`).
+    pub row_groups_bloom_skipped: u64,
 }
 
 impl ReadStats {
@@ -100,6 +105,9 @@ impl ReadStats {
     pub(crate) fn add_mapped(&self, n: u64) {
         self.0.bytes_mapped.fetch_add(n, Relaxed);
     }
+    pub(crate) fn add_bloom_skipped(&self, n: u64) {
+        self.0.row_groups_bloom_skipped.fetch_add(n, Relaxed);
+    }
     pub(crate) fn add_cache_miss(&self) {
         self.0.cache_misses.fetch_add(1, Relaxed);
     }
@@ -125,6 +133,7 @@ impl ReadStats {
             cache_corrupt: c.cache_corrupt.load(Relaxed),
             bytes_from_cache: c.bytes_from_cache.load(Relaxed),
             bytes_mapped: c.bytes_mapped.load(Relaxed),
+            row_groups_bloom_skipped: c.row_groups_bloom_skipped.load(Relaxed),
         }
     }
 }

@@ -191,12 +191,24 @@ impl Filter {
     where
         F: Fn(&Predicate) -> Option<(ArrayRef, ArrayRef)>,
     {
+        self.prune_by(units, |p| {
+            min_max(p).and_then(|(mins, maxes)| may_match(&mins, &maxes, p))
+        })
+    }
+
+    /// For each of `units`, whether it may hold a matching row, from
+    /// `may_hold`'s answer for each predicate: per unit, whether a row of it
+    /// may meet the predicate (`None`, or an answer of another length: it
+    /// cannot tell, and the predicate rules nothing out).
+    pub fn prune_by<F>(&self, units: usize, may_hold: F) -> Vec<bool>
+    where
+        F: Fn(&Predicate) -> Option<Vec<bool>>,
+    {
         let mut keep = vec![false; units];
         for conj in &self.disjuncts {
             let mut conj_keep = vec![true; units];
             for p in conj {
-                let may = min_max(p).and_then(|(mins, maxes)| may_match(&mins, &maxes, p));
-                if let Some(may) = may.filter(|m| m.len() == units) {
+                if let Some(may) = may_hold(p).filter(|m| m.len() == units) {
                     for (k, m) in conj_keep.iter_mut().zip(may) {
                         *k &= m;
                     }
@@ -398,6 +410,23 @@ fn equal_to_any(left: &dyn Array, set: &ArrayRef) -> Result<BooleanArray, ArrowE
             BooleanArray::new(f.values().clone(), left.logical_nulls())
         }
     })
+}
+
+/// The values a row's value must equal for `p` to hold, in the type of its
+/// column (`column`; a dictionary's value type): the literal of `==`, the
+/// members of an `in` set that the type holds. `None` for any other
+/// operator, and for a null literal or a set holding a null (`in` then
+/// matches the null rows, which no value stands for).
+pub(crate) fn equal_values(p: &Predicate, column: &DataType) -> Option<ArrayRef> {
+    if !matches!(p.op, CmpOp::Eq | CmpOp::In) || p.value.logical_null_count() > 0 {
+        return None;
+    }
+    match literal::restate(p.op, &p.value, &value_type(column)).ok()? {
+        Restated::Compare(op, values) if op == p.op && values.logical_null_count() == 0 => {
+            Some(values)
+        }
+        _ => None,
+    }
 }
 
 /// For each (row group or page) with these min/max statistics, whether it may

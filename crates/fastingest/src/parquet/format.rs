@@ -12,6 +12,7 @@ use bytes::Bytes;
 use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowSelection};
 use parquet::file::metadata::ParquetMetaData;
 
+use super::bloom;
 use super::decode::{decode_row_group, decode_row_group_head};
 use super::footer::{read_footer, Footer};
 use super::prune::{page_row_ranges, prune_row_groups};
@@ -373,7 +374,36 @@ pub(crate) async fn prepare(
         let keep = prune_row_groups(f, &footer.metadata, &file_schema);
         row_groups.retain(|&i| keep[i]);
     }
-    let (kept, selections) = select_pages(filter, &footer.metadata, &file_schema, row_groups);
+    let (mut kept, mut selections) =
+        select_pages(filter, &footer.metadata, &file_schema, row_groups);
+    if let Some(f) = filter {
+        let planned: Vec<u64> = kept
+            .iter()
+            .zip(&selections)
+            .map(|(&rg, selection)| {
+                let ranges = chunk_ranges(&footer.metadata, &projection, rg, selection.as_ref());
+                ranges.iter().map(|r| r.end - r.start).sum()
+            })
+            .collect();
+        let may_match = bloom::may_match(
+            fetcher,
+            &source,
+            &known.get(),
+            footer.file_size,
+            &footer.metadata,
+            &file_schema,
+            f,
+            &kept,
+            &planned,
+        )
+        .await?;
+        (kept, selections) = kept
+            .into_iter()
+            .zip(selections)
+            .zip(may_match)
+            .filter_map(|(unit, may)| may.then_some(unit))
+            .unzip();
+    }
     let units = kept
         .iter()
         .zip(&selections)

@@ -2,6 +2,7 @@
 //! into the read pipeline; and raw column chunks.
 
 mod binary_types;
+mod bloom;
 mod byte_arrays;
 pub mod chunks;
 mod decode;
@@ -61,7 +62,8 @@ pub async fn open_parquet_units(sources: &[String], options: &ReadOptions) -> Re
     Units::open::<Parquet>(sources, options).await
 }
 
-/// Plans the read of `sources` without fetching column data (footers only).
+/// Plans the read of `sources` without fetching column data (footers, and
+/// the bloom filters a filter looks its values up in).
 pub async fn plan_parquet(sources: &[String], options: &ReadOptions) -> Result<Vec<PreparedFile>> {
     pipeline::plan::<Parquet>(sources, options, &options.fetcher()).await
 }
