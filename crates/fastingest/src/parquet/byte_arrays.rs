@@ -393,6 +393,33 @@ impl<O: OffsetSizeTrait> Values<O> {
         }
     }
 
+    /// Keeps the values at the positions of `runs` (in order, apart) only:
+    /// those of a list column's selected rows.
+    pub(super) fn keep_runs(&mut self, runs: &[std::ops::Range<usize>]) {
+        let end_of = |i: usize| {
+            if i == 0 {
+                0
+            } else {
+                self.ends[i - 1].as_usize()
+            }
+        };
+        let held: usize = runs.iter().map(|r| r.len()).sum();
+        let mut bytes = Vec::new();
+        let mut ends = Vec::with_capacity(held);
+        for run in runs {
+            let (from, to) = (end_of(run.start), end_of(run.end));
+            let base = bytes.len();
+            bytes.extend_from_slice(&self.bytes[from..to]);
+            ends.extend(
+                self.ends[run.clone()]
+                    .iter()
+                    .map(|e| O::usize_as(base + e.as_usize() - from)),
+            );
+        }
+        self.bytes = bytes;
+        self.ends = ends;
+    }
+
     /// The array of `slots` items whose `validity` (none: all valid) says
     /// which hold the values, in order.
     pub(super) fn into_array(self, validity: Option<Bits>, slots: usize) -> Decoded<ArrayRef> {

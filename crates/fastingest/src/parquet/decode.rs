@@ -411,9 +411,7 @@ pub(super) fn decode_flat_columns(
             }
             match &list {
                 None => flat::decode_column(bytes, chunk, &column, &target, rows, selection, gaps),
-                Some(shape) => {
-                    flat::cut_to(lists::decode_column(bytes, chunk, shape, rows)?, selection)
-                }
+                Some(shape) => lists::decode_column(bytes, chunk, shape, rows, selection),
             }
         }));
     }
