@@ -81,6 +81,16 @@ pub struct Predicate {
 }
 
 impl Predicate {
+    /// `column op value`, for tests.
+    #[cfg(test)]
+    pub(crate) fn of(column: &str, op: CmpOp, value: ArrayRef) -> Self {
+        Predicate {
+            column: column.into(),
+            op,
+            value,
+        }
+    }
+
     /// Whether the predicate holds for a null value, as in pyarrow: a
     /// comparison with a null is null (the row is dropped); `in` matches a
     /// null where its values hold a null, `not in` where they do not (it is

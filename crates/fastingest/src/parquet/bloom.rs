@@ -404,14 +404,6 @@ mod tests {
         }
     }
 
-    fn predicate(column: &str, op: CmpOp, value: ArrayRef) -> Predicate {
-        Predicate {
-            column: column.into(),
-            op,
-            value,
-        }
-    }
-
     #[test]
     fn only_equality_on_columns_read_as_written_is_looked_up() {
         let batch = RecordBatch::try_from_iter(vec![
@@ -428,17 +420,17 @@ mod tests {
         let (meta, schema) = (reader.metadata(), reader.schema());
         let one = |v: i64| Arc::new(Int64Array::from(vec![v])) as ArrayRef;
         let filter = Filter::new(vec![vec![
-            predicate("i", CmpOp::Eq, one(1)),
-            predicate("i", CmpOp::Gt, one(1)),
-            predicate("i", CmpOp::NotIn, one(1)),
-            predicate("f", CmpOp::Eq, Arc::new(Float64Array::from(vec![0.0]))),
-            predicate(
+            Predicate::of("i", CmpOp::Eq, one(1)),
+            Predicate::of("i", CmpOp::Gt, one(1)),
+            Predicate::of("i", CmpOp::NotIn, one(1)),
+            Predicate::of("f", CmpOp::Eq, Arc::new(Float64Array::from(vec![0.0]))),
+            Predicate::of(
                 "s",
                 CmpOp::In,
                 Arc::new(StringArray::from(vec![Some("a"), None])),
             ),
-            predicate("s", CmpOp::In, Arc::new(StringArray::from(vec!["a", "z"]))),
-            predicate("absent", CmpOp::Eq, one(1)),
+            Predicate::of("s", CmpOp::In, Arc::new(StringArray::from(vec!["a", "z"]))),
+            Predicate::of("absent", CmpOp::Eq, one(1)),
         ]])
         .unwrap();
         let found = lookups(meta, schema, &filter);

@@ -313,14 +313,6 @@ mod tests {
         SchemaDescriptor::new(Arc::new(schema)).column(0)
     }
 
-    fn predicate(column: &str, op: CmpOp, value: ArrayRef) -> Predicate {
-        Predicate {
-            column: column.into(),
-            op,
-            value,
-        }
-    }
-
     #[test]
     fn page_header_bounds_allow_the_pages_that_may_match() {
         let v = column("message m { optional int64 v; }");
@@ -363,23 +355,26 @@ mod tests {
         // A range within the second page: it, and the page that tells nothing.
         assert_eq!(
             ranges(vec![vec![
-                predicate("v", CmpOp::GtEq, lit(150)),
-                predicate("v", CmpOp::Lt, lit(180)),
+                Predicate::of("v", CmpOp::GtEq, lit(150)),
+                Predicate::of("v", CmpOp::Lt, lit(180)),
             ]]),
             Some(vec![100..300])
         );
         // OR: each side's pages.
         assert_eq!(
             ranges(vec![
-                vec![predicate("v", CmpOp::Eq, lit(5))],
-                vec![predicate("v", CmpOp::Gt, lit(450))],
+                vec![Predicate::of("v", CmpOp::Eq, lit(5))],
+                vec![Predicate::of("v", CmpOp::Gt, lit(450))],
             ]),
             Some(vec![0..100, 200..400])
         );
         // A column whose pages are not at hand tells nothing.
-        assert_eq!(ranges(vec![vec![predicate("w", CmpOp::Eq, lit(5))]]), None);
+        assert_eq!(
+            ranges(vec![vec![Predicate::of("w", CmpOp::Eq, lit(5))]]),
+            None
+        );
         // Pages that do not add up to the row group's rows are not used.
-        let filter = Filter::new(vec![vec![predicate("v", CmpOp::Eq, lit(5))]]).unwrap();
+        let filter = Filter::new(vec![vec![Predicate::of("v", CmpOp::Eq, lit(5))]]).unwrap();
         let short = header_row_ranges(&filter, 500, |_| {
             Some((pages(), v.as_ref(), DataType::Int64))
         });
@@ -413,7 +408,7 @@ mod tests {
             },
         ];
         let value = Arc::new(StringArray::from(vec!["b"])) as ArrayRef;
-        let filter = Filter::new(vec![vec![predicate("s", CmpOp::Eq, value)]]).unwrap();
+        let filter = Filter::new(vec![vec![Predicate::of("s", CmpOp::Eq, value)]]).unwrap();
         let ranges = header_row_ranges(&filter, 30, |_| {
             Some((pages.clone(), s.as_ref(), DataType::Utf8))
         });
