@@ -244,7 +244,7 @@ impl Fetcher {
     pub async fn fetch_range(&self, source: &Source, range: Range<u64>) -> Result<Bytes> {
         let slices = crate::plan::split(range.clone(), self.max_slice_for(source));
         let span = Span { range, slices };
-        fetch_span(self.clone(), Arc::clone(source), span).await
+        fetch_span(self.clone(), Arc::clone(source), span, MIN_MAPPED_SPAN).await
     }
 
     /// Starts fetching every span of `plan` in the background, in file order.
@@ -271,6 +271,7 @@ impl Fetcher {
         let mut guards = Vec::with_capacity(plan.spans.len());
         // The start's bytes are used only if of the version the tail was.
         let version = source.version();
+        let min_mapped = min_mapped_span(plan.bytes_needed());
         for span in &plan.spans {
             let held = known.held_prefix(&span.range);
             let len = span.range.end - span.range.start;
@@ -284,7 +285,7 @@ impl Fetcher {
                 known.coming(span.range.start + held.len() as u64, span.range.end);
             let (fetcher, file) = (self.clone(), Arc::clone(source));
             let assembled = match coming.is_empty() && held.is_empty() {
-                true => fetch_span(fetcher, file, span.clone()).boxed(),
+                true => fetch_span(fetcher, file, span.clone(), min_mapped).boxed(),
                 false => {
                     let ahead = Ahead {
                         held,
@@ -553,10 +554,34 @@ fn near_or_not(config: &Config, near: bool) -> u64 {
     }
 }
 
-/// A span shorter than this is read, not mapped: copying it costs less than
-/// mapping the file, checking its pages and dropping them again (a cold
-/// read of 10 of 500 columns, 80 spans of ~40 KB: 7.2 ms read, 7.7 mapped).
+/// A span shorter than this is read, not mapped, unless its plan is long
+/// enough to map shorter ones (see [`min_mapped_span`]).
 const MIN_MAPPED_SPAN: u64 = 256 * 1024;
+
+/// The shortest span mapped in a long plan.
+const MIN_MAPPED_SPAN_OF_LONG_PLAN: u64 = 64 * 1024;
+
+/// A plan fetching fewer bytes than this maps only spans of
+/// `MIN_MAPPED_SPAN`: mapping a file and unmapping it costs more than
+/// copying this much.
+const MIN_MAPPED_PLAN: u64 = 1 << 20;
+
+/// The shortest span of a plan fetching `planned` bytes that is mapped.
+///
+/// A warm span read by `pread` lands in a fresh buffer whose pages the
+/// process first faults in and clears; through the mapping the decoder
+/// faults in the page cache's own pages, 16 at a time. For short spans that
+/// saving is less than a span's mapping costs (checking its pages, dropping
+/// them again): under 64 KB they are read, from the page cache in place
+/// (see `io::local`). Measured on 10 of 500 columns (80 spans of ~82 KB)
+/// and 20 of 200 in 128 row groups (2,560 spans of ~28 KB), see
+/// docs/benchmarks.md.
+fn min_mapped_span(planned: u64) -> u64 {
+    match planned >= MIN_MAPPED_PLAN {
+        true => MIN_MAPPED_SPAN_OF_LONG_PLAN,
+        false => MIN_MAPPED_SPAN,
+    }
+}
 
 /// Fetches all slices of `span` concurrently into one buffer; or, for a
 /// local file whose span is in the page cache, hands out a view of its
@@ -568,9 +593,14 @@ const MIN_MAPPED_SPAN: u64 = 256 * 1024;
 /// (`MADV_POPULATE_READ` on the blocking pool, slice by slice) took a third
 /// of a steady read's CPU, and fresh reads from the page cache were 5-11 %
 /// slower for it.
-async fn fetch_span(fetcher: Fetcher, source: Source, span: Span) -> Result<Bytes> {
+async fn fetch_span(
+    fetcher: Fetcher,
+    source: Source,
+    span: Span,
+    min_mapped: u64,
+) -> Result<Bytes> {
     let mapped =
-        fetcher.config().map_local_files && span.range.end - span.range.start >= MIN_MAPPED_SPAN;
+        fetcher.config().map_local_files && span.range.end - span.range.start >= min_mapped;
     if let Some(bytes) = mapped
         .then(|| source.map())
         .flatten()
