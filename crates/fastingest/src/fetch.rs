@@ -462,10 +462,7 @@ impl FetchedSpans {
     /// decoder may ask for pages of one column chunk in one range that the
     /// plan fetched as two requests).
     pub fn get(&self, range: &Range<u64>) -> Option<Bytes> {
-        let i = self
-            .0
-            .partition_point(|(r, _)| r.start <= range.start)
-            .checked_sub(1)?;
+        let i = self.first_of(range)?;
         let (r, b) = &self.0[i];
         if range.end <= r.end {
             return Some(b.slice((range.start - r.start) as usize..(range.end - r.start) as usize));
@@ -473,23 +470,49 @@ impl FetchedSpans {
         self.joined(i, range)
     }
 
-    /// `range`, which starts in span `first`, from that span and the ones
-    /// after it, if they follow each other without a gap.
-    fn joined(&self, first: usize, range: &Range<u64>) -> Option<Bytes> {
-        let mut out = Vec::with_capacity((range.end - range.start) as usize);
+    /// Whether the spans hold all of `range` (see [`FetchedSpans::get`]).
+    pub fn holds(&self, range: &Range<u64>) -> bool {
+        let Some(first) = self.first_of(range) else {
+            return false;
+        };
+        self.covering(first, range).is_some()
+    }
+
+    /// The span `range` starts in.
+    fn first_of(&self, range: &Range<u64>) -> Option<usize> {
+        self.0
+            .partition_point(|(r, _)| r.start <= range.start)
+            .checked_sub(1)
+    }
+
+    /// How many spans from `first` on cover `range` without a gap; `None`
+    /// when they leave some of it out.
+    fn covering(&self, first: usize, range: &Range<u64>) -> Option<usize> {
         let mut at = range.start;
-        for (r, b) in &self.0[first..] {
+        for (n, (r, _)) in self.0[first..].iter().enumerate() {
             if r.start > at || r.end <= at {
                 return None; // a gap, or a span behind the bytes still missing
             }
-            let end = range.end.min(r.end);
-            out.extend_from_slice(&b[(at - r.start) as usize..(end - r.start) as usize]);
-            at = end;
+            at = range.end.min(r.end);
             if at == range.end {
-                return Some(Bytes::from(out));
+                return Some(n + 1);
             }
         }
         None
+    }
+
+    /// `range`, which starts in span `first`, from that span and the ones
+    /// after it, if they follow each other without a gap (checked before
+    /// anything is copied).
+    fn joined(&self, first: usize, range: &Range<u64>) -> Option<Bytes> {
+        let n = self.covering(first, range)?;
+        let mut out = Vec::with_capacity((range.end - range.start) as usize);
+        for (r, b) in &self.0[first..first + n] {
+            let from = range.start.max(r.start);
+            let to = range.end.min(r.end);
+            out.extend_from_slice(&b[(from - r.start) as usize..(to - r.start) as usize]);
+        }
+        Some(Bytes::from(out))
     }
 }
 

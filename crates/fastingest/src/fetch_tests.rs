@@ -339,6 +339,24 @@ fn fetched_spans_serve_a_range_across_spans_that_touch_and_not_across_a_gap() {
     assert_eq!(spans.get(&(300..360)), None, "starts in the gap");
     assert_eq!(spans.get(&(380..420)), None, "past the end");
     assert_eq!(spans.get(&(50..120)), None, "before the first");
+    // `holds` says the same as `get` without copying anything.
+    for r in [
+        120..180,
+        150..260,
+        100..300,
+        250..360,
+        300..360,
+        380..420,
+        50..120,
+    ] {
+        assert_eq!(spans.holds(&r), spans.get(&r).is_some(), "{r:?}");
+    }
+    // Within one span: the span's own bytes, not a copy.
+    let inner = spans.get(&(360..390)).unwrap();
+    assert_eq!(
+        inner.as_ptr(),
+        spans.get(&(350..400)).unwrap()[10..].as_ptr()
+    );
 }
 
 /// An object behind a link whose footer request takes longer than

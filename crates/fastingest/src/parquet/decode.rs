@@ -244,6 +244,10 @@ pub(super) fn slice_batches(batches: Vec<RecordBatch>, rows: usize) -> Vec<Recor
 /// pages end to end, and where the rows of the pages left out lie (see
 /// [`pages::ChunkPages::with_gaps`]). `None` without an offset index, or
 /// when a dictionary page is missing.
+///
+/// Pages that lie end to end in the file (a range of a sorted column keeps
+/// a run of them) are handed out as the fetched bytes they are, without a
+/// copy; pages with skipped ones between them are copied together.
 fn fetched_pages(
     metadata: &ParquetMetaData,
     rg: usize,
@@ -259,9 +263,12 @@ fn fetched_pages(
         .page_locations();
     let (start, _) = group.column(leaf).byte_range();
     let first = u64::try_from(pages.first()?.offset).ok()?;
-    let mut joined = Vec::new();
+    // The byte ranges held, in file order, and the gaps' places in them.
+    let mut held: Vec<Range<u64>> = Vec::new();
+    let mut len = 0usize;
     if first > start {
-        joined.extend_from_slice(&spans.get(&(start..first))?);
+        held.push(start..first);
+        len += usize::try_from(first - start).ok()?;
     }
     let mut gaps: Vec<(usize, usize)> = Vec::new();
     for (i, page) in pages.iter().enumerate() {
@@ -272,16 +279,32 @@ fn fetched_pages(
         };
         let offset = u64::try_from(page.offset).ok()?;
         let size = u64::try_from(page.compressed_page_size).ok()?;
-        match spans.get(&(offset..offset + size)) {
-            Some(bytes) => joined.extend_from_slice(&bytes),
-            None => match gaps.last_mut() {
-                // Pages left out one after another: one gap.
-                Some((at, n)) if *at == joined.len() => *n += to.checked_sub(from)?,
-                _ => gaps.push((joined.len(), to.checked_sub(from)?)),
-            },
+        let range = offset..offset.checked_add(size)?;
+        if spans.holds(&range) {
+            len += usize::try_from(size).ok()?;
+            match held.last_mut() {
+                Some(last) if last.end == range.start => last.end = range.end,
+                _ => held.push(range),
+            }
+            continue;
+        }
+        match gaps.last_mut() {
+            // Pages left out one after another: one gap.
+            Some((at, n)) if *at == len => *n += to.checked_sub(from)?,
+            _ => gaps.push((len, to.checked_sub(from)?)),
         }
     }
-    Some((Bytes::from(joined), gaps))
+    let bytes = match held.as_slice() {
+        [one] => spans.get(one)?,
+        _ => {
+            let mut joined = Vec::with_capacity(len);
+            for range in &held {
+                joined.extend_from_slice(&spans.get(range)?);
+            }
+            Bytes::from(joined)
+        }
+    };
+    Some((bytes, gaps))
 }
 
 /// The dictionary type a string or binary `column` read as `target`, with

@@ -488,7 +488,7 @@ fn chunk_ranges(
         }
         out
     });
-    let mut ranges = Vec::new();
+    let mut ranges: Vec<Range<u64>> = Vec::new();
     for leaf in (0..descr.num_columns()).filter(|&l| projection.mask.leaf_included(l)) {
         let (start, len) = meta.column(leaf).byte_range();
         let pages = metadata
@@ -498,9 +498,15 @@ fn chunk_ranges(
             .map(|o| o.page_locations());
         match (&selected, pages) {
             (Some(rows), Some(pages)) if !pages.is_empty() => {
+                // A chunk's pages that lie end to end are one range: one
+                // span holds them, and the decoder takes them as fetched.
+                let mut push = |range: Range<u64>| match ranges.last_mut() {
+                    Some(last) if last.end == range.start => last.end = range.end,
+                    _ => ranges.push(range),
+                };
                 let first = pages[0].offset as u64;
                 if first > start {
-                    ranges.push(start..first); // dictionary page
+                    push(start..first); // dictionary page
                 }
                 for (i, page) in pages.iter().enumerate() {
                     let from = page.first_row_index as usize;
@@ -509,7 +515,7 @@ fn chunk_ranges(
                         .map_or(num_rows, |p| p.first_row_index as usize);
                     if rows.iter().any(|r| r.start < to && from < r.end) {
                         let off = page.offset as u64;
-                        ranges.push(off..off + page.compressed_page_size as u64);
+                        push(off..off + page.compressed_page_size as u64);
                     }
                 }
             }
