@@ -210,6 +210,22 @@ fn arrow_metadata(
     footer: &Footer,
     layout: Layout<'_>,
 ) -> Result<ArrowReaderMetadata> {
+    // A footer kept for later reads keeps its Arrow readings too.
+    let key = format!("{layout:?}");
+    if let Some(kept) = super::memo::arrow_reading(&footer.metadata, &key) {
+        return Ok(kept);
+    }
+    let made = arrow_metadata_of(location, footer, layout)?;
+    super::memo::keep_arrow_reading(&footer.metadata, key, &made);
+    Ok(made)
+}
+
+/// [`arrow_metadata`], made from the footer.
+fn arrow_metadata_of(
+    location: &str,
+    footer: &Footer,
+    layout: Layout<'_>,
+) -> Result<ArrowReaderMetadata> {
     // Nothing is shared with the closure but the metadata it only reads.
     let made = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         ArrowReaderMetadata::try_new(Arc::clone(&footer.metadata), ArrowReaderOptions::new())
