@@ -86,8 +86,11 @@ def test_s3_fetches_only_the_projected_columns(s3, wide):
     data = parquet_bytes(wide, row_group_size=10_000, compression="none")
     url = s3.put("wide.parquet", data)
     stats = fastingest.ReadStats()
+    # Gaps shorter than the hole limit are fetched (next test): here every
+    # gap is longer.
+    config = fastingest.Config(hole_limit="64K")
     got = fastingest.read_parquet(
-        url, columns=["c03", "c17"], storage_options=s3.options(), stats=stats
+        url, columns=["c03", "c17"], storage_options=s3.options(), stats=stats, config=config
     )
     assert got.column_names == ["c03", "c17"]
     meta = pq.ParquetFile(pa.BufferReader(data)).metadata
@@ -99,9 +102,46 @@ def test_s3_fetches_only_the_projected_columns(s3, wide):
     tail = min(len(data), 64 * 1024)
     assert stats.bytes_fetched <= 1.2 * needed + tail
     assert stats.unplanned_requests == 0
-    plan = fastingest.plan_parquet(url, columns=["c03", "c17"], storage_options=s3.options())[0]
+    plan = fastingest.plan_parquet(
+        url, columns=["c03", "c17"], storage_options=s3.options(), config=config
+    )[0]
     assert plan["bytes_needed"] == needed
     assert stats.requests == 1 + plan["num_requests"]
+
+
+def test_s3_fetches_short_gaps_rather_than_a_request_for_each_chunk(s3, tmp_path):
+    """Chunks of 80 KB, every fourth column read: the 240 KB gaps between
+    them are within the store's hole limit (512 KiB), so a row group's
+    chunks come in one request; a local file's hole limit (64 KiB) keeps
+    them apart. The rows are the same either way."""
+    table = pa.table({f"c{i:02d}": pa.array(range(i, i + 40_000), pa.int64()) for i in range(16)})
+    data = parquet_bytes(table, row_group_size=10_000, compression="none")
+    url = s3.put("gaps.parquet", data)
+    local = tmp_path / "gaps.parquet"
+    local.write_bytes(data)
+    columns = ["c00", "c04", "c08", "c12"]
+    store = fastingest.plan_parquet(url, columns=columns, storage_options=s3.options())[0]
+    apart = fastingest.plan_parquet(
+        url,
+        columns=columns,
+        storage_options=s3.options(),
+        config=fastingest.Config(hole_limit="64K"),
+    )[0]
+    on_disk = fastingest.plan_parquet(str(local), columns=columns)[0]
+    assert apart["num_requests"] == on_disk["num_requests"] == 16  # 4 chunks x 4 row groups
+    assert store["num_requests"] < 8
+    assert store["bytes_to_fetch"] > 2.5 * store["bytes_needed"]  # the gaps came too
+    assert on_disk["bytes_to_fetch"] == on_disk["bytes_needed"]
+    stats = fastingest.ReadStats()
+    got = fastingest.read_parquet(url, columns=columns, storage_options=s3.options(), stats=stats)
+    assert got.equals(table.select(columns))
+    assert stats.requests <= 1 + store["num_requests"]
+    assert fastingest.read_parquet(str(local), columns=columns).equals(table.select(columns))
+    # The local hole limit is its own knob.
+    merged = fastingest.plan_parquet(
+        str(local), columns=columns, config=fastingest.Config(local_hole_limit="1M")
+    )[0]
+    assert merged["num_requests"] < 8
 
 
 def test_a_small_file_read_whole_comes_in_the_footer_s_round_trip(s3, toxi, wide):

@@ -91,7 +91,10 @@ class Config:
       answered within 5 ms (a store on loopback); asked with the footer
       where the store's latest footer answer in this process came later.
       0 turns it off.
-    - ``hole_limit`` (64 KiB): ranges closer than this are fetched together.
+    - ``hole_limit`` (512 KiB): ranges of an object store or HTTP file
+      closer than this are fetched together (a request costs about what
+      400-700 KB of transfer costs).
+    - ``local_hole_limit`` (64 KiB): the same for a local file.
     - ``slice_size`` (8 MiB): the largest single request; longer ranges are
       split and fetched in parallel into one buffer. A read smaller than 8
       slices is cut into about 8 requests of at least 1 MiB instead. Through
@@ -156,6 +159,7 @@ class Config:
     small_file: int
     start_prefetch: int
     hole_limit: int
+    local_hole_limit: int
     slice_size: int
     near_slice_size: int
     max_in_flight: int

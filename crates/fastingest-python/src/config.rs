@@ -43,6 +43,7 @@ impl PyConfig {
         d.set_item("small_file", c.small_file)?;
         d.set_item("start_prefetch", c.start_prefetch)?;
         d.set_item("hole_limit", c.hole_limit)?;
+        d.set_item("local_hole_limit", c.local_hole_limit)?;
         d.set_item("slice_size", c.slice_size)?;
         d.set_item("near_slice_size", c.near_slice_size)?;
         d.set_item("max_in_flight", c.max_in_flight)?;

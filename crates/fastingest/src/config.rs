@@ -42,8 +42,16 @@ pub struct Config {
     /// (see `FileScope::reads_whole_file` for when, and
     /// `Fetcher::fetch_tail_and_beside` for how soon). 0: never.
     pub start_prefetch: u64,
-    /// Ranges whose gap is at most this many bytes are merged into one request.
+    /// Ranges of an object store or HTTP file whose gap is at most this many
+    /// bytes are merged into one request. A request costs what 400-700 KB
+    /// of transfer costs (MinIO on loopback, the emulated cloud and far
+    /// links; docs/benchmarks.md), so a shorter gap is cheaper fetched
+    /// than skipped.
     pub hole_limit: u64,
+    /// Ranges of a local file whose gap is at most this many bytes are read
+    /// together. A local read costs microseconds, and from a cold disk the
+    /// bytes of a gap cost their time.
+    pub local_hole_limit: u64,
     /// Largest single request; longer ranges are split into slices of this
     /// size. A smaller read gets smaller slices ([`crate::plan::slice_for`]);
     /// a larger one through a link that would issue fewer requests than its
@@ -154,7 +162,8 @@ impl Config {
             long_footer_prefetch: MIB,
             small_file: MIB,
             start_prefetch: 16 * MIB,
-            hole_limit: 64 * KIB,
+            hole_limit: 512 * KIB,
+            local_hole_limit: 64 * KIB,
             slice_size: 8 * MIB,
             near_slice_size: 16 * MIB,
             max_in_flight: 32,
@@ -195,6 +204,7 @@ impl Config {
         "small_file",
         "start_prefetch",
         "hole_limit",
+        "local_hole_limit",
         "slice_size",
         "near_slice_size",
         "max_in_flight",
@@ -244,6 +254,7 @@ impl Config {
             "small_file" => self.small_file = size()?,
             "start_prefetch" => self.start_prefetch = size()?,
             "hole_limit" => self.hole_limit = size()?,
+            "local_hole_limit" => self.local_hole_limit = size()?,
             "slice_size" => self.slice_size = size()?,
             "near_slice_size" => self.near_slice_size = size()?,
             "max_in_flight" => self.max_in_flight = count()?,

@@ -119,6 +119,16 @@ impl Fetcher {
         }
     }
 
+    /// The longest gap between two ranges of `source` fetched together:
+    /// `Config::hole_limit` for a store, `Config::local_hole_limit` for a
+    /// local file.
+    pub(crate) fn hole_limit_for(&self, source: &Source) -> u64 {
+        match source.is_local() {
+            true => self.config().local_hole_limit,
+            false => self.config().hole_limit,
+        }
+    }
+
     /// Waits for a decode slot (bounds CPU-heavy work to the cores).
     pub(crate) async fn decode_permit(&self) -> Result<SemaphorePermit<'_>> {
         self.0.decode.acquire().await.map_err(closed)

@@ -393,7 +393,7 @@ pub(crate) fn checked_plan(
         location.to_string(),
         file_size,
         units,
-        fetcher.config().hole_limit,
+        fetcher.hole_limit_for(source),
         slice_size,
     );
     spread_over_link(&mut plan, source, fetcher, files);

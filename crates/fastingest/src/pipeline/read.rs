@@ -203,12 +203,11 @@ pub(super) fn start_window<F: Format>(
     let plan = if positions == (0..whole.units.len()) && options.slice_size.is_none() {
         whole
     } else {
-        let config = fetcher.config();
         window = FilePlan::new(
             whole.location.clone(),
             whole.file_size,
             whole.units[positions.clone()].to_vec(),
-            config.hole_limit,
+            fetcher.hole_limit_for(file.source()),
             options.slice_size.unwrap_or(whole.slice_size),
         );
         if options.windows_at_once > 0 {
