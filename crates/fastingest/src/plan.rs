@@ -201,6 +201,15 @@ pub fn coalesce(ranges: &[Range<u64>], hole_limit: u64, max_merged: u64) -> Vec<
     out
 }
 
+/// Appends `range` to `ranges`, extending the last one instead when `range`
+/// starts where it ends (ranges built in order, end to end where they touch).
+pub fn push_touching<T: Copy + PartialEq>(ranges: &mut Vec<Range<T>>, range: Range<T>) {
+    match ranges.last_mut() {
+        Some(last) if last.end == range.start => last.end = range.end,
+        _ => ranges.push(range),
+    }
+}
+
 /// Splits `range` into consecutive slices of at most `slice_size` bytes, of
 /// near-equal length (no tiny last slice).
 pub fn split(range: Range<u64>, slice_size: u64) -> Vec<Range<u64>> {
@@ -231,6 +240,15 @@ fn split_in(range: Range<u64>, n: u64) -> Vec<Range<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn touching_ranges_are_pushed_as_one_and_apart_ones_apart() {
+        let mut ranges: Vec<Range<u64>> = Vec::new();
+        for r in [0..4, 4..9, 10..12, 12..12, 12..20, 30..31] {
+            push_touching(&mut ranges, r);
+        }
+        assert_eq!(ranges, vec![0..9, 10..20, 30..31]);
+    }
 
     #[test]
     fn a_plan_of_few_requests_is_spread_over_the_slots_it_is_given() {

@@ -282,10 +282,7 @@ fn fetched_pages(
         let range = offset..offset.checked_add(size)?;
         if spans.holds(&range) {
             len += usize::try_from(size).ok()?;
-            match held.last_mut() {
-                Some(last) if last.end == range.start => last.end = range.end,
-                _ => held.push(range),
-            }
+            crate::plan::push_touching(&mut held, range);
             continue;
         }
         match gaps.last_mut() {

@@ -24,7 +24,7 @@ use crate::filter::Filter;
 use crate::filter::Rows;
 use crate::known::Known;
 use crate::pipeline::{checked_plan, chosen_units, Format, Planned};
-use crate::plan::{FilePlan, PlanUnit};
+use crate::plan::{push_touching, FilePlan, PlanUnit};
 use crate::source::Source;
 
 /// Parquet, as the pipeline reads it.
@@ -516,10 +516,7 @@ fn chunk_ranges(
             (Some(rows), Some(pages)) if !pages.is_empty() => {
                 // A chunk's pages that lie end to end are one range: one
                 // span holds them, and the decoder takes them as fetched.
-                let mut push = |range: Range<u64>| match ranges.last_mut() {
-                    Some(last) if last.end == range.start => last.end = range.end,
-                    _ => ranges.push(range),
-                };
+                let mut push = |range: Range<u64>| push_touching(&mut ranges, range);
                 let first = pages[0].offset as u64;
                 if first > start {
                     push(start..first); // dictionary page

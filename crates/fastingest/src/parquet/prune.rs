@@ -118,10 +118,7 @@ fn ranges_where(
     let mut row = 0usize;
     for (keep, len) in may.into_iter().zip(counts) {
         if keep {
-            match out.last_mut() {
-                Some(last) if last.end == row => last.end = row + len,
-                _ => out.push(row..row + len),
-            }
+            crate::plan::push_touching(&mut out, row..row + len);
         }
         row += len;
     }
