@@ -156,17 +156,16 @@ impl RangeSource for Instrumented {
             let pick =
                 self.fail_every > 0 && (range.start / 1000).is_multiple_of(self.fail_every as u64);
             if pick && self.failed_once.lock().unwrap().insert(range.start) {
-                // Half-written, then a reset: the retry must overwrite it.
-                dst[0] = dst[0].wrapping_add(1);
+                // Half-written, then a reset: the retry must start over.
+                let half = (range.end - range.start) / 2;
+                dst.extend((range.start..range.start + half).map(|at| !byte_at(at)));
                 return Err(Failure::Transient {
                     detail: "connection reset by peer".into(),
                     timed_out: false,
                     cause: None,
                 });
             }
-            for (k, b) in dst.iter_mut().enumerate() {
-                *b = byte_at(range.start + k as u64);
-            }
+            dst.extend(range.map(byte_at));
             Ok(())
         }
         .boxed()
@@ -854,4 +853,33 @@ async fn a_near_store_s_slices_stay_within_the_memory_budget_and_0_means_slice_s
             "near_slice_size {near_slice_size}"
         );
     }
+}
+
+#[test]
+fn rooms_cut_from_one_buffer_rejoin_where_they_were_written() {
+    let mut rest = BytesMut::with_capacity(1_000);
+    let start = rest.as_ptr();
+    // The head is the caller's to fill; each slice's room is written by
+    // appending, as a request does.
+    let mut head = super::take_room(&mut rest, 100);
+    head.resize(head.capacity(), 1);
+    let mut rooms: Vec<BytesMut> = [300, 0, 600]
+        .into_iter()
+        .map(|n| super::take_room(&mut rest, n))
+        .collect();
+    for (k, room) in (2u8..).zip(rooms.iter_mut()) {
+        assert!(room.is_empty());
+        let n = room.capacity();
+        room.extend(std::iter::repeat_n(k, n));
+    }
+    let mut whole = head;
+    for room in rooms {
+        whole.unsplit(room);
+    }
+    // One buffer, where it was allocated: nothing was copied.
+    assert_eq!(whole.as_ptr(), start);
+    assert_eq!(whole.len(), 1_000);
+    assert!(whole[..100].iter().all(|&b| b == 1));
+    assert!(whole[100..400].iter().all(|&b| b == 2));
+    assert!(whole[400..].iter().all(|&b| b == 4));
 }

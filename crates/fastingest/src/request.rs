@@ -24,7 +24,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::config::{Config, LocalDisk};
 use crate::error::{Error, Result};
-use crate::io::{with_retries, Guess, ObjectVersion, Retry, Tail};
+use crate::io::{with_retries, Failure, Guess, ObjectVersion, Retry, Tail};
 use crate::source::Source;
 use crate::stats::ReadStats;
 
@@ -92,8 +92,10 @@ pub trait ByteSource: Send + Sync + Debug {
     /// Up to `len` bytes from the end of `file`, and its size.
     fn tail<'a>(&'a self, file: &'a Source, len: u64) -> BoxFuture<'a, Result<Tail>>;
 
-    /// Fills `part` (already as long as `range`) with the bytes of `range`
-    /// of `file`, and hands it back.
+    /// The bytes of `range` of `file`, written into `part`: empty room with
+    /// the capacity for them (one slice of a span's buffer), handed back
+    /// holding exactly those bytes. The room is not cleared first, as no
+    /// byte is read before it is written.
     fn range_into<'a>(
         &'a self,
         file: &'a Source,
@@ -225,19 +227,26 @@ impl StoreRequests {
         );
         let want = (range.end - range.start) as usize;
         loop {
-            if part.len() != want {
-                // A cancelled attempt can leave the buffer taken; never read
-                // into a buffer of the wrong size. (Rejoining then copies,
-                // rarely.)
-                part = BytesMut::zeroed(want);
-            }
+            // A failed attempt may have written a part: start over. (The
+            // room stays; had it been taken, `reserve` gives new room, and
+            // rejoining the span's slices then copies, rarely.)
+            part.clear();
+            part.reserve(want);
             match retry
                 .attempt(file.read_into(range.clone(), &mut part))
                 .await
             {
-                Ok(()) => {
+                Ok(()) if part.len() == want => {
                     self.stats.add_fetched(range.end - range.start);
                     return Ok(part);
+                }
+                Ok(()) => {
+                    let got = part.len();
+                    retry
+                        .failed(Failure::transient(format!(
+                            "read {got} bytes where {want} were asked for"
+                        )))
+                        .await?
                 }
                 Err(failure) => retry.failed(failure).await?,
             }

@@ -180,7 +180,7 @@ impl Cache {
             Bytes::new()
         } else {
             let range = version.size - n..version.size;
-            let part = BytesMut::zeroed(n as usize);
+            let part = BytesMut::with_capacity(n as usize);
             self.read_range(inner, source, range, part).await?.freeze()
         };
         Ok(Tail {
@@ -232,10 +232,11 @@ impl Cache {
         Record::read(&path).is_some_and(|r| !self.trusts(r.validated_at))
     }
 
-    /// Fills `part` with the bytes of `range` of `source`: from one entry,
-    /// from several overlapping ones plus the gaps, or from the store (then
-    /// written to the cache). Across processes, one fetches a range and the
-    /// others wait for its entry.
+    /// The bytes of `range` of `source` in `part` (room for them, as
+    /// [`ByteSource::range_into`] takes): from one entry, from several
+    /// overlapping ones plus the gaps, or from the store (then written to
+    /// the cache). Across processes, one fetches a range and the others wait
+    /// for its entry.
     pub(crate) async fn read_range(
         &self,
         inner: &dyn ByteSource,
@@ -285,6 +286,8 @@ impl Cache {
         let pieces = coverage(&dir, &range);
         if pieces.iter().all(|(_, from)| from.is_none()) {
             self.count_miss(inner);
+            let mut part = part;
+            part.clear(); // room again, for the store's bytes
             let part = inner.range_into(source, range.clone(), part).await?;
             return self.store(source.location(), path, range, part).await;
         }
@@ -397,7 +400,7 @@ impl Cache {
             let n = (piece.end - piece.start) as usize;
             self.count_miss(inner);
             let buf = inner
-                .range_into(source, piece.clone(), BytesMut::zeroed(n))
+                .range_into(source, piece.clone(), BytesMut::with_capacity(n))
                 .await?;
             let path = dir.join(entry_name(&piece));
             let bytes = self
@@ -408,7 +411,10 @@ impl Cache {
         Ok(part)
     }
 
-    /// Looks up the entry at `path` for exactly `range`, reading it into `part`.
+    /// Looks up the entry at `path` for exactly `range`, reading it into
+    /// `part`, which it makes as long as the range (zeroed: an entry is read
+    /// into initialised bytes), found or not: the pieces read after it
+    /// write into their places.
     async fn lookup(
         &self,
         inner: &dyn ByteSource,
@@ -417,6 +423,8 @@ impl Cache {
         range: &Range<u64>,
         mut part: BytesMut,
     ) -> Result<(BytesMut, bool)> {
+        part.clear();
+        part.resize((range.end - range.start) as usize, 0);
         let (p, r) = (path.to_path_buf(), range.clone());
         let (part, found) = tokio::task::spawn_blocking(move || {
             let found = entry::read_into(&p, &r, &mut part);

@@ -247,6 +247,7 @@ impl RangeSource for HttpSource {
             copy_body(
                 resp.bytes_stream().map(|c| c.map_err(body_error)),
                 dst,
+                (range.end - range.start) as usize,
                 skip,
             )
             .await

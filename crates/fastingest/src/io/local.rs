@@ -3,6 +3,7 @@
 //! pool, issued in parallel by the fetcher.
 
 use std::fs::File;
+use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, MetadataExt};
@@ -108,24 +109,26 @@ pub(crate) fn io_error(location: &str, e: std::io::Error) -> Error {
 /// than handing the read to the blocking pool and waking for its answer.
 const MOST_READ_IN_PLACE: usize = 256 * 1024;
 
-/// How much of `buf` (the file's bytes from `offset` on) was copied from
-/// the page cache without waiting for the disk (`RWF_NOWAIT`): all of it,
-/// a part, or nothing (an error, pages not cached, a range too long to read
-/// in place, a kernel without the flag); the caller reads the rest.
+/// How much of `room` (for the file's bytes from `offset` on) was written
+/// from the page cache without waiting for the disk (`RWF_NOWAIT`), from
+/// its start: all of it, a part, or nothing (an error, pages not cached, a
+/// range too long to read in place, a kernel without the flag); the caller
+/// reads the rest.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn read_cached(file: &File, buf: &mut [u8], offset: u64) -> usize {
-    if buf.len() > MOST_READ_IN_PLACE {
+fn read_cached(file: &File, room: &mut [MaybeUninit<u8>], offset: u64) -> usize {
+    if room.len() > MOST_READ_IN_PLACE {
         return 0;
     }
     let mut done = 0;
-    while done < buf.len() {
+    while done < room.len() {
         let iov = libc::iovec {
-            iov_base: buf[done..].as_mut_ptr().cast(),
-            iov_len: buf.len() - done,
+            iov_base: room[done..].as_mut_ptr().cast(),
+            iov_len: room.len() - done,
         };
         let at = (offset + done as u64) as libc::off_t;
-        // SAFETY: one iovec over the unread part of `buf`, which outlives
-        // the call; the kernel writes at most `iov_len` bytes into it.
+        // SAFETY: one iovec over the unwritten part of `room`, which
+        // outlives the call; the kernel writes at most `iov_len` bytes into
+        // it (uninitialised memory may be written).
         let n = unsafe { libc::preadv2(file.as_raw_fd(), &iov, 1, at, libc::RWF_NOWAIT) };
         if n <= 0 {
             break; // EAGAIN (not cached), end of file, or any error
@@ -136,7 +139,7 @@ fn read_cached(file: &File, buf: &mut [u8], offset: u64) -> usize {
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn read_cached(_file: &File, _buf: &mut [u8], _offset: u64) -> usize {
+fn read_cached(_file: &File, _room: &mut [MaybeUninit<u8>], _offset: u64) -> usize {
     0
 }
 
@@ -149,7 +152,7 @@ impl RangeSource for LocalSource {
         let len = len.min(self.size);
         let start = self.size - len;
         async move {
-            let mut buf = BytesMut::zeroed(len as usize);
+            let mut buf = BytesMut::with_capacity(len as usize);
             self.read_into(start..self.size, &mut buf).await?;
             Ok(Tail {
                 bytes: buf.freeze(),
@@ -166,17 +169,26 @@ impl RangeSource for LocalSource {
     ) -> BoxFuture<'a, Result<(), Failure>> {
         async move {
             let file = Arc::clone(&self.file);
+            let want = (range.end - range.start) as usize;
+            let at = dst.len();
+            dst.reserve(want);
             // What the page cache holds is copied here and now; only the
             // rest waits for the disk, on the blocking pool.
-            let cached = read_cached(&file, dst, range.start);
-            if cached == dst.len() {
+            let cached = read_cached(&file, &mut dst.spare_capacity_mut()[..want], range.start);
+            // SAFETY: `read_cached` wrote the first `cached` bytes past the
+            // length, within the capacity reserved.
+            unsafe { dst.set_len(at + cached) };
+            if cached == want {
                 return Ok(());
             }
+            // `read_exact_at` fills initialised bytes: the rest is zeroed
+            // first, which takes far less time than reading it from disk.
+            dst.resize(at + want, 0);
             // The blocking pool needs an owned buffer: swap it out and back.
             let mut buf = std::mem::take(dst);
-            let start = range.start;
+            let from = range.start + cached as u64;
             let (buf, res) = tokio::task::spawn_blocking(move || {
-                let res = file.read_exact_at(&mut buf[cached..], start + cached as u64);
+                let res = file.read_exact_at(&mut buf[at + cached..], from);
                 (buf, res)
             })
             .await
@@ -252,7 +264,7 @@ mod tests {
             other => panic!("not a permanent failure: {other:?}"),
         };
         // Past the end it had when opened: the file is short.
-        let mut buf = BytesMut::zeroed(100);
+        let mut buf = BytesMut::with_capacity(100);
         let past = source.read_into(9_950..10_050, &mut buf).await.unwrap_err();
         assert!(detail(past).contains("shorter than 10050 bytes"));
         // Within that end, but cut since: cut short while being read.
@@ -262,7 +274,7 @@ mod tests {
             .unwrap()
             .set_len(5_000)
             .unwrap();
-        let mut buf = BytesMut::zeroed(1_000);
+        let mut buf = BytesMut::with_capacity(1_000);
         let cut = source.read_into(6_000..7_000, &mut buf).await.unwrap_err();
         let cut = detail(cut);
         assert!(cut.contains("cut short while it was being read"), "{cut}");
@@ -281,25 +293,30 @@ mod tests {
         // Just written, so in the page cache: read whole, in place (a
         // kernel without RWF_NOWAIT reads nothing here, and the caller the
         // rest, as checked below).
-        let mut buf = vec![0u8; 100_000];
+        let mut buf = vec![MaybeUninit::<u8>::uninit(); 100_000];
         let n = read_cached(&file, &mut buf, 1_000);
         assert!(n == 0 || n == buf.len(), "{n}");
         if n > 0 {
-            assert_eq!(buf, bytes[1_000..101_000]);
+            // SAFETY: all of `buf` was written.
+            let read: Vec<u8> = buf.iter().map(|b| unsafe { b.assume_init() }).collect();
+            assert_eq!(read, bytes[1_000..101_000]);
         }
         // Past the end: what there is, then nothing more.
-        let mut buf = vec![0u8; 1_000];
+        let mut buf = vec![MaybeUninit::<u8>::uninit(); 1_000];
         let n = read_cached(&file, &mut buf, 599_500);
         assert!(n == 0 || n == 500, "{n}");
         // Longer than is read in place: left to the blocking pool.
-        let mut buf = vec![0u8; MOST_READ_IN_PLACE + 1];
+        let mut buf = vec![MaybeUninit::<u8>::uninit(); MOST_READ_IN_PLACE + 1];
         assert_eq!(read_cached(&file, &mut buf, 0), 0);
-        // Through the source, every length and offset brings the file's bytes.
+        // Through the source, every length and offset brings the file's
+        // bytes, appended after what the buffer held.
         let source = LocalSource::open(path.clone(), "cached.bin".into()).unwrap();
         for range in [0..10, 4_095..70_001, 0..600_000, 333_333..599_999] {
-            let mut buf = BytesMut::zeroed((range.end - range.start) as usize);
+            let mut buf = BytesMut::with_capacity(3);
+            buf.extend_from_slice(b"abc");
             source.read_into(range.clone(), &mut buf).await.unwrap();
-            assert_eq!(&buf[..], &bytes[range.start as usize..range.end as usize]);
+            assert_eq!(&buf[..3], b"abc");
+            assert_eq!(&buf[3..], &bytes[range.start as usize..range.end as usize]);
         }
         std::fs::remove_file(path).unwrap();
     }

@@ -95,7 +95,11 @@ pub trait RangeSource: Send + Sync + Debug {
     /// in a single request where the backend allows it.
     fn read_tail(&self, len: u64) -> BoxFuture<'_, Result<Tail, Failure>>;
 
-    /// Fills `dst` (already `range` long) with the bytes of `range`.
+    /// Appends the bytes of `range` to `dst`. Callers give `dst` the room
+    /// (capacity past its length), so that nothing is reallocated, and no
+    /// implementation clears that room first. A failed attempt may leave
+    /// part of the bytes appended: the caller truncates `dst` before trying
+    /// again.
     fn read_into<'a>(
         &'a self,
         range: Range<u64>,
@@ -199,18 +203,23 @@ pub trait RangeSource: Send + Sync + Debug {
     }
 }
 
-/// Copies a response body into `dst`, skipping its first `skip` bytes (a
-/// server that ignored the Range header sends the whole object). A body that
-/// ends early is a transient failure: the caller retries the whole range.
+/// Appends the first `want` bytes of a response body to `dst`, after
+/// skipping its first `skip` bytes (a server that ignored the Range header
+/// sends the whole object). A body that ends early is a transient failure:
+/// the caller retries the whole range.
+///
+/// Appended, not copied over: `dst` is room that nothing has written yet,
+/// and clearing it first (memory the allocator reuses is not zero) was 7 %
+/// of the client's CPU in a steady read from MinIO.
 pub(crate) async fn copy_body<S>(
     mut body: S,
     dst: &mut BytesMut,
+    want: usize,
     mut skip: usize,
 ) -> Result<(), Failure>
 where
     S: Stream<Item = Result<Bytes, Failure>> + Unpin,
 {
-    let want = dst.len();
     let mut filled = 0usize;
     while let Some(chunk) = body.next().await {
         let mut chunk = chunk?;
@@ -220,7 +229,7 @@ where
             skip -= n;
         }
         let n = chunk.len().min(want - filled);
-        dst[filled..filled + n].copy_from_slice(&chunk[..n]);
+        dst.extend_from_slice(&chunk[..n]);
         filled += n;
         if filled == want {
             return Ok(());

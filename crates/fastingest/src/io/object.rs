@@ -281,7 +281,7 @@ impl RangeSource for ObjectStoreSource {
             let body = result
                 .into_stream()
                 .map(|c| c.map_err(|e| self.classify(e)));
-            copy_body(body, dst, 0).await
+            copy_body(body, dst, (range.end - range.start) as usize, 0).await
         }
         .boxed()
     }
