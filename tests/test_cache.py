@@ -394,6 +394,33 @@ def test_a_range_partly_cached_fetches_only_the_rest(s3, tmp_path):
     assert 0 < stats.bytes_fetched <= c04 + 64 * 1024
 
 
+def test_a_later_read_planned_otherwise_reads_each_entry_once(s3, tmp_path):
+    # The filling read's requests (2 MiB: two column chunks each) and a later
+    # read's (1 MiB: one chunk each) differ, as a near store's and a read
+    # served by the cache did: the later read still reads each entry once,
+    # whole, not once for each of its halves.
+    import io
+
+    rng = __import__("numpy").random.default_rng(7)
+    table = pa.table({f"c{i:02d}": rng.integers(0, 1 << 62, 87_500) for i in range(32)})
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="none", use_dictionary=False)
+    url = s3.put("planned/w.parquet", buf.getvalue())
+    c = cache(tmp_path, validate="immutable")
+    opts = s3.options()
+    fill = fastingest.Config(slice_size="2M", near_slice_size="2M")
+    fastingest.read_parquet(url, storage_options=opts, cache=c, config=fill)
+    entries = entry_files(tmp_path)
+    assert len(entries) >= 16, [p.name for p in entries]
+    stats = fastingest.ReadStats()
+    later = fastingest.Config(slice_size="1M", near_slice_size="1M")
+    got = fastingest.read_parquet(url, storage_options=opts, cache=c, config=later, stats=stats)
+    assert_tables_equal(got, table)
+    assert stats.requests == 0
+    # One hit an entry (the tail's entry may serve the last chunk's end too).
+    assert stats.cache_hits <= len(entries) + 1, (stats.cache_hits, len(entries))
+
+
 def test_a_range_covered_by_several_entries_is_read_from_them_alone(s3, tmp_path):
     # The second read's range spans two entries (c03's, and c04's fetched as
     # the gap): later reads of it are served from both, with no request and

@@ -119,6 +119,15 @@ impl Fetcher {
         }
     }
 
+    /// Joins `plan`'s spans across what the byte source holds of `source`
+    /// as units of its own (the disk cache's entries: see
+    /// [`FilePlan::join_across`]), so that each is read once.
+    pub(crate) fn join_across_held(&self, plan: &mut FilePlan, source: &Source) {
+        if let Some(held) = self.0.bytes.held_entries(source) {
+            plan.join_across(&held);
+        }
+    }
+
     /// The longest gap between two ranges of `source` fetched together:
     /// `Config::hole_limit` for a store, `Config::local_hole_limit` for a
     /// local file.
@@ -684,7 +693,12 @@ async fn fetch_span_after(
     let mut room = take_room(&mut rest, (from - span.range.start) as usize);
     room.resize(room.capacity(), 0); // the caller's to fill
     let mut parts = Vec::with_capacity(span.slices.len());
-    for slice in slices_after(span, from) {
+    let slices = fetcher
+        .0
+        .bytes
+        .held_pieces(source, &(from..span.range.end))
+        .unwrap_or_else(|| slices_after(span, from));
+    for slice in slices {
         let part = take_room(&mut rest, (slice.end - slice.start) as usize);
         parts.push((slice, part));
     }

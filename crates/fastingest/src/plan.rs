@@ -149,6 +149,43 @@ impl FilePlan {
         }
     }
 
+    /// Joins neighbouring spans that one of the `held` ranges (sorted by
+    /// start) reaches into both of, with the bytes between them: what holds
+    /// those ranges (the disk cache) reads each of them whole, so that a
+    /// span boundary inside one would have it read once for each side. A
+    /// later read whose plan differs from the one that filled the cache (a
+    /// store's answers, not the cache's, tell it the store is near, and
+    /// near stores get longer requests) cut most of the cache's entries in
+    /// two this way.
+    pub fn join_across(&mut self, held: &[Range<u64>]) {
+        if held.is_empty() || self.spans.len() < 2 {
+            return;
+        }
+        // The furthest end of the ranges starting before each point.
+        let mut furthest = Vec::with_capacity(held.len() + 1);
+        furthest.push(0u64);
+        for range in held {
+            let last = *furthest.last().unwrap_or(&0);
+            furthest.push(last.max(range.end));
+        }
+        let mut joined: Vec<Span> = Vec::with_capacity(self.spans.len());
+        for span in std::mem::take(&mut self.spans) {
+            if let Some(last) = joined.last_mut() {
+                let before = held.partition_point(|r| r.start < last.range.end);
+                if furthest[before] > span.range.start {
+                    if last.range.end < span.range.start {
+                        last.slices.push(last.range.end..span.range.start);
+                    }
+                    last.slices.extend(span.slices);
+                    last.range.end = span.range.end;
+                    continue;
+                }
+            }
+            joined.push(span);
+        }
+        self.spans = joined;
+    }
+
     /// Index of the span holding `range` entirely, if any.
     pub fn span_of(&self, range: &Range<u64>) -> Option<usize> {
         let i = self.spans.partition_point(|s| s.range.start <= range.start);
@@ -240,6 +277,59 @@ fn split_in(range: Range<u64>, n: u64) -> Vec<Range<u64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_one_held_range_reaches_into_are_joined_with_the_bytes_between() {
+        let span = |r: Range<u64>, slices: &[Range<u64>]| Span {
+            range: r,
+            slices: slices.to_vec(),
+        };
+        // A span fetched as one request.
+        let whole = |r: Range<u64>| Span {
+            slices: vec![r.clone()],
+            range: r,
+        };
+        let plan = || FilePlan {
+            location: "f".into(),
+            file_size: 1_000,
+            units: Vec::new(),
+            spans: vec![
+                span(0..100, &[0..50, 50..100]),
+                whole(100..200),
+                whole(250..300),
+                whole(400..500),
+                whole(600..700),
+            ],
+            slice_size: 100,
+        };
+        // 0..150 reaches into the first two; 260..420 into the third and
+        // the fourth, over the gap between them; nothing into the fifth.
+        let mut joined = plan();
+        joined.join_across(&[0..150, 150..250, 260..420, 500..600]);
+        assert_eq!(
+            joined.spans,
+            vec![
+                span(0..200, &[0..50, 50..100, 100..200]),
+                span(250..500, &[250..300, 300..400, 400..500]),
+                whole(600..700),
+            ]
+        );
+        // Every span's slices still cover it exactly, in order.
+        for s in &joined.spans {
+            assert_eq!(s.slices.first().unwrap().start, s.range.start);
+            assert_eq!(s.slices.last().unwrap().end, s.range.end);
+            assert!(s.slices.windows(2).all(|w| w[0].end == w[1].start));
+        }
+        // Held ranges that end where spans do, or lie between them: as planned.
+        let mut apart = plan();
+        apart.join_across(&[0..100, 100..200, 200..250, 300..400]);
+        assert_eq!(apart.spans, plan().spans);
+        // A long range starting early reaches spans far on: all joined.
+        let mut one = plan();
+        one.join_across(&[0..10, 5..650]);
+        assert_eq!(one.spans.len(), 1);
+        assert_eq!(one.spans[0].range, 0..700);
+    }
 
     #[test]
     fn touching_ranges_are_pushed_as_one_and_apart_ones_apart() {

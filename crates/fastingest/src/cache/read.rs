@@ -83,6 +83,20 @@ impl ByteSource for CachedBytes {
         self.inner.head(file)
     }
 
+    fn held_pieces(&self, file: &Source, range: &Range<u64>) -> Option<Vec<Range<u64>>> {
+        match self.applies_to(file) {
+            true => self.cache.held_pieces(file, range),
+            false => self.inner.held_pieces(file, range),
+        }
+    }
+
+    fn held_entries(&self, file: &Source) -> Option<Vec<Range<u64>>> {
+        match self.applies_to(file) {
+            true => self.cache.held_entries(file),
+            false => self.inner.held_entries(file),
+        }
+    }
+
     fn quickest_answer(&self) -> Option<std::time::Duration> {
         self.inner.quickest_answer()
     }
@@ -232,6 +246,35 @@ impl Cache {
         Record::read(&path).is_some_and(|r| !self.trusts(r.validated_at))
     }
 
+    /// The folder of the entries of `source`'s version, where the cache
+    /// serves it.
+    fn entries_dir(&self, source: &Source) -> Option<PathBuf> {
+        let (identity, version) = (source.cache_identity()?, source.version()?);
+        (self.usable() && version.is_cacheable())
+            .then(|| self.layout().version_dir(identity, &version))
+    }
+
+    /// The entries held for `source`'s version, sorted by start (see
+    /// [`ByteSource::held_entries`]).
+    pub(crate) fn held_entries(&self, source: &Source) -> Option<Vec<Range<u64>>> {
+        let entries = entries_in(&self.entries_dir(source)?, &(0..u64::MAX));
+        (!entries.is_empty()).then_some(entries)
+    }
+
+    /// The pieces of `range` of `source` that entries hold, when they hold
+    /// all of it (see [`ByteSource::held_pieces`]).
+    pub(crate) fn held_pieces(
+        &self,
+        source: &Source,
+        range: &Range<u64>,
+    ) -> Option<Vec<Range<u64>>> {
+        let pieces = coverage(&self.entries_dir(source)?, range);
+        pieces
+            .iter()
+            .all(|(_, entry)| entry.is_some())
+            .then(|| pieces.into_iter().map(|(piece, _)| piece).collect())
+    }
+
     /// The bytes of `range` of `source` in `part` (room for them, as
     /// [`ByteSource::range_into`] takes): from one entry, from several
     /// overlapping ones plus the gaps, or from the store (then written to
@@ -304,9 +347,10 @@ impl Cache {
         source: &Source,
         dir: &Path,
         range: &Range<u64>,
-        mut part: BytesMut,
+        part: BytesMut,
         pieces: &[Piece],
     ) -> Result<(BytesMut, bool)> {
+        let mut part = as_long_as(part, range);
         for (piece, from) in pieces {
             let Some(entry_range) = from else {
                 return Ok((part, false));
@@ -382,9 +426,10 @@ impl Cache {
         source: &Source,
         dir: &Path,
         range: Range<u64>,
-        mut part: BytesMut,
+        part: BytesMut,
         pieces: Vec<Piece>,
     ) -> Result<BytesMut> {
+        let mut part = as_long_as(part, &range);
         for (piece, from) in pieces {
             if let Some(entry_range) = &from {
                 let found;
@@ -412,9 +457,7 @@ impl Cache {
     }
 
     /// Looks up the entry at `path` for exactly `range`, reading it into
-    /// `part`, which it makes as long as the range (zeroed: an entry is read
-    /// into initialised bytes), found or not: the pieces read after it
-    /// write into their places.
+    /// `part` (room for it): on a miss `part` is handed back empty.
     async fn lookup(
         &self,
         inner: &dyn ByteSource,
@@ -424,10 +467,9 @@ impl Cache {
         mut part: BytesMut,
     ) -> Result<(BytesMut, bool)> {
         part.clear();
-        part.resize((range.end - range.start) as usize, 0);
         let (p, r) = (path.to_path_buf(), range.clone());
         let (part, found) = tokio::task::spawn_blocking(move || {
-            let found = entry::read_into(&p, &r, &mut part);
+            let found = entry::read_appended(&p, &r, &mut part);
             (part, found)
         })
         .await
@@ -555,8 +597,25 @@ impl Cache {
     }
 }
 
+/// `part` as long as `range`, for pieces to be written into their places:
+/// as it is when it is (what an earlier attempt wrote is written over), else
+/// zeroed (entries are read into initialised bytes).
+fn as_long_as(mut part: BytesMut, range: &Range<u64>) -> BytesMut {
+    let n = (range.end - range.start) as usize;
+    if part.len() != n {
+        part.clear();
+        part.resize(n, 0);
+    }
+    part
+}
+
 /// Splits `range` into pieces served by the entries in `dir` and gaps.
 fn coverage(dir: &Path, range: &Range<u64>) -> Vec<Piece> {
+    plan_pieces(&entries_in(dir, range), range)
+}
+
+/// The ranges of the entries in `dir` that overlap `range`, sorted by start.
+fn entries_in(dir: &Path, range: &Range<u64>) -> Vec<Range<u64>> {
     let mut entries: Vec<Range<u64>> = std::fs::read_dir(dir)
         .map(|d| {
             d.flatten()
@@ -566,7 +625,7 @@ fn coverage(dir: &Path, range: &Range<u64>) -> Vec<Piece> {
         })
         .unwrap_or_default();
     entries.sort_by_key(|r| r.start);
-    plan_pieces(&entries, range)
+    entries
 }
 
 /// Covers `range` greedily with the entries that reach furthest; what no

@@ -397,6 +397,7 @@ pub(crate) fn checked_plan(
         slice_size,
     );
     spread_over_link(&mut plan, source, fetcher, files);
+    fetcher.join_across_held(&mut plan, source);
     match plan.spans.iter().find(|s| s.range.end > file_size) {
         Some(bad) => Err(Error::Corrupt {
             location: location.to_string(),

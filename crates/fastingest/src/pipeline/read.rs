@@ -213,6 +213,7 @@ pub(super) fn start_window<F: Format>(
         if options.windows_at_once > 0 {
             super::spread_over_link(&mut window, file.source(), fetcher, options.windows_at_once);
         }
+        fetcher.join_across_held(&mut window, file.source());
         &window
     };
     let known = file.known_bytes();
