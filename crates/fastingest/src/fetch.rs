@@ -123,6 +123,11 @@ impl Fetcher {
     /// as units of its own (the disk cache's entries: see
     /// [`FilePlan::join_across`]), so that each is read once.
     pub(crate) fn join_across_held(&self, plan: &mut FilePlan, source: &Source) {
+        // A plan of one span has nothing to join: no listing of the
+        // cache's folder for each of a dataset's many small files.
+        if plan.spans.len() < 2 {
+            return;
+        }
         if let Some(held) = self.0.bytes.held_entries(source) {
             plan.join_across(&held);
         }
