@@ -501,8 +501,8 @@ impl Cache {
         let len = (entry_range.end - entry_range.start) as usize;
         let r = entry_range.clone();
         let (buf, found) = tokio::task::spawn_blocking(move || {
-            let mut buf = vec![0u8; len];
-            let found = entry::read_into(&path, &r, &mut buf);
+            let mut buf = BytesMut::with_capacity(len);
+            let found = entry::read_appended(&path, &r, &mut buf);
             (buf, found)
         })
         .await
@@ -511,7 +511,7 @@ impl Cache {
             Lookup::Hit => {
                 let from = (piece.start - entry_range.start) as usize;
                 let to = (piece.end - entry_range.start) as usize;
-                Some(Bytes::from(buf).slice(from..to))
+                Some(buf.freeze().slice(from..to))
             }
             Lookup::Corrupt(detail) => {
                 self.count_corrupt(inner, &dir.join(entry_name(&entry_range)), &detail);
