@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import decimal
 import math
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -621,25 +622,44 @@ def _by_id(table: pa.Table) -> pa.Table:
     return table.sort_by("id")
 
 
+# Slice sizes the cached reads take in turn, so that the entries one read
+# wrote serve later reads planned otherwise.
+CACHED_SLICES = ["64K", "1M", "8M", "256K"]
+
+
 def through_store(
-    put: Callable[[str, bytes], str], options: dict[str, str]
+    put: Callable[[str, bytes], str], options: dict[str, str], cache_dir: Path | None = None
 ) -> tuple[Callable[..., pa.Table], Callable[..., Any]]:
     """`read_parquet` and `iter_batches` of a local path's copy in an object
-    store: `put(key, bytes)` uploads it (once) and gives its URL."""
+    store: `put(key, bytes)` uploads it (once) and gives its URL. With
+    `cache_dir`, through a disk cache there, each read with the next of
+    `CACHED_SLICES`."""
     import fastingest
 
     urls: dict[Path, str] = {}
+    through: dict[str, Any] = {"storage_options": options}
+    cache = None
+    if cache_dir is not None:
+        cache = fastingest.Cache(cache_dir, validate="immutable", min_free_bytes=0)
+    turn = iter(range(1 << 62))
 
     def url(path: Path) -> str:
         if path not in urls:
             urls[path] = put(f"random/{path.name}", Path(path).read_bytes())
         return urls[path]
 
+    def planned(kwargs: dict[str, Any]) -> dict[str, Any]:
+        if cache is None:
+            return {**through, **kwargs}
+        slice_size = CACHED_SLICES[next(turn) % len(CACHED_SLICES)]
+        config = fastingest.Config(slice_size=slice_size, near_slice_size=slice_size)
+        return {**through, "cache": cache, "config": config, **kwargs}
+
     def read(path: Path, **kwargs: Any) -> pa.Table:
-        return fastingest.read_parquet(url(path), storage_options=options, **kwargs)
+        return fastingest.read_parquet(url(path), **planned(kwargs))
 
     def batches(path: Path, **kwargs: Any) -> Any:
-        return fastingest.iter_batches(url(path), storage_options=options, **kwargs)
+        return fastingest.iter_batches(url(path), **planned(kwargs))
 
     return read, batches
 
@@ -660,11 +680,19 @@ def main() -> int:
     ap.add_argument("--datasets", action="store_true", help="hive directories, not files")
     ap.add_argument("--minio", action="store_true", help="files read from MinIO on loopback")
     ap.add_argument("--int96", action="store_true", help="timestamps written as INT96")
+    ap.add_argument(
+        "--cache",
+        action="store_true",
+        help="with --minio: through a disk cache, each read planned with another slice size",
+    )
     args = ap.parse_args()
+    if args.cache and not args.minio:
+        ap.error("--cache reads from MinIO: add --minio")
     seeds = _seeds(args.seeds)
     differing = 0
     read, batches = fastingest.read_parquet, fastingest.iter_batches
     servers = None
+    cache_dir: Path | None = None
     if args.minio:
         # Whole small files, pages picked by the page index, coalesced and
         # split ranges: the fetch plans that local reads do not make.
@@ -688,7 +716,8 @@ def main() -> int:
             "region": "us-east-1",
             "allow_http": "true",
         }
-        read, batches = through_store(put, options)
+        cache_dir = Path(tempfile.mkdtemp(prefix="random-cache-")) if args.cache else None
+        read, batches = through_store(put, options, cache_dir)
     with tempfile.TemporaryDirectory() as folder:
         for seed in seeds:
             if args.datasets:
@@ -703,6 +732,8 @@ def main() -> int:
                     print(f"seed {seed}: {d.read}: {d.detail[:400]}")
     if servers is not None:
         servers.stop()
+    if cache_dir is not None:
+        shutil.rmtree(cache_dir, ignore_errors=True)
     print(f"{differing} of {len(seeds)} seeds differ")
     return 1 if differing else 0
 

@@ -2,9 +2,9 @@
 its encodings, page versions, page sizes and page indexes) read as pyarrow
 reads them: whole, by columns, through random filters, by row groups, with
 `read_dictionary` and `binary_type`, and in batches; from local disk and from
-MinIO; their timestamps written as INT96 and read in a random
+MinIO, directly and through a disk cache; their timestamps written as INT96 and read in a random
 `coerce_int96_timestamp_unit`; and random hive directories through filters. `python -m
-devtools.random_parquet --seeds 0-4999` (`--datasets`, `--minio`) runs the
+devtools.random_parquet --seeds 0-4999` (`--datasets`, `--minio`, `--minio --cache`) runs the
 same checks over more seeds."""
 
 from __future__ import annotations
@@ -39,6 +39,15 @@ def test_random_files_read_from_minio_match_pyarrow(tmp_path, s3, seed):
     # The fetch plans of a store: whole small files, pages picked by the
     # page index, coalesced and split ranges.
     read, batches = through_store(s3.put, s3.options())
+    found = check_seed(seed, tmp_path, read, batches)
+    assert not found, "\n".join(f"{d.read}: {d.detail}" for d in found)
+
+
+@pytest.mark.parametrize("seed", range(20261128, 20261128 + 12))
+def test_random_files_read_through_a_cache_planned_otherwise_match_pyarrow(tmp_path, s3, seed):
+    # Each read with another slice size, so that the entries earlier reads
+    # wrote serve later ones whose spans and requests fall elsewhere.
+    read, batches = through_store(s3.put, s3.options(), tmp_path / "cache")
     found = check_seed(seed, tmp_path, read, batches)
     assert not found, "\n".join(f"{d.read}: {d.detail}" for d in found)
 
