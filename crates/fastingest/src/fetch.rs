@@ -119,13 +119,13 @@ impl Fetcher {
         }
     }
 
-    /// Joins `plan`'s spans across what the byte source holds of `source`
-    /// as units of its own (the disk cache's entries: see
-    /// [`FilePlan::join_across`]), so that each is read once.
+    /// Fits `plan` to what the byte source holds of `source` as units of
+    /// its own (the disk cache's entries: see [`FilePlan::join_across`]), so
+    /// that each is read once, in one request.
     pub(crate) fn join_across_held(&self, plan: &mut FilePlan, source: &Source) {
-        // A plan of one span has nothing to join: no listing of the
+        // One request in all has nothing to join or cut: no listing of the
         // cache's folder for each of a dataset's many small files.
-        if plan.spans.len() < 2 {
+        if plan.spans.iter().map(|s| s.slices.len()).sum::<usize>() < 2 {
             return;
         }
         if let Some(held) = self.0.bytes.held_entries(source) {
@@ -698,12 +698,7 @@ async fn fetch_span_after(
     let mut room = take_room(&mut rest, (from - span.range.start) as usize);
     room.resize(room.capacity(), 0); // the caller's to fill
     let mut parts = Vec::with_capacity(span.slices.len());
-    let slices = fetcher
-        .0
-        .bytes
-        .held_pieces(source, &(from..span.range.end))
-        .unwrap_or_else(|| slices_after(span, from));
-    for slice in slices {
+    for slice in slices_after(span, from) {
         let part = take_room(&mut rest, (slice.end - slice.start) as usize);
         parts.push((slice, part));
     }

@@ -149,16 +149,18 @@ impl FilePlan {
         }
     }
 
-    /// Joins neighbouring spans that one of the `held` ranges (sorted by
-    /// start) reaches into both of, with the bytes between them: what holds
-    /// those ranges (the disk cache) reads each of them whole, so that a
-    /// span boundary inside one would have it read once for each side. A
+    /// Fits the plan to the `held` ranges (sorted by start) that what it
+    /// reads from holds as units of its own, each read whole (the disk
+    /// cache's entries): neighbouring spans that one held range reaches
+    /// into both of are joined, with the bytes between them, and a span's
+    /// requests are cut where held ranges begin and end, one request for
+    /// each (bytes none holds keep requests of at most the slice size). A
     /// later read whose plan differs from the one that filled the cache (a
     /// store's answers, not the cache's, tell it the store is near, and
-    /// near stores get longer requests) cut most of the cache's entries in
-    /// two this way.
+    /// near stores get longer requests) otherwise cut most of the cache's
+    /// entries in two, and read each whole for either half.
     pub fn join_across(&mut self, held: &[Range<u64>]) {
-        if held.is_empty() || self.spans.len() < 2 {
+        if held.is_empty() {
             return;
         }
         // The furthest end of the ranges starting before each point.
@@ -173,15 +175,23 @@ impl FilePlan {
             if let Some(last) = joined.last_mut() {
                 let before = held.partition_point(|r| r.start < last.range.end);
                 if furthest[before] > span.range.start {
-                    if last.range.end < span.range.start {
-                        last.slices.push(last.range.end..span.range.start);
-                    }
-                    last.slices.extend(span.slices);
                     last.range.end = span.range.end;
                     continue;
                 }
             }
             joined.push(span);
+        }
+        for span in &mut joined {
+            let pieces = cover(held, &span.range);
+            if pieces.iter().any(|(_, by)| by.is_some()) {
+                span.slices = pieces
+                    .into_iter()
+                    .flat_map(|(piece, by)| match by {
+                        Some(_) => vec![piece],
+                        None => split(piece, self.slice_size),
+                    })
+                    .collect();
+            }
         }
         self.spans = joined;
     }
@@ -274,12 +284,50 @@ fn split_in(range: Range<u64>, n: u64) -> Vec<Range<u64>> {
     out
 }
 
+/// Covers `range` greedily with the `held` ranges (sorted by start) that
+/// reach furthest: each piece with the held range it lies in, or `None`
+/// for a gap none holds.
+pub(crate) fn cover(
+    held: &[Range<u64>],
+    range: &Range<u64>,
+) -> Vec<(Range<u64>, Option<Range<u64>>)> {
+    // Only the ranges starting before `range` ends can lie under it.
+    let held = &held[..held.partition_point(|h| h.start < range.end)];
+    let mut pieces = Vec::new();
+    let mut pos = range.start;
+    while pos < range.end {
+        let best = held
+            .iter()
+            .filter(|h| h.start <= pos && pos < h.end)
+            .max_by_key(|h| h.end);
+        match best {
+            Some(h) => {
+                let end = h.end.min(range.end);
+                pieces.push((pos..end, Some(h.clone())));
+                pos = end;
+            }
+            None => {
+                let next = held
+                    .iter()
+                    .map(|h| h.start)
+                    .filter(|&s| s > pos)
+                    .min()
+                    .unwrap_or(range.end)
+                    .min(range.end);
+                pieces.push((pos..next, None));
+                pos = next;
+            }
+        }
+    }
+    pieces
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn spans_one_held_range_reaches_into_are_joined_with_the_bytes_between() {
+    fn spans_one_held_range_reaches_into_are_joined_and_requests_cut_at_held_ranges() {
         let span = |r: Range<u64>, slices: &[Range<u64>]| Span {
             range: r,
             slices: slices.to_vec(),
@@ -304,13 +352,15 @@ mod tests {
         };
         // 0..150 reaches into the first two; 260..420 into the third and
         // the fourth, over the gap between them; nothing into the fifth.
+        // One request for each held range's part; bytes none holds as
+        // planned (at most the slice size).
         let mut joined = plan();
         joined.join_across(&[0..150, 150..250, 260..420, 500..600]);
         assert_eq!(
             joined.spans,
             vec![
-                span(0..200, &[0..50, 50..100, 100..200]),
-                span(250..500, &[250..300, 300..400, 400..500]),
+                span(0..200, &[0..150, 150..200]),
+                span(250..500, &[250..260, 260..420, 420..500]),
                 whole(600..700),
             ]
         );
@@ -320,15 +370,39 @@ mod tests {
             assert_eq!(s.slices.last().unwrap().end, s.range.end);
             assert!(s.slices.windows(2).all(|w| w[0].end == w[1].start));
         }
-        // Held ranges that end where spans do, or lie between them: as planned.
+        // Held ranges that end where spans do, or lie between them: the
+        // spans as planned, the first read as its one held range.
         let mut apart = plan();
         apart.join_across(&[0..100, 100..200, 200..250, 300..400]);
-        assert_eq!(apart.spans, plan().spans);
+        let mut want = plan().spans;
+        want[0] = whole(0..100);
+        assert_eq!(apart.spans, want);
         // A long range starting early reaches spans far on: all joined.
         let mut one = plan();
         one.join_across(&[0..10, 5..650]);
-        assert_eq!(one.spans.len(), 1);
-        assert_eq!(one.spans[0].range, 0..700);
+        assert_eq!(one.spans, vec![span(0..700, &[0..10, 10..650, 650..700])]);
+    }
+
+    #[test]
+    fn pieces_cover_the_range_exactly() {
+        let p = cover(&[], &(10..20));
+        assert_eq!(p, vec![(10..20, None)]);
+        let p = cover(&[0..12, 11..15, 18..30], &(10..20));
+        assert_eq!(
+            p,
+            vec![
+                (10..12, Some(0..12)),
+                (12..15, Some(11..15)),
+                (15..18, None),
+                (18..20, Some(18..30)),
+            ]
+        );
+        let whole: Vec<Range<u64>> = std::iter::once(10..20).collect();
+        let p = cover(&whole, &(10..20));
+        assert_eq!(p, vec![(10..20, Some(10..20))]);
+        // Ranges starting at or past the end lie under none of it.
+        let p = cover(&[0..5, 20..30], &(10..20));
+        assert_eq!(p, vec![(10..20, None)]);
     }
 
     #[test]

@@ -103,21 +103,11 @@ pub trait ByteSource: Send + Sync + Debug {
         part: BytesMut,
     ) -> BoxFuture<'a, Result<BytesMut>>;
 
-    /// How to ask for `range` of `file` when something in front of the
-    /// store holds all of it: the pieces the disk cache's entries serve,
-    /// each read whole and checked once. `None` (the default): as planned.
-    /// A plan's slices need not match the entries an earlier read wrote (a
-    /// store's distance, learnt from its answers, sizes them), and a slice
-    /// within a longer entry reads and checks the whole entry for its part.
-    fn held_pieces(&self, file: &Source, range: &Range<u64>) -> Option<Vec<Range<u64>>> {
-        let _ = (file, range);
-        None
-    }
-
     /// The byte ranges of `file` that something in front of the store
     /// holds as units of its own (the disk cache's entries, each read whole
     /// and checked), sorted by start; `None` (the default): nothing held.
-    /// A plan joins its spans where one of them reaches into the next (see
+    /// A plan is fitted to them: its spans joined where one reaches into
+    /// the next, its requests cut where they begin and end (see
     /// [`crate::plan::FilePlan::join_across`]).
     fn held_entries(&self, file: &Source) -> Option<Vec<Range<u64>>> {
         let _ = file;

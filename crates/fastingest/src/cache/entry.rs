@@ -9,7 +9,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::mem::MaybeUninit;
 use std::ops::Range;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -114,41 +113,11 @@ fn verify_into(file: &File, range: &Range<u64>, dst: &mut [MaybeUninit<u8>]) -> 
             range.end
         ));
     }
-    read_exact_into(file, dst, HEADER_LEN as u64).map_err(|e| e.to_string())?;
-    // SAFETY: `read_exact_into` wrote every byte of `dst`.
+    crate::io::pread_exact(file, dst, HEADER_LEN as u64).map_err(|e| e.to_string())?;
+    // SAFETY: `pread_exact` wrote every byte of `dst`.
     let dst = unsafe { &*(dst as *const [MaybeUninit<u8>] as *const [u8]) };
     if xxh3_64(dst) != word(24) {
         return Err("checksum mismatch".into());
-    }
-    Ok(())
-}
-
-/// Fills `dst` with the file's bytes from `offset` on, by `pread`, which
-/// writes into memory whatever it held; a file that ends first is an error.
-fn read_exact_into(file: &File, dst: &mut [MaybeUninit<u8>], offset: u64) -> io::Result<()> {
-    let mut done = 0;
-    while done < dst.len() {
-        let rest = &mut dst[done..];
-        // SAFETY: the kernel writes at most `rest.len()` bytes into `rest`,
-        // a live buffer of that length.
-        let n = unsafe {
-            libc::pread(
-                file.as_raw_fd(),
-                rest.as_mut_ptr().cast(),
-                rest.len(),
-                (offset + done as u64) as libc::off_t,
-            )
-        };
-        match n {
-            0 => return Err(io::ErrorKind::UnexpectedEof.into()),
-            n if n < 0 => {
-                let e = io::Error::last_os_error();
-                if e.kind() != io::ErrorKind::Interrupted {
-                    return Err(e);
-                }
-            }
-            n => done += n as usize,
-        }
     }
     Ok(())
 }

@@ -83,13 +83,6 @@ impl ByteSource for CachedBytes {
         self.inner.head(file)
     }
 
-    fn held_pieces(&self, file: &Source, range: &Range<u64>) -> Option<Vec<Range<u64>>> {
-        match self.applies_to(file) {
-            true => self.cache.held_pieces(file, range),
-            false => self.inner.held_pieces(file, range),
-        }
-    }
-
     fn held_entries(&self, file: &Source) -> Option<Vec<Range<u64>>> {
         match self.applies_to(file) {
             true => self.cache.held_entries(file),
@@ -259,20 +252,6 @@ impl Cache {
     pub(crate) fn held_entries(&self, source: &Source) -> Option<Vec<Range<u64>>> {
         let entries = entries_in(&self.entries_dir(source)?, &(0..u64::MAX));
         (!entries.is_empty()).then_some(entries)
-    }
-
-    /// The pieces of `range` of `source` that entries hold, when they hold
-    /// all of it (see [`ByteSource::held_pieces`]).
-    pub(crate) fn held_pieces(
-        &self,
-        source: &Source,
-        range: &Range<u64>,
-    ) -> Option<Vec<Range<u64>>> {
-        let pieces = coverage(&self.entries_dir(source)?, range);
-        pieces
-            .iter()
-            .all(|(_, entry)| entry.is_some())
-            .then(|| pieces.into_iter().map(|(piece, _)| piece).collect())
     }
 
     /// The bytes of `range` of `source` in `part` (room for them, as
@@ -611,7 +590,7 @@ fn as_long_as(mut part: BytesMut, range: &Range<u64>) -> BytesMut {
 
 /// Splits `range` into pieces served by the entries in `dir` and gaps.
 fn coverage(dir: &Path, range: &Range<u64>) -> Vec<Piece> {
-    plan_pieces(&entries_in(dir, range), range)
+    crate::plan::cover(&entries_in(dir, range), range)
 }
 
 /// The ranges of the entries in `dir` that overlap `range`, sorted by start.
@@ -626,60 +605,4 @@ fn entries_in(dir: &Path, range: &Range<u64>) -> Vec<Range<u64>> {
         .unwrap_or_default();
     entries.sort_by_key(|r| r.start);
     entries
-}
-
-/// Covers `range` greedily with the entries that reach furthest; what no
-/// entry covers becomes a gap.
-fn plan_pieces(entries: &[Range<u64>], range: &Range<u64>) -> Vec<Piece> {
-    let mut pieces = Vec::new();
-    let mut pos = range.start;
-    while pos < range.end {
-        let best = entries
-            .iter()
-            .filter(|e| e.start <= pos && pos < e.end)
-            .max_by_key(|e| e.end);
-        match best {
-            Some(e) => {
-                let end = e.end.min(range.end);
-                pieces.push((pos..end, Some(e.clone())));
-                pos = end;
-            }
-            None => {
-                let next = entries
-                    .iter()
-                    .map(|e| e.start)
-                    .filter(|&s| s > pos)
-                    .min()
-                    .unwrap_or(range.end)
-                    .min(range.end);
-                pieces.push((pos..next, None));
-                pos = next;
-            }
-        }
-    }
-    pieces
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pieces_cover_the_range_exactly() {
-        let p = plan_pieces(&[], &(10..20));
-        assert_eq!(p, vec![(10..20, None)]);
-        let p = plan_pieces(&[0..12, 11..15, 18..30], &(10..20));
-        assert_eq!(
-            p,
-            vec![
-                (10..12, Some(0..12)),
-                (12..15, Some(11..15)),
-                (15..18, None),
-                (18..20, Some(18..30)),
-            ]
-        );
-        let whole: Vec<Range<u64>> = std::iter::once(10..20).collect();
-        let p = plan_pieces(&whole, &(10..20));
-        assert_eq!(p, vec![(10..20, Some(10..20))]);
-    }
 }

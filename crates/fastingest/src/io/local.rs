@@ -6,7 +6,7 @@ use std::fs::File;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -181,14 +181,16 @@ impl RangeSource for LocalSource {
             if cached == want {
                 return Ok(());
             }
-            // `read_exact_at` fills initialised bytes: the rest is zeroed
-            // first, which takes far less time than reading it from disk.
-            dst.resize(at + want, 0);
             // The blocking pool needs an owned buffer: swap it out and back.
             let mut buf = std::mem::take(dst);
-            let from = range.start + cached as u64;
+            let (from, rest) = (range.start + cached as u64, want - cached);
             let (buf, res) = tokio::task::spawn_blocking(move || {
-                let res = file.read_exact_at(&mut buf[at + cached..], from);
+                let res = super::pread_exact(&file, &mut buf.spare_capacity_mut()[..rest], from);
+                if res.is_ok() {
+                    // SAFETY: `pread_exact` wrote the `rest` bytes past the
+                    // length, within the capacity reserved above.
+                    unsafe { buf.set_len(buf.len() + rest) };
+                }
                 (buf, res)
             })
             .await

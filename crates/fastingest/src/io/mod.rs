@@ -14,7 +14,10 @@ mod retry;
 mod version;
 
 use std::fmt::Debug;
+use std::fs::File;
+use std::mem::MaybeUninit;
 use std::ops::Range;
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -201,6 +204,41 @@ pub trait RangeSource: Send + Sync + Debug {
             }))
         })
     }
+}
+
+/// Fills `dst` with the file's bytes from `offset` on, by `pread`, which
+/// writes into memory whatever it held (so `dst` need not be cleared
+/// first); a file that ends first is an `UnexpectedEof` error.
+pub(crate) fn pread_exact(
+    file: &File,
+    dst: &mut [MaybeUninit<u8>],
+    offset: u64,
+) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < dst.len() {
+        let rest = &mut dst[done..];
+        // SAFETY: the kernel writes at most `rest.len()` bytes into `rest`,
+        // a live buffer of that length.
+        let n = unsafe {
+            libc::pread(
+                file.as_raw_fd(),
+                rest.as_mut_ptr().cast(),
+                rest.len(),
+                (offset + done as u64) as libc::off_t,
+            )
+        };
+        match n {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n if n < 0 => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            n => done += n as usize,
+        }
+    }
+    Ok(())
 }
 
 /// Appends the first `want` bytes of a response body to `dst`, after
