@@ -6,6 +6,7 @@ import datetime
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from ._interrupt import import_module
 from .exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -41,8 +42,7 @@ def _term(term: Any) -> tuple[str, str, FilterLiteral]:
 def _arrow(column: str, values: list[Any]) -> pa.Array:
     """`values` as ``pa.array`` types them (decimals, datetimes, mixed ints
     and floats, ...)."""
-    import pyarrow as pa
-
+    pa = import_module("pyarrow")  # Ctrl-C kept (see _interrupt)
     try:
         return pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, UnicodeError, OverflowError) as e:

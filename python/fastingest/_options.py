@@ -10,6 +10,7 @@ from os import PathLike
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict
 
 from ._filters import normalize as _normalize_filters
+from ._interrupt import import_module
 from .exceptions import InvalidArgumentError
 
 if TYPE_CHECKING:
@@ -370,8 +371,7 @@ def _time_unit(value: Any) -> str | None:
 
 
 def _is_arrow_type(value: Any) -> bool:
-    import pyarrow as pa
-
+    pa = import_module("pyarrow")  # Ctrl-C kept (see _interrupt)
     return isinstance(value, pa.DataType)
 
 
@@ -386,8 +386,7 @@ def _partitioning(options: dict[str, Any]) -> Any:
     if value == "hive":
         return "hive"
     if isinstance(value, Mapping):
-        import pyarrow as pa
-
+        pa = import_module("pyarrow")  # Ctrl-C kept (see _interrupt)
         try:
             return pa.schema([pa.field(str(k), t) for k, t in value.items()])
         except TypeError as e:

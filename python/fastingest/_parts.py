@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._fastingest import open_orc_units, open_parquet_units
+from ._interrupt import import_module
 from ._options import read_args
 from .exceptions import InvalidArgumentError
 
@@ -105,8 +106,7 @@ class Scan:
 
     def read(self, part: Part) -> pa.Table:
         """Reads `part` into one table under :attr:`schema`."""
-        import pyarrow as pa
-
+        pa = import_module("pyarrow")  # Ctrl-C kept (see _interrupt)
         return pa.Table.from_batches(list(self.stream(part)), schema=self.schema)
 
     def stream(self, part: Part) -> Iterator[pa.RecordBatch]:
@@ -246,8 +246,7 @@ def plan(
     partitions = opened.partitions()
     types = None
     if partitions is not None:
-        import pyarrow as pa
-
+        pa = import_module("pyarrow")  # Ctrl-C kept (see _interrupt)
         types = tuple(
             (f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
             for f in partitions.schema
@@ -270,8 +269,7 @@ def plan(
 
 def select(schema: pa.Schema, names: Sequence[str]) -> pa.Schema:
     """`schema`'s fields `names`, in that order (its metadata kept)."""
-    import pyarrow as pa
-
+    pa = import_module("pyarrow")  # Ctrl-C kept (see _interrupt)
     return pa.schema([schema.field(n) for n in names], metadata=schema.metadata)
 
 

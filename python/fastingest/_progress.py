@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ._fastingest import ReadStats
+from ._interrupt import import_module
 from .exceptions import InvalidArgumentError
 
 POLL_SECONDS = 0.1
@@ -60,7 +61,7 @@ def reporting(args: dict[str, Any], progress: Any, description: str) -> Iterator
         yield
         return
     try:
-        from tqdm.auto import tqdm
+        tqdm = import_module("tqdm.auto").tqdm
     except ImportError as e:
         if wanted:
             raise InvalidArgumentError("progress=True needs tqdm: pip install tqdm") from e

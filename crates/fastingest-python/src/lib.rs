@@ -9,6 +9,7 @@ mod config;
 mod convert;
 mod errors;
 mod logs;
+mod pyarrow;
 mod rows;
 mod run;
 mod stats;
@@ -53,7 +54,7 @@ fn _filter_literal<'py>(
         pyo3_arrow::PyArray::from_array_ref(literal.into_array()?),
     )?;
     // pyarrow takes it through the Arrow C data interface.
-    let pyarrow_array = py.import("pyarrow")?.getattr("array")?.call1((array,))?;
+    let pyarrow_array = pyarrow::module(py)?.getattr("array")?.call1((array,))?;
     Ok(pyarrow_array.unbind())
 }
 
@@ -113,8 +114,7 @@ impl ReadArgs<'_> {
 /// which costs a quarter of a second.)
 fn table_to_pyarrow(py: Python<'_>, table: Table) -> PyResult<Py<PyAny>> {
     let stream = PyTable::try_new(table.batches, table.schema)?.into_pyobject(py)?;
-    let reader = py
-        .import("pyarrow")?
+    let reader = pyarrow::module(py)?
         .getattr("RecordBatchReader")?
         .call_method1("from_stream", (stream,))?;
     Ok(reader.call_method0("read_all")?.unbind())
@@ -192,7 +192,7 @@ fn import_pyarrow(py: Python<'_>) -> PyResult<()> {
     // The import maps pyarrow's libraries: the read's faulting ahead would
     // hold each of those maps up (see `PrefaultPaused`).
     let _mapping = fastingest::memory::PrefaultPaused::new();
-    py.import("pyarrow").map(drop)
+    pyarrow::module(py).map(drop)
 }
 
 /// Reads a table with the GIL released and hands it to pyarrow.

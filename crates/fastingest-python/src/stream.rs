@@ -74,8 +74,7 @@ enum Next {
 
 pub(crate) fn to_pyarrow_batch(py: Python<'_>, batch: RecordBatch) -> PyResult<Py<PyAny>> {
     let obj = PyRecordBatch::new(batch).into_pyobject(py)?;
-    Ok(py
-        .import("pyarrow")?
+    Ok(crate::pyarrow::module(py)?
         .getattr("record_batch")?
         .call1((obj,))?
         .unbind())
@@ -87,8 +86,7 @@ impl PyBatchStream {
     #[getter]
     fn schema(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let obj = PySchema::new(Arc::clone(&self.schema)).into_pyobject(py)?;
-        Ok(py
-            .import("pyarrow")?
+        Ok(crate::pyarrow::module(py)?
             .getattr("schema")?
             .call1((obj,))?
             .unbind())
@@ -112,8 +110,7 @@ impl PyBatchStream {
             batches.push(to_pyarrow_batch(py, b)?);
         }
         let schema = self.schema(py)?;
-        Ok(py
-            .import("pyarrow")?
+        Ok(crate::pyarrow::module(py)?
             .getattr("Table")?
             .call_method1("from_batches", (batches, schema))?
             .unbind())

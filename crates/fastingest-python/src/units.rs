@@ -30,8 +30,7 @@ impl PyUnits {
     #[getter]
     fn schema(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let obj = PySchema::new(self.inner.schema()).into_pyobject(py)?;
-        Ok(py
-            .import("pyarrow")?
+        Ok(crate::pyarrow::module(py)?
             .getattr("schema")?
             .call1((obj,))?
             .unbind())
