@@ -93,6 +93,9 @@ _FIRST_READ_CHILD = textwrap.dedent(
     import os, signal, sys, weakref
     import fastingest
 
+    # A shell's background job starts with SIGINT ignored (CI runs so).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     assert "pyarrow" not in sys.modules, "import fastingest imported pyarrow"
 
 
