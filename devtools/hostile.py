@@ -191,3 +191,37 @@ def orc_file(
         + proto_field(8000, b"ORC")
     )
     return b"ORC" + metadata + footer + postscript + bytes([len(postscript)])
+
+
+def orc_lzo_file_with_long_stripe_footer(overrun: int) -> bytes:
+    """An LZO-compressed ORC file of one stripe: one row of a bigint column
+    `a` (7), every section a stored chunk. The stripe's footer chunk says it
+    holds `overrun` bytes more than the stripe gives it: orc-rust's
+    decompressor, which reads LZO files, panicked on that (the fuzzer's input
+    1129:258494)."""
+    data = orc_chunk(b"\xff" + varint(14), original=True)  # RLE v1: one literal, zigzag(7)
+    stream = proto_field(1, 1) + proto_field(2, 1) + proto_field(3, len(data))  # DATA of `a`
+    body = proto_field(1, stream) + proto_field(2, proto_field(1, 0)) * 2  # DIRECT encodings
+    header = ((len(body) + overrun) << 1) | 1
+    stripe_footer = header.to_bytes(3, "little") + body
+    stripe = (
+        proto_field(1, 3)  # offset: after the magic
+        + proto_field(2, 0)  # index length
+        + proto_field(3, len(data))
+        + proto_field(4, len(stripe_footer))
+        + proto_field(5, 1)  # rows
+    )
+    content = 3 + len(data) + len(stripe_footer)
+    footer = proto_field(1, 3) + proto_field(2, content) + proto_field(3, stripe)
+    for t in (orc_type(STRUCT_KIND, [1], [b"a"]), orc_type(LONG_KIND)):
+        footer += proto_field(4, t)
+    footer = orc_chunk(footer + proto_field(6, 1), original=True)
+    postscript = (
+        proto_field(1, len(footer))
+        + proto_field(2, 3)  # LZO
+        + proto_field(3, 256 * 1024)
+        + proto_field(4, varint(0) + varint(12))
+        + proto_field(5, 0)  # no metadata section
+        + proto_field(8000, b"ORC")
+    )
+    return b"ORC" + data + stripe_footer + footer + postscript + bytes([len(postscript)])

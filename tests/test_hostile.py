@@ -194,6 +194,26 @@ def test_an_orc_zlib_chunk_unfolding_past_the_block_size_is_refused(tmp_path):
     assert "262144 bytes" in message
 
 
+@pytest.mark.parametrize("call", ["read_orc", "iter_orc_batches", "read_orc_stripes"])
+def test_an_lzo_stripe_footer_longer_than_its_stripe_is_refused_naming_the_file(tmp_path, call):
+    # The fuzzer's input 1129:258494: orc-rust's decompressor (which reads
+    # LZO files) panicked on the chunk header while the read was planned, and
+    # the read failed as "the read task panicked".
+    honest = tmp_path / "honest.orc"
+    honest.write_bytes(hostile.orc_lzo_file_with_long_stripe_footer(0))
+    assert orc.read_table(honest).to_pydict() == {"a": [7]}
+    assert fastingest.read_orc(str(honest)).to_pydict() == {"a": [7]}
+    path = tmp_path / "lying.orc"
+    path.write_bytes(hostile.orc_lzo_file_with_long_stripe_footer(2))
+    with pytest.raises(fastingest.CorruptFileError) as caught:
+        result = getattr(fastingest, call)(str(path))
+        if call == "iter_orc_batches":
+            list(result)
+    message = str(caught.value)
+    assert "lying.orc" in message
+    assert "stripe 0" in message
+
+
 @pytest.mark.parametrize("call", ["metadata", "read_parquet", "iter_batches", "plan_parquet"])
 def test_a_decimal_precision_no_arrow_type_holds_is_refused_naming_the_file(tmp_path, call):
     # The fuzzer's input 777001:663040: the footer said precision 127, and
