@@ -505,7 +505,8 @@ fn read_levels(
     out: &mut Vec<u8>,
     scratch: &mut Vec<u32>,
 ) -> Decoded<()> {
-    out.reserve(count);
+    // `count` is the page header's claim: past the cap the buffer grows as levels come.
+    out.reserve(count.min(MOST_RESERVED));
     let too_high = |level: u32| Failure::Corrupt(format!("a level of {level} (at most {max})"));
     each_run(bytes, width, count, "levels", |run, n| match run {
         Run::Repeated { value, .. } => {
@@ -991,6 +992,16 @@ mod tests {
         // A chunk that starts inside a row.
         assert!(kept(&[1, 0], &[1, 1]).is_err());
         assert!(kept(&[0, 1, 0], &[1, 1, 1]).is_ok());
+    }
+
+    #[test]
+    fn a_page_claiming_billions_of_levels_reserves_no_more_than_the_cap() {
+        // The fuzzer's input 1131:97109: a page header claiming 2^31 values
+        // reserved 2 GiB for its levels before reading one.
+        let (mut out, mut scratch) = (Vec::new(), Vec::new());
+        let eight_zeros = [8 << 1, 0]; // one repeated run of 8 zeros, width 1
+        let _ = read_levels(&eight_zeros, 1, 1 << 31, 1, &mut out, &mut scratch);
+        assert!(out.capacity() <= MOST_RESERVED, "{}", out.capacity());
     }
 
     #[test]

@@ -231,7 +231,9 @@ fn check_schema(r: &mut Compact) -> Result<(), String> {
     for _ in 0..size {
         let mut last = 0i16;
         while let Some((id, kind)) = r.field(&mut last)? {
-            if (id, kind) == (5, I32) {
+            // Any integer type: the decoder reads a zigzag varint for each
+            // (the fuzzer's input 1131:620439 typed the count I64).
+            if id == 5 && matches!(kind, I16 | I32 | I64) {
                 let children = r.zigzag()?;
                 if children < 0 || children as u64 > size {
                     return Err(format!(
@@ -256,6 +258,13 @@ mod tests {
         let footer = [0x29, 0x1c, 0x55, 0x80, 0x80, 0x80, 0x80, 0x08, 0x00, 0x00];
         let err = check_file_metadata(&footer).unwrap_err();
         assert!(err.contains("children"), "{err}");
+        // The same count typed I64 (0x56) or I16 (0x54) is checked too.
+        for kind in [0x56, 0x54] {
+            let mut typed = footer;
+            typed[2] = kind;
+            let err = check_file_metadata(&typed).unwrap_err();
+            assert!(err.contains("children"), "{err}");
+        }
         // The same with 0 children, and one element, is fine.
         let ok = [0x29, 0x1c, 0x55, 0x00, 0x00, 0x00];
         assert_eq!(check_file_metadata(&ok), Ok(()));
