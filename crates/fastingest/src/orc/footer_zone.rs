@@ -31,18 +31,13 @@ pub(super) fn footer_for_orc_rust(
 ) -> Result<Option<Bytes>, String> {
     use prost::Message;
     let chunk_limit = usize::try_from(chunk_limit).unwrap_or(usize::MAX);
-    // `orc-rust`'s decompressor panics on some corrupt chunk headers (a
-    // length past the bytes it holds); this runs while the file is planned,
-    // outside the decoders' guard.
-    let decompressed = std::panic::catch_unwind(|| {
-        let mut decoded = Vec::new();
-        StreamReader::new(footer.clone(), codec, chunk_limit)
-            .read_to_end(&mut decoded)
-            .map(|_| decoded)
-    });
-    let Ok(Ok(decoded)) = decompressed else {
+    let mut decoded = Vec::new();
+    if StreamReader::new(footer.clone(), codec, chunk_limit)
+        .read_to_end(&mut decoded)
+        .is_err()
+    {
         return Ok(None);
-    };
+    }
     let Ok(mut parsed) = StripeFooter::decode(decoded.as_slice()) else {
         return Ok(None);
     };

@@ -176,7 +176,19 @@ impl StreamReader {
 impl Read for StreamReader {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            StreamReader::Theirs(theirs) => theirs.read(buf),
+            // orc-rust's decompressor panics on some corrupt chunk headers
+            // (a length past the bytes it holds): an error here, wherever
+            // the stream is read (the fuzzer's input 1129:258494 reached it
+            // while a read was planned, outside the decoders' guard).
+            StreamReader::Theirs(theirs) => {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| theirs.read(buf)))
+                    .unwrap_or_else(|_| {
+                        Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            "a corrupt compression chunk (its header runs past the stream)",
+                        ))
+                    })
+            }
             StreamReader::Chunks(chunks) => {
                 let available = chunks.unread()?;
                 let n = available.len().min(buf.len());
