@@ -9,6 +9,7 @@ same checks over more seeds."""
 
 from __future__ import annotations
 
+import pyarrow.parquet as pq
 import pytest
 
 import fastingest
@@ -56,3 +57,27 @@ def test_random_files_read_through_a_cache_planned_otherwise_match_pyarrow(tmp_p
 def test_random_int96_files_read_in_the_unit_asked_for_as_pyarrow_reads_them(tmp_path, seed):
     found = check_int96_seed(seed, tmp_path, fastingest.read_parquet, fastingest.iter_batches)
     assert not found, "\n".join(f"{d.read}: {d.detail}" for d in found)
+
+
+def _pyarrow_read(path, **options):
+    return pq.read_table(path, **options)
+
+
+def test_a_file_pyarrow_reads_back_short_is_checked_against_the_rows_written(tmp_path):
+    # Seed 41004508 (found by a run of 5,000): one null row of a map of
+    # fixed-size lists, which pyarrow reads back as no rows at all.
+    seed = 41004508
+    assert not check_seed(seed, tmp_path, fastingest.read_parquet, fastingest.iter_batches)
+    found = check_seed(seed, tmp_path, _pyarrow_read, fastingest.iter_batches)
+    assert [d.detail for d in found] == ["0 rows, 1 written"]
+
+
+def test_nan_rows_that_pyarrows_statistics_pruning_drops_are_expected(tmp_path):
+    # Seed 41000691 (found by a run of 2,000): `x in [nan, ...]` over a file
+    # whose NaN rows lie outside its min and max (which leave NaN out).
+    # pyarrow's filter keeps them and its pruning drops them; the expected
+    # rows are its filter's.
+    seed = 41000691
+    assert not check_dataset_seed(seed, tmp_path, fastingest.read_parquet)
+    found = check_dataset_seed(seed, tmp_path / "again", _pyarrow_read)
+    assert [d.detail for d in found] == ["5 rows, pyarrow 7"]
