@@ -227,6 +227,63 @@ def test_directory_errors(tmp_path):
         fastingest.read_parquet(bad.parent)
 
 
+def _typo_lakes(tmp_path) -> dict[str, Path]:
+    """Parquet and ORC directories of two partitions each (the second file
+    has a column the first lacks), and a Parquet directory of one file."""
+    roots = {}
+    for fmt, write in (("parquet", pq.write_table), ("orc", po.write_table)):
+        root = tmp_path / fmt
+        for k, table in ((1, pa.table({"a": [1, 2], "b": ["x", "y"]})), (2, pa.table({"c": [3]}))):
+            (root / f"k={k}").mkdir(parents=True)
+            write(table, root / f"k={k}" / f"p.{fmt}")
+        roots[fmt] = root
+    one = tmp_path / "one" / "k=1"
+    one.mkdir(parents=True)
+    pq.write_table(pa.table({"a": [1], "b": ["x"]}), one / "p.parquet")
+    roots["one"] = one.parent
+    return roots
+
+
+def test_a_column_no_file_holds_is_an_error_listing_every_column(tmp_path):
+    # Each file of a directory is planned with the columns it holds, so a
+    # typo was found, if at all, against the columns asked: a directory of
+    # ORC files returned no column for it, and plans and chunks planned
+    # nothing; the errors listed the columns found of those asked.
+    lakes = _typo_lakes(tmp_path)
+    every = 'no column named "zz"; available columns: a, b, c, k$'
+    calls = {
+        "read_parquet": lambda **o: fastingest.read_parquet(lakes["parquet"], **o),
+        "iter_batches": lambda **o: list(fastingest.iter_batches(lakes["parquet"], **o)),
+        "plan_parquet": lambda **o: fastingest.plan_parquet(lakes["parquet"], **o),
+        "read_chunks": lambda **o: fastingest.read_chunks(lakes["parquet"], **o),
+        "read_orc": lambda **o: fastingest.read_orc(lakes["orc"], **o),
+        "iter_orc_batches": lambda **o: list(fastingest.iter_orc_batches(lakes["orc"], **o)),
+        "plan_orc": lambda **o: fastingest.plan_orc(lakes["orc"], **o),
+    }
+    for name, call in calls.items():
+        for options in (
+            {"columns": ["zz"]},
+            {"columns": ["k", "a", "zz"]},
+            {"columns": ["a"], "filters": [("zz", "=", 1)]},
+        ):
+            with pytest.raises(fastingest.ColumnNotFoundError, match=every):
+                call(**options)
+                pytest.fail(f"{name}({options}) raised nothing")
+    with pytest.raises(fastingest.ColumnNotFoundError, match=every):
+        fastingest.read_orc_stripes(lakes["orc"], filters=[("zz", "=", 1)])
+    # A directory of one file lists its partition keys too.
+    with pytest.raises(fastingest.ColumnNotFoundError, match="available columns: a, b, k$"):
+        fastingest.read_parquet(lakes["one"], columns=["zz"])
+    # What every file or key holds is still read, a column some lack null.
+    got = fastingest.read_orc(lakes["orc"], columns=["k", "c", "a"])
+    assert got.column_names == ["a", "c", "k"]  # the files' order, as pyarrow's ORC reader
+    assert got.to_pydict() == {"a": [1, 2, None], "c": [None, None, 3], "k": [1, 1, 2]}
+    got = fastingest.read_parquet(lakes["one"], columns=["k", "a"], filters=[("k", "=", 1)])
+    assert got.to_pydict() == {"k": [1], "a": [1]}
+    plans = fastingest.plan_parquet(lakes["parquet"], columns=["c"])
+    assert [p["bytes_needed"] > 0 for p in plans] == [False, True]
+
+
 def test_plan_chunks_metadata_and_orc_on_directories(lake, tmp_path):
     plans = fastingest.plan_parquet(lake, filters=[("year", "=", 2024)])
     # The first file is planned too, with no row groups: its footer gives

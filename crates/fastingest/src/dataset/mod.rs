@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 pub use partition::Partitioning;
 pub(crate) use partition::Partitions;
-pub(crate) use schema::DatasetSchema;
+pub(crate) use schema::{check_columns_held, DatasetSchema};
 
 use crate::config::SummaryFiles;
 use crate::error::{Error, Result};
@@ -32,7 +32,9 @@ pub(crate) struct Dataset {
     rows: Vec<Rows>,
     /// Per file: its entry in the summary of the directory it was listed in.
     summaries: Vec<Option<InSummary>>,
-    /// Several files or a given schema: a column a file lacks is null there.
+    /// Several files, partition keys or a given schema: a column a file
+    /// lacks is null there (and one no file holds is found missing when
+    /// the files' schemas are joined, where the keys are known too).
     several: bool,
 }
 
@@ -54,7 +56,7 @@ impl Dataset {
     /// whichever partitions match.
     pub fn new(files: Vec<SourceFile>, options: &ReadOptions) -> Result<Self> {
         let partitions = Partitions::discover(&files, &options.partitioning)?;
-        let several = files.len() > 1 || options.schema.is_some();
+        let several = files.len() > 1 || options.schema.is_some() || partitions.is_some();
         let mut rows: Vec<Rows> = Vec::with_capacity(files.len());
         for i in 0..files.len() {
             rows.push(match (&options.filter, &partitions) {

@@ -78,29 +78,26 @@ impl DatasetSchema {
                     .collect::<Result<_>>()?,
             },
             None => {
+                let held: Vec<Vec<String>> = files.iter().map(|f| f.column_names()).collect();
+                check_columns_held(options, &held, partitions.as_deref(), &first_location)?;
                 let in_files = union_of_files(files, &|n| key_of(n).is_some())?;
-                check_filter_columns(options, files, &|n| key_of(n).is_some())?;
-                let keys = partitions.iter().flat_map(|p| p.fields.iter().cloned());
+                let keys: Vec<FieldRef> = partitions
+                    .iter()
+                    .flat_map(|p| p.fields.iter().cloned())
+                    .collect();
                 match &options.columns {
                     None => in_files.into_iter().chain(keys).collect(),
-                    Some(columns) if !requested_order => {
-                        let asked = |f: &FieldRef| columns.contains(f.name());
-                        let keys = keys.filter(asked).collect::<Vec<_>>();
-                        let keys = columns.iter().filter_map(|c| find(&keys, c));
-                        in_files.into_iter().chain(keys).collect()
-                    }
                     Some(columns) => {
-                        let all: Vec<FieldRef> = in_files.into_iter().chain(keys).collect();
-                        columns
-                            .iter()
-                            .map(|c| {
-                                find(&all, c).ok_or_else(|| Error::ColumnNotFound {
-                                    location: first_location.clone(),
-                                    column: c.clone(),
-                                    available: all.iter().map(|f| f.name().clone()).collect(),
-                                })
-                            })
-                            .collect::<Result<_>>()?
+                        let all: Vec<FieldRef> = in_files.iter().chain(&keys).cloned().collect();
+                        if requested_order {
+                            columns.iter().filter_map(|c| find(&all, c)).collect()
+                        } else {
+                            // The files' order, then the keys in the order asked.
+                            let asked = |f: &FieldRef| columns.contains(f.name());
+                            let keys = keys.into_iter().filter(asked).collect::<Vec<_>>();
+                            let keys = columns.iter().filter_map(|c| find(&keys, c));
+                            in_files.into_iter().chain(keys).collect()
+                        }
                     }
                 }
             }
@@ -200,29 +197,49 @@ fn union_of_files(files: &[&dyn Planned], is_key: &dyn Fn(&str) -> bool) -> Resu
     Ok(fields)
 }
 
-/// A filter column no file holds (and no partition key names) is a typo,
-/// not a column of nulls.
-fn check_filter_columns(
+/// Checks that each column `options` asks for or filters on is held by one
+/// of the files (`held`: each file's top-level columns) or is a partition
+/// key. Each file is planned with the columns it holds (of several files,
+/// one may lack a column: null there), so a column none holds, a typo, is
+/// found only once all are known; the error lists every column there is.
+/// A given schema says which columns there are: a read under one is
+/// checked against it instead.
+pub(crate) fn check_columns_held(
     options: &ReadOptions,
-    files: &[&dyn Planned],
-    is_key: &dyn Fn(&str) -> bool,
+    held: &[Vec<String>],
+    partitions: Option<&Partitions>,
+    location: &str,
 ) -> Result<()> {
-    let Some(filter) = &options.filter else {
+    if options.schema.is_some() {
         return Ok(());
+    }
+    let is_held = |name: &str| {
+        held.iter().any(|h| h.iter().any(|c| c == name)) || partitions.is_some_and(|p| p.has(name))
     };
-    for column in filter.columns() {
-        if !is_key(&column) && !files.iter().any(|f| f.has_column(&column)) {
-            return Err(Error::ColumnNotFound {
-                location: files[0].source().location().to_string(),
-                column,
-                available: files[0]
-                    .schema()
-                    .fields()
-                    .iter()
-                    .map(|f| f.name().clone())
-                    .collect(),
-            });
+    let filtered = options.filter.iter().flat_map(|f| f.columns());
+    let asked = options.columns.iter().flatten().cloned();
+    // A dotted path into a struct is held where its top-level column is.
+    let asked = asked.filter(|c| !is_held(c) && !c.split('.').next().is_some_and(is_held));
+    match filtered.filter(|c| !is_held(c)).chain(asked).next() {
+        None => Ok(()),
+        Some(column) => Err(Error::ColumnNotFound {
+            location: location.to_string(),
+            column,
+            available: every_column(held, partitions),
+        }),
+    }
+}
+
+/// Every column a read could ask for: each file's (`held`), in order of
+/// first appearance, then the partition keys.
+fn every_column(held: &[Vec<String>], partitions: Option<&Partitions>) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for name in held.iter().flatten() {
+        if !names.contains(name) {
+            names.push(name.clone());
         }
     }
-    Ok(())
+    let keys = partitions.iter().flat_map(|p| p.fields.iter());
+    names.extend(keys.map(|k| k.name().clone()));
+    names
 }

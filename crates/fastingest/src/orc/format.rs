@@ -83,8 +83,12 @@ impl Planned for PreparedOrc {
         &self.schema
     }
 
-    fn has_column(&self, name: &str) -> bool {
-        has_root(&self.tail, name)
+    fn column_names(&self) -> Vec<String> {
+        let root = self.tail.metadata.root_data_type();
+        root.children()
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect()
     }
 
     fn filter(&self) -> Option<&Filter> {

@@ -18,12 +18,12 @@ use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
 
 use super::format::prepare;
 use super::select::{project, Layout};
-use crate::dataset::FileScope;
+use crate::dataset::{check_columns_held, FileScope};
 use crate::error::{Error, Result};
-use crate::fetch::Fetcher;
+use crate::fetch::{each_file, Fetcher};
 use crate::known::Known;
 use crate::pipeline::{
-    checked_plan, each_source, fetch_pieces, PieceReceiver, RawFile, ReadOptions,
+    check_single_file, checked_plan, fetch_pieces, with_files, PieceReceiver, RawFile, ReadOptions,
 };
 use crate::plan::{FilePlan, PlanUnit};
 use crate::source::Source;
@@ -69,6 +69,17 @@ pub struct ChunkFile {
     /// The bytes the footer's round trip brought, as `(offset, bytes)`
     /// spans (served from memory instead of fetched again).
     known: Known,
+}
+
+impl ChunkFile {
+    /// The file's top-level columns, in its order.
+    fn column_names(&self) -> Vec<String> {
+        let root = self.metadata.file_metadata().schema_descr().root_schema();
+        root.get_fields()
+            .iter()
+            .map(|f| f.name().to_string())
+            .collect()
+    }
 }
 
 /// Every chunk of a read, in file, row-group and column order.
@@ -137,15 +148,25 @@ async fn plan_chunks_scoped(
     fetched_next: bool,
 ) -> Result<ChunkPlan> {
     let fetcher = options.fetcher();
-    let planned = each_source(
-        sources,
-        options,
-        "row_groups",
-        &fetcher,
-        |f: Fetcher, (s, scope)| async move {
-            plan_file(&f, s, &scope.decoded_next(fetched_next)).await
-        },
-    )
+    let fetcher_ref = &fetcher;
+    let planned = with_files(sources, options, |dataset| async move {
+        check_single_file(&dataset.files, options, "row_groups")?;
+        let planned = each_file(
+            fetcher_ref,
+            dataset.scoped(options),
+            &|f: Fetcher, (s, scope)| async move {
+                plan_file(&f, s, &scope.decoded_next(fetched_next)).await
+            },
+        )
+        .await?;
+        // A column no file holds is an error here as in a decoded read.
+        let held: Vec<Vec<String>> = planned.iter().map(|(f, _)| f.column_names()).collect();
+        if let Some(first) = dataset.files.first() {
+            let partitions = dataset.partitions.as_deref();
+            check_columns_held(options, &held, partitions, first.location())?;
+        }
+        Ok(planned)
+    })
     .await?;
     let mut layout = ChunkLayout::default();
     let mut plans = Vec::with_capacity(planned.len());

@@ -82,8 +82,9 @@ impl Planned for PreparedFile {
         &self.projection.output_schema
     }
 
-    fn has_column(&self, name: &str) -> bool {
-        self.reader_metadata.schema().field_with_name(name).is_ok()
+    fn column_names(&self) -> Vec<String> {
+        let schema = self.reader_metadata.schema();
+        schema.fields().iter().map(|f| f.name().clone()).collect()
     }
 
     fn filter(&self) -> Option<&Filter> {

@@ -103,8 +103,9 @@ pub(crate) trait Planned: Send + Sync + 'static {
     fn plan(&self) -> &FilePlan;
     /// The schema of the batches returned.
     fn schema(&self) -> &SchemaRef;
-    /// Whether the file has this top-level column.
-    fn has_column(&self, name: &str) -> bool;
+    /// The file's top-level columns, in its order (whatever the read asks
+    /// of it: what an error about a column not found lists).
+    fn column_names(&self) -> Vec<String>;
     /// The rows to keep (the read's filter as this file can answer it).
     fn filter(&self) -> Option<&Filter>;
     /// Bytes already in memory as `(offset, bytes)` spans (the end of the
@@ -304,29 +305,6 @@ where
     Fut: Future<Output = Result<T>>,
 {
     read(Dataset::new(files, options)?).await
-}
-
-/// Resolves `sources` (the frame of [`with_files`]) and runs `per_file` on
-/// each file with `fetcher`, several at once, results in source order.
-/// `unit` names what `options.row_groups` selects (row groups, stripes),
-/// which takes a single file.
-pub(crate) async fn each_source<'a, T, F, Fut>(
-    sources: &[String],
-    options: &'a ReadOptions,
-    unit: &str,
-    fetcher: &Fetcher,
-    per_file: F,
-) -> Result<Vec<T>>
-where
-    F: Fn(Fetcher, (Source, FileScope<'a>)) -> Fut,
-    Fut: Future<Output = Result<T>>,
-{
-    let per_file = &per_file;
-    with_files(sources, options, |dataset| async move {
-        check_single_file(&dataset.files, options, unit)?;
-        crate::fetch::each_file(fetcher, dataset.scoped(options), per_file).await
-    })
-    .await
 }
 
 /// `row_groups` (or stripes, as `unit` says) select parts of a single file.

@@ -12,8 +12,9 @@ use futures::{stream, FutureExt, StreamExt, TryStreamExt};
 use super::ahead::AheadBudget;
 use super::decode::{decode_units, Rows};
 use super::stream::windows_of;
-use super::{check_single_file, concat, each_source, fetch_ahead, with_files, Format, Planned};
+use super::{check_single_file, concat, fetch_ahead, with_files, Format, Planned};
 use super::{ReadOptions, Table};
+use crate::dataset::check_columns_held;
 use crate::error::Result;
 use crate::fetch::{await_spans, each_file, unit_spans, FetchedSpans, Fetcher, SpanFuture};
 use crate::plan::FilePlan;
@@ -114,13 +115,22 @@ pub(crate) async fn plan<F: Format>(
     options: &ReadOptions,
     fetcher: &Fetcher,
 ) -> Result<Vec<F::File>> {
-    each_source(
-        sources,
-        options,
-        F::UNITS,
-        fetcher,
-        |fetcher: Fetcher, (s, scope)| async move { F::prepare(&fetcher, s, &scope).await },
-    )
+    with_files(sources, options, |dataset| async move {
+        check_single_file(&dataset.files, options, F::UNITS)?;
+        let prepared = each_file(
+            fetcher,
+            dataset.scoped(options),
+            &|fetcher: Fetcher, (s, scope)| async move { F::prepare(&fetcher, s, &scope).await },
+        )
+        .await?;
+        // A column no file holds is an error here as in a read.
+        let held: Vec<Vec<String>> = prepared.iter().map(|f| f.column_names()).collect();
+        if let Some(first) = dataset.files.first() {
+            let partitions = dataset.partitions.as_deref();
+            check_columns_held(options, &held, partitions, first.location())?;
+        }
+        Ok(prepared)
+    })
     .await
 }
 
