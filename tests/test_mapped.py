@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -79,6 +80,34 @@ def test_mapped_and_read_files_give_pyarrow_tables(tmp_path, codec):
             list(fastingest.iter_batches(path, config=config)), expected.schema
         )
         assert_tables_equal(streamed, expected)
+
+
+def test_long_cold_spans_of_a_rotational_disk_are_read_through_the_mapping(tmp_path):
+    # Row groups of 8 MiB columns: spans of at least 4 MiB, which on a disk
+    # read as rotational are read into the page cache through the mapping
+    # and decoded in place; elsewhere, or with mapping off, read by `pread`.
+    n = 1 << 20
+    table = pa.table(
+        {
+            "i": pa.array(np.arange(2 * n, dtype=np.int64)),
+            "f": pa.array(np.random.default_rng(1).standard_normal(2 * n)),
+        }
+    )
+    path = tmp_path / "long.parquet"
+    pq.write_table(table, path, compression="none", row_group_size=n)
+    expected = pq.read_table(path)
+    for config, all_mapped in (
+        (fastingest.Config(local_disk="rotational"), True),
+        (fastingest.Config(local_disk="ssd"), False),
+        (fastingest.Config(local_disk="rotational", map_local_files=False), False),
+    ):
+        evict(path)
+        got, mapped, needed = mapped_bytes(path, config)
+        assert_tables_equal(got, expected)
+        if all_mapped:
+            assert mapped >= needed, (config, mapped, needed)
+        else:
+            assert mapped < needed, (config, mapped, needed)
 
 
 def test_no_decoded_or_raw_bytes_point_into_the_mapping(tmp_path):

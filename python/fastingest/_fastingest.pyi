@@ -141,7 +141,9 @@ class Config:
       always ``pread``.
     - ``local_disk`` (``"auto"``): how local bytes that must come from disk
       are read. ``"rotational"``: few long reads (a near store's slices,
-      ``near_slice_size``, and reads of 4 MiB or more two at a time), for a disk that seeks or a
+      ``near_slice_size``, and reads of 4 MiB or more two at a time; with
+      ``map_local_files``, spans of 4 MiB or more read into the page cache
+      through the mapping and decoded in place), for a disk that seeks or a
       virtual disk that reads concurrent streams slower than one after
       another; ``"ssd"``: many reads at once (deep queues pay on SSDs and
       NVMe); ``"auto"``: as the device says (Linux's

@@ -11,6 +11,7 @@
 use std::fmt::Debug;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 // tokio's clock: the real one, but for tests that pause it (a store's answer
@@ -24,7 +25,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 
 use crate::config::{Config, LocalDisk};
 use crate::error::{Error, Result};
-use crate::io::{with_retries, Failure, Guess, ObjectVersion, Retry, Tail};
+use crate::io::{with_retries, Failure, Guess, MappedFile, ObjectVersion, Retry, Tail};
 use crate::source::Source;
 use crate::stats::ReadStats;
 
@@ -102,6 +103,21 @@ pub trait ByteSource: Send + Sync + Debug {
         range: Range<u64>,
         part: BytesMut,
     ) -> BoxFuture<'a, Result<BytesMut>>;
+
+    /// Reads `range` of the local file `file` into the page cache and maps
+    /// its pages in `mapping` (see [`MappedFile::populate`]), under the
+    /// read's limits as a read of the range is; `false` where it could not
+    /// (the caller then reads the range, which reports why). A source of
+    /// no local files never does.
+    fn populate<'a>(
+        &'a self,
+        file: &'a Source,
+        mapping: Arc<MappedFile>,
+        range: Range<u64>,
+    ) -> BoxFuture<'a, bool> {
+        let _ = (file, mapping, range);
+        futures::future::ready(false).boxed()
+    }
 
     /// The byte ranges of `file` that something in front of the store
     /// holds as units of its own (the disk cache's entries, each read whole
@@ -215,6 +231,32 @@ impl StoreRequests {
         Ok(tail)
     }
 
+    /// [`ByteSource::populate`], taking the slots and budget a read of the
+    /// range would.
+    async fn populate_range(
+        &self,
+        file: &Source,
+        mapping: Arc<MappedFile>,
+        range: Range<u64>,
+    ) -> bool {
+        if !file.is_local() {
+            return false;
+        }
+        let len = range.end - range.start;
+        let rotational = reads_as_rotational(&self.config, file);
+        let slots = local_read_slots(len, rotational, self.local_slots);
+        let Ok(_local) = self.local_reads.acquire_many(slots).await else {
+            return false;
+        };
+        let Ok(_permits) = self.permits(len).await else {
+            return false;
+        };
+        let started = Instant::now();
+        let done = tokio::task::spawn_blocking(move || mapping.populate(&range)).await;
+        self.stats.add_fetch_time(started.elapsed());
+        matches!(done, Ok(Ok(())))
+    }
+
     async fn fetch_range(
         &self,
         file: &Source,
@@ -285,6 +327,15 @@ impl ByteSource for StoreRequests {
         part: BytesMut,
     ) -> BoxFuture<'a, Result<BytesMut>> {
         self.fetch_range(file, range, part).boxed()
+    }
+
+    fn populate<'a>(
+        &'a self,
+        file: &'a Source,
+        mapping: Arc<MappedFile>,
+        range: Range<u64>,
+    ) -> BoxFuture<'a, bool> {
+        self.populate_range(file, mapping, range).boxed()
     }
 
     fn guess<'a>(

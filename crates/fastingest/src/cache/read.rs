@@ -20,7 +20,7 @@ use super::record::{now_ms, read_listing, write_listing, Record};
 use super::{lock, Cache, Validate};
 use crate::config::Config;
 use crate::error::{Error, Result};
-use crate::io::{ObjectVersion, Tail};
+use crate::io::{MappedFile, ObjectVersion, Tail};
 use crate::request::ByteSource;
 use crate::source::{Listing, Listings, Source};
 use crate::stats::ReadStats;
@@ -77,6 +77,18 @@ impl ByteSource for CachedBytes {
         self.cache
             .read_range(self.inner.as_ref(), file, range, part)
             .boxed()
+    }
+
+    fn populate<'a>(
+        &'a self,
+        file: &'a Source,
+        mapping: Arc<MappedFile>,
+        range: Range<u64>,
+    ) -> BoxFuture<'a, bool> {
+        match self.applies_to(file) {
+            true => futures::future::ready(false).boxed(),
+            false => self.inner.populate(file, mapping, range),
+        }
     }
 
     fn head<'a>(&'a self, file: &'a Source) -> BoxFuture<'a, Result<ObjectVersion>> {

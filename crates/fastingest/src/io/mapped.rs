@@ -315,6 +315,35 @@ impl MappedFile {
         missing <= SAMPLED_PAGES / MOST_PAGES_MISSING
     }
 
+    /// Reads `range` of the file into the page cache and maps its pages
+    /// (`MADV_POPULATE_READ`, Linux 5.14), waiting for the disk: what a
+    /// cold span needs before the decoder reads it through the mapping.
+    /// An error where the kernel cannot (an older one: `EINVAL`), or where
+    /// the file no longer holds the range (`EFAULT` instead of `SIGBUS`);
+    /// the caller then reads the range with `pread`, which says which.
+    pub(crate) fn populate(&self, range: &Range<u64>) -> std::io::Result<()> {
+        const MADV_POPULATE_READ: libc::c_int = 22;
+        if range.end > self.len as u64 || range.start >= range.end {
+            return Err(std::io::ErrorKind::InvalidInput.into());
+        }
+        let page = page_size();
+        let start = range.start as usize / page * page;
+        let len = range.end as usize - start;
+        // SAFETY: whole pages of this live, read-only file mapping; the
+        // call only faults them in.
+        let done = unsafe {
+            libc::madvise(
+                (self.addr + start) as *mut libc::c_void,
+                len,
+                MADV_POPULATE_READ,
+            )
+        };
+        match done {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    }
+
     /// The mapped bytes of `range`, kept mapped while any slice of them
     /// lives (their pages are faulted in as they are read); `None` for a
     /// range that is not within the mapping.
@@ -632,6 +661,50 @@ mod tests {
             assert_eq!(drop_pages(i * 16 * page, page), 0);
         }
         assert!(!map.resident(&whole));
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn populating_a_cold_range_brings_it_into_the_page_cache_and_a_cut_one_fails() {
+        let page = page_size();
+        let len = 256 * page;
+        let (path, file) = temp_file(len);
+        let writer = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        writer.sync_all().unwrap();
+        let damaged = Arc::new(AtomicBool::new(false));
+        let Some(map) = MappedFile::map(file.as_raw_fd(), len as u64, Arc::clone(&damaged)) else {
+            return;
+        };
+        // SAFETY: a hint about this file's cached pages.
+        let dropped =
+            unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        assert_eq!(dropped, 0);
+        let middle = (64 * page) as u64..(192 * page) as u64;
+        if map.resident(&middle) {
+            eprintln!("this file system keeps pages it is asked to drop");
+            return;
+        }
+        match map.populate(&middle) {
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                eprintln!("this kernel cannot populate a mapping (before 5.14)");
+                return;
+            }
+            done => done.unwrap(),
+        }
+        assert!(map.resident(&middle));
+        let map = Arc::new(map);
+        let bytes = map.bytes(middle.clone()).unwrap();
+        assert!(bytes
+            .iter()
+            .enumerate()
+            .all(|(i, &b)| b == ((middle.start as usize + i) % 251) as u8 + 1));
+        // Cut short: the pages past the new end are gone, and populating
+        // them fails instead of raising `SIGBUS`.
+        writer.set_len((128 * page) as u64).unwrap();
+        assert!(map.populate(&middle).is_err());
+        assert!(map.populate(&(0..len as u64 + 1)).is_err());
+        assert!(!damaged.load(Ordering::Acquire));
+        drop(bytes);
         std::fs::remove_file(path).unwrap();
     }
 
