@@ -687,10 +687,10 @@ const MIN_POPULATED_SPAN: u64 = 4 * 1024 * 1024;
 /// neither copies it nor clears a buffer for it. The suite's files, page
 /// cache dropped before each read, 7 interleaved rounds, median ms of the
 /// first read of a process / of reads 2-6 (`pread` → populated): `int`
-/// 356 → 324 / 288 → 244, `mixed-none` 413 → 295 / 288 → 238, `string`
-/// 284 → 233 / 205 → 193, `float` 332 → 289 / 261 → 201; peak RSS 40-50
-/// MiB lower. Populating each span's 16 MiB slices at once instead was no
-/// faster than `pread` on `int`. On SSDs and NVMe, whose readahead window is
+/// 395 → 326 / 292 → 232, `float` 345 → 295 / 270 → 200, `mixed-none`
+/// 391 → 327 / 288 → 238, `string` 278 → 272 / 203 → 200; peak RSS 10-50
+/// MiB lower (CHANGELOG, docs/benchmarks.md). Populating each span's 16 MiB
+/// slices at once instead was no faster than `pread` on `int`. On SSDs and NVMe, whose readahead window is
 /// small (128 KiB by default) and whose deep queues long `pread`s fill,
 /// reads stay as they are (not measured here: no such device).
 fn populates(fetcher: &Fetcher, source: &Source, len: u64) -> bool {

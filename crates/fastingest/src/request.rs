@@ -231,6 +231,13 @@ impl StoreRequests {
         Ok(tail)
     }
 
+    /// The local-read slots a read of `len` bytes of local `file` takes.
+    async fn local_slots_for(&self, file: &Source, len: u64) -> Result<SemaphorePermit<'_>> {
+        let rotational = reads_as_rotational(&self.config, file);
+        let slots = local_read_slots(len, rotational, self.local_slots);
+        self.local_reads.acquire_many(slots).await.map_err(closed)
+    }
+
     /// [`ByteSource::populate`], taking the slots and budget a read of the
     /// range would.
     async fn populate_range(
@@ -243,9 +250,7 @@ impl StoreRequests {
             return false;
         }
         let len = range.end - range.start;
-        let rotational = reads_as_rotational(&self.config, file);
-        let slots = local_read_slots(len, rotational, self.local_slots);
-        let Ok(_local) = self.local_reads.acquire_many(slots).await else {
+        let Ok(_local) = self.local_slots_for(file, len).await else {
             return false;
         };
         let Ok(_permits) = self.permits(len).await else {
@@ -264,11 +269,7 @@ impl StoreRequests {
         mut part: BytesMut,
     ) -> Result<BytesMut> {
         let _local = match file.is_local() {
-            true => {
-                let rotational = reads_as_rotational(&self.config, file);
-                let slots = local_read_slots(range.end - range.start, rotational, self.local_slots);
-                Some(self.local_reads.acquire_many(slots).await.map_err(closed)?)
-            }
+            true => Some(self.local_slots_for(file, range.end - range.start).await?),
             false => None,
         };
         let _permits = self.permits(range.end - range.start).await?;

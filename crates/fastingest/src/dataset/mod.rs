@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 pub use partition::Partitioning;
 pub(crate) use partition::Partitions;
-pub(crate) use schema::{check_columns_held, DatasetSchema};
+use schema::check_columns_held;
+pub(crate) use schema::DatasetSchema;
 
 use crate::config::SummaryFiles;
 use crate::error::{Error, Result};
@@ -132,6 +133,17 @@ impl Dataset {
                 (Arc::clone(source), scope)
             })
             .collect()
+    }
+
+    /// [`check_columns_held`] for this dataset's files, each holding the
+    /// top-level columns `held` names (in the files' order).
+    pub fn check_columns_held(&self, options: &ReadOptions, held: &[Vec<String>]) -> Result<()> {
+        match self.files.first() {
+            Some(first) => {
+                check_columns_held(options, held, self.partitions.as_deref(), first.location())
+            }
+            None => Ok(()),
+        }
     }
 
     /// The columns asked of the files: partition keys are not in them.

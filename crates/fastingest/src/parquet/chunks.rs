@@ -18,7 +18,7 @@ use parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
 
 use super::format::prepare;
 use super::select::{project, Layout};
-use crate::dataset::{check_columns_held, FileScope};
+use crate::dataset::FileScope;
 use crate::error::{Error, Result};
 use crate::fetch::{each_file, Fetcher};
 use crate::known::Known;
@@ -161,10 +161,7 @@ async fn plan_chunks_scoped(
         .await?;
         // A column no file holds is an error here as in a decoded read.
         let held: Vec<Vec<String>> = planned.iter().map(|(f, _)| f.column_names()).collect();
-        if let Some(first) = dataset.files.first() {
-            let partitions = dataset.partitions.as_deref();
-            check_columns_held(options, &held, partitions, first.location())?;
-        }
+        dataset.check_columns_held(options, &held)?;
         Ok(planned)
     })
     .await?;

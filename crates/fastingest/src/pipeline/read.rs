@@ -14,7 +14,6 @@ use super::decode::{decode_units, Rows};
 use super::stream::windows_of;
 use super::{check_single_file, concat, fetch_ahead, with_files, Format, Planned};
 use super::{ReadOptions, Table};
-use crate::dataset::check_columns_held;
 use crate::error::Result;
 use crate::fetch::{await_spans, each_file, unit_spans, FetchedSpans, Fetcher, SpanFuture};
 use crate::plan::FilePlan;
@@ -125,10 +124,7 @@ pub(crate) async fn plan<F: Format>(
         .await?;
         // A column no file holds is an error here as in a read.
         let held: Vec<Vec<String>> = prepared.iter().map(|f| f.column_names()).collect();
-        if let Some(first) = dataset.files.first() {
-            let partitions = dataset.partitions.as_deref();
-            check_columns_held(options, &held, partitions, first.location())?;
-        }
+        dataset.check_columns_held(options, &held)?;
         Ok(prepared)
     })
     .await
