@@ -952,9 +952,10 @@ def test_s3_stream_fetches_its_first_row_group_first_in_finer_requests(s3, toxi)
 
 def test_s3_stream_from_a_distant_store_fetches_the_rest_beside_the_first_row_group(s3, toxi):
     """From a store a region away (its footer answered in 60 ms or more) the
-    rest of a stream is fetched beside its first row group, not after that
-    row group's first batch: the last batch then comes without one more
-    round trip after the first."""
+    rest of a stream is asked for half a round trip after its first row group
+    (which has the link to itself meanwhile), not after that row group's
+    first batch: the last batch then comes about half a round trip after the
+    first, not one more whole round trip."""
     import time
 
     import numpy as np
@@ -974,5 +975,7 @@ def test_s3_stream_from_a_distant_store_fetches_the_rest_beside_the_first_row_gr
     batches += list(stream)
     after_first = (time.perf_counter() - first) * 1000
     assert pa.Table.from_batches(batches).equals(table)
-    # Fetched after the first batch, the rest would take a round trip more.
-    assert after_first < latency * 2 / 3, after_first
+    # Fetched after the first batch, the rest would take a round trip more
+    # (300 ms and up); asked for half a round trip after the first row
+    # group, its bytes come about 150 ms after that row group's.
+    assert after_first < latency * 0.85, after_first

@@ -98,6 +98,12 @@ impl Fetcher {
         crate::request::answers_from_afar(self.0.bytes.quickest_answer())
     }
 
+    /// How soon the store answered this read's quickest footer request
+    /// (about the link's round trip), if one was answered.
+    pub(crate) fn quickest_answer(&self) -> Option<std::time::Duration> {
+        self.0.bytes.quickest_answer()
+    }
+
     /// The largest request of this read's plans: `Config::slice_size`, or
     /// from a near store ([`Fetcher::store_is_near`]) `near_slice_size`
     /// (within the memory budget). From MinIO on loopback, 9 interleaved

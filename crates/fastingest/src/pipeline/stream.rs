@@ -7,7 +7,7 @@
 //! or the dataset. The first batch comes early: the first unit is fetched
 //! alone, a large one's first rows are decoded and handed over first
 //! ([`HEAD_ROWS`]), and the rest of the read starts then (from a distant
-//! store at once: see [`crate::fetch::Fetcher::store_is_distant`]).
+//! store half a round trip after the first unit: see [`head_start`]).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -122,8 +122,11 @@ pub(crate) async fn stream<F: Format>(
                     // bytes; no fetch of this file starts again.
                     file.release_known_bytes();
                 }
-                if w == 0 && !distant {
-                    first_batch = Some(first_batch_ready(&started));
+                if w == 0 {
+                    first_batch = Some(match distant {
+                        false => first_batch_ready(&started),
+                        true => head_start(fetcher.quickest_answer(), first_batch_ready(&started)),
+                    });
                 }
                 if started_tx
                     .send((f, started.units, Arc::new(permit)))
@@ -136,15 +139,9 @@ pub(crate) async fn stream<F: Format>(
                 // beside it, its requests shared the link (or the disk) and
                 // the cores with the first row group, whose batch came about
                 // when the whole file did. (Through a link with round trips
-                // this costs the rest one of them, once a stream.) Not from a
-                // distant store, where each connection, not the link, sets
-                // the pace, so the rest's requests slow the first row
-                // group's less, and the round trip waited is long. Fresh
-                // processes, 7 interleaved rounds, first batch / all batches,
-                // ms: far link, `string` 278 / 553 waiting, 299 / 409 not;
-                // `int` 258 / 540 and 327 / 409. Cloud link (kept waiting):
-                // `string` 104 / 276 and 169 / 239; `int` 96 / 257 and
-                // 167 / 234 (polars' first batch there: about 200).
+                // this costs the rest one of them, once a stream.) From a
+                // distant store the round trip waited is long: there the
+                // rest waits half of one at most ([`head_start`]).
                 if let Some(ready) = first_batch.take() {
                     ready.await;
                 }
@@ -227,6 +224,34 @@ fn first_batch_ready(window: &StartedWindow) -> futures::future::BoxFuture<'stat
     }
 }
 
+/// Done when the first window of a stream from a distant store
+/// ([`crate::fetch::Fetcher::store_is_distant`]) has had half a round trip
+/// (half the store's `quickest_answer` to a footer request) to itself, or
+/// when its `first_batch` is ready if that comes sooner. The rest's bytes
+/// then start to arrive half a round trip after the first window's, which
+/// has the link and the cores to itself meanwhile. Waiting for the first
+/// batch costs the rest a whole round trip (100 ms and more); not waiting
+/// shared the first window's link out with every other row group's, so its
+/// batch came late. Far profile, 256 MB files, fresh processes, 7
+/// interleaved rounds, median ms, first batch not waiting → half a round
+/// trip (polars-scan): `int` 490 → 385 (465), `mixed` 514 → 405 (506),
+/// `string` 561 → 419 (775); the whole stream 673 → 679, 671 → 672 and
+/// 692 → 656. (Waiting for the first batch: 295 and 296 ms first, 756 and
+/// 786 whole.)
+fn head_start(
+    quickest_answer: Option<std::time::Duration>,
+    first_batch: futures::future::BoxFuture<'static, ()>,
+) -> futures::future::BoxFuture<'static, ()> {
+    let half_round_trip = quickest_answer.unwrap_or_default() / 2;
+    async move {
+        tokio::select! {
+            _ = first_batch => {}
+            _ = tokio::time::sleep(half_round_trip) => {}
+        }
+    }
+    .boxed()
+}
+
 /// The first window's first unit made a window of its own (the rest of its
 /// window the next one), so that its bytes are not shared out with others.
 fn first_unit_alone<F: Format>(
@@ -306,5 +331,34 @@ struct AbortOnDrop(tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use futures::FutureExt;
+    use tokio::time::Instant;
+
+    use super::head_start;
+
+    // The rest of a stream from a distant store waits half a round trip for
+    // a first batch that is slow to come, and not at all for one that came.
+    #[tokio::test(start_paused = true)]
+    async fn the_rest_waits_half_a_round_trip_or_for_the_first_batch() {
+        let round_trip = Some(Duration::from_millis(100));
+        let started = Instant::now();
+        head_start(round_trip, futures::future::pending().boxed()).await;
+        assert_eq!(started.elapsed(), Duration::from_millis(50));
+
+        let started = Instant::now();
+        head_start(round_trip, futures::future::ready(()).boxed()).await;
+        assert_eq!(started.elapsed(), Duration::ZERO);
+
+        let started = Instant::now();
+        let batch_at_20_ms = tokio::time::sleep(Duration::from_millis(20)).boxed();
+        head_start(round_trip, batch_at_20_ms).await;
+        assert_eq!(started.elapsed(), Duration::from_millis(20));
     }
 }
