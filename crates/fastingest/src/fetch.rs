@@ -695,10 +695,11 @@ const MIN_POPULATED_SPAN: u64 = 4 * 1024 * 1024;
 /// first read of a process / of reads 2-6 (`pread` → populated): `int`
 /// 395 → 326 / 292 → 232, `float` 345 → 295 / 270 → 200, `mixed-none`
 /// 391 → 327 / 288 → 238, `string` 278 → 272 / 203 → 200; peak RSS 10-50
-/// MiB lower (CHANGELOG, docs/benchmarks.md). Populating each span's 16 MiB
-/// slices at once instead was no faster than `pread` on `int`. On SSDs and NVMe, whose readahead window is
-/// small (128 KiB by default) and whose deep queues long `pread`s fill,
-/// reads stay as they are (not measured here: no such device).
+/// MiB lower (CHANGELOG, docs/benchmarks.md). Populating each span's 16
+/// MiB slices at once instead was no faster than `pread` on `int`. On SSDs
+/// and NVMe, whose readahead window is small (128 KiB by default) and whose
+/// deep queues long `pread`s fill, reads stay as they are (not measured
+/// here: no such device).
 fn populates(fetcher: &Fetcher, source: &Source, len: u64) -> bool {
     len >= MIN_POPULATED_SPAN && crate::request::reads_as_rotational(fetcher.config(), source)
 }
