@@ -291,6 +291,8 @@ def read_once(
         "local": str(source.local),
     }
     set_page_cache(spec)
+    if remote and store and profile != "minio":
+        store.reset_link()  # what an earlier reader left in the proxy
     before = store.counters() if remote and store else None
     try:
         out = subprocess.run(

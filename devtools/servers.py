@@ -146,6 +146,12 @@ class Toxiproxy:
     def set_enabled(self, proxy: str, enabled: bool) -> None:
         self._call("POST", f"/proxies/{proxy}", {"enabled": enabled})
 
+    def close_links(self, proxy: str) -> None:
+        """Closes every connection through `proxy` (disables it, then enables
+        it again on the same address)."""
+        self.set_enabled(proxy, False)
+        self.set_enabled(proxy, True)
+
 
 class Servers:
     """Starts what is available; records why anything is missing."""

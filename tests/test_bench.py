@@ -295,3 +295,36 @@ def test_suite_turns_the_readers_order_and_checks_the_spread():
         check=False,
     )
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-3000:]
+
+
+def test_closing_the_proxy_s_links_ends_a_transfer_left_open_and_the_link_still_serves(s3, toxi):
+    """The suite closes every connection through toxiproxy before each read
+    (`CloudStore.reset_link`), so that what a reader that stopped mid-stream
+    left in the proxy does not slow the next reader: a transfer still going
+    through it ends, and the next request through the same address is
+    answered in full."""
+    import http.client
+    import urllib.parse
+
+    data = bytes(range(256)) * (16 * 1024)  # 4 MiB
+    s3.put("bench/link.bin", data)
+    toxi.add_toxic("s3", "bandwidth", {"rate": 64})  # KB/s: about a minute for the whole
+    url = urllib.parse.urlsplit(s3.presign("bench/link.bin", proxied=True))
+
+    def get() -> http.client.HTTPResponse:
+        conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+        conn.request("GET", f"{url.path}?{url.query}")
+        return conn.getresponse()
+
+    left_open = get()
+    assert left_open.status == 200 and left_open.read(1024) == data[:1024]
+    started = time.monotonic()
+    toxi.close_links("s3")
+    try:
+        rest = left_open.read()
+    except (http.client.IncompleteRead, ConnectionError) as cut:
+        rest = getattr(cut, "partial", b"")
+    assert len(rest) < len(data) - 1024 and time.monotonic() - started < 10
+    toxi.clear("s3")
+    fresh = get()
+    assert fresh.status == 200 and fresh.read() == data
