@@ -404,33 +404,26 @@ def test_a_near_store_gets_fewer_larger_requests(s3, toxi):
     assert requests(far, False) == requests(far, True) == footer_and_slices(mib) == 25
 
 
-def test_a_large_read_through_a_link_is_spread_over_the_request_slots(s3, toxi):
-    """Through a link one connection brings a few tens of MB/s whatever the
-    link allows, so a large read whose plan has fewer requests than the
-    slots is cut into more (slices of at least a quarter of `slice_size` and
-    1 MiB); a stream's later windows too. A near store keeps one request a
-    column chunk."""
+def _spread_through_a_link(s3, toxi, key: str, groups: int, rows_per_group: int, cfg):
+    """Writes `groups` row groups of two columns whose chunks are 2-3 MiB
+    each, checks that a near store reads them as one request a chunk and,
+    through a 30 ms link, as two of at least 1 MiB each (the plan, and the
+    read's requests: only the plan's follow the footer's). Returns the
+    file's chunk sizes and a read through the link."""
     import numpy as np
 
-    rng = np.random.default_rng(5)
-    rows_per_group, groups = 375_000, 5
+    rng = np.random.default_rng(groups)
     table = pa.table({c: rng.integers(0, 2**62, rows_per_group * groups) for c in ("a", "b")})
     data = parquet_bytes(
         table, compression="none", use_dictionary=False, row_group_size=rows_per_group
     )
-    url = s3.put("spread/one.parquet", data)
+    url = s3.put(key, data)
     meta = pq.ParquetFile(pa.BufferReader(data)).metadata
     chunks = [
         meta.row_group(g).column(c).total_compressed_size for g in range(groups) for c in range(2)
     ]
     mib = 1 << 20
-    # 10 chunks of 2-3 MiB: 30 MB, a large read for 3 MiB slices (8 of them
-    # or more); each chunk one request as planned, two of 1 MiB or more when
-    # spread. Only the plan's requests follow the footer's.
     assert all(2 * mib <= c <= 3 * mib for c in chunks), chunks
-    cfg = fastingest.Config(
-        slice_size=3 * mib, near_slice_size=3 * mib, start_prefetch=0, long_footer_prefetch=0
-    )
 
     def read(opts: dict, stream: bool = False) -> fastingest.ReadStats:
         return _counted_read(url, table, opts, cfg, stream)
@@ -445,9 +438,24 @@ def test_a_large_read_through_a_link_is_spread_over_the_request_slots(s3, toxi):
     assert min(e - s for s, e in plan["requests"]) >= mib, plan["requests"]
     stats = read(far)
     assert stats.requests == 1 + spread and stats.bytes_fetched < len(data) + 64 * 1024, stats
+    return chunks, lambda stream: read(far, stream)
+
+
+def test_a_large_read_through_a_link_is_spread_over_the_request_slots(s3, toxi):
+    """Through a link one connection brings a few tens of MB/s whatever the
+    link allows, so a large read whose plan has fewer requests than the
+    slots is cut into more (slices of at least 1 MiB); a stream's later
+    windows too. A near store keeps one request a column chunk."""
+    mib = 1 << 20
+    # 10 chunks of 2-3 MiB: 30 MB, a large read for 3 MiB slices (8 of them
+    # or more); each chunk one request as planned, two when spread.
+    cfg = fastingest.Config(
+        slice_size=3 * mib, near_slice_size=3 * mib, start_prefetch=0, long_footer_prefetch=0
+    )
+    chunks, read_far = _spread_through_a_link(s3, toxi, "spread/one.parquet", 5, 375_000, cfg)
     # The stream's first row group goes alone, in slices of 1 MiB; the other
     # four as one window, spread as the whole read is.
-    streamed = read(far, stream=True)
+    streamed = read_far(True)
     first = sum(-(-c // mib) for c in chunks[:2])
     assert streamed.requests == 1 + first + 2 * (len(chunks) - 2), streamed
 
@@ -457,40 +465,12 @@ def test_a_smaller_read_through_a_link_is_spread_over_the_request_slots_too(s3, 
     it (`slice_for`), here one request per column chunk of 2-3 MiB; through
     a link it is cut into more, of at least 1 MiB, as a large read is. A near
     store keeps one request a column chunk."""
-    import numpy as np
-
-    rng = np.random.default_rng(6)
-    rows_per_group, groups = 300_000, 6
-    table = pa.table({c: rng.integers(0, 2**62, rows_per_group * groups) for c in ("a", "b")})
-    data = parquet_bytes(
-        table, compression="none", use_dictionary=False, row_group_size=rows_per_group
-    )
-    url = s3.put("spread/smaller.parquet", data)
-    meta = pq.ParquetFile(pa.BufferReader(data)).metadata
-    chunks = [
-        meta.row_group(g).column(c).total_compressed_size for g in range(groups) for c in range(2)
-    ]
     mib = 1 << 20
-    # 12 chunks of 2-3 MiB: 29 MB, less than 8 slices of 8 MiB, so slices of
-    # 3.6 MB, one request a chunk as planned; two of 1 MiB or more each when
-    # spread. Only the plan's requests follow the footer's.
-    assert all(2 * mib <= c <= 3 * mib for c in chunks), chunks
+    # 12 chunks of 2.3 MiB: 29 MB, less than 8 slices of 8 MiB, so slices of
+    # 3.6 MB, one request a chunk as planned; two when spread.
     cfg = fastingest.Config(slice_size=8 * mib, start_prefetch=0, long_footer_prefetch=0)
+    chunks, _ = _spread_through_a_link(s3, toxi, "spread/smaller.parquet", 6, 300_000, cfg)
     assert sum(chunks) < 8 * 8 * mib
-
-    def read(opts: dict, stream: bool = False) -> fastingest.ReadStats:
-        return _counted_read(url, table, opts, cfg, stream)
-
-    # A loaded loopback may answer a footer late; near in one of three tries.
-    assert min(read(s3.options()).requests for _ in range(3)) == 1 + len(chunks)
-    toxi.add_toxic("s3", "latency", {"latency": 30})
-    far = s3.options(proxied=True)
-    spread = 2 * len(chunks)
-    plan = fastingest.plan_parquet(url, storage_options=far, config=cfg)[0]
-    assert plan["num_requests"] == spread, plan
-    assert min(e - s for s, e in plan["requests"]) >= mib, plan["requests"]
-    stats = read(far)
-    assert stats.requests == 1 + spread and stats.bytes_fetched < len(data) + 64 * 1024, stats
 
 
 def test_presigned_https_url(s3):
