@@ -400,11 +400,10 @@ pub(crate) fn checked_plan(
 /// 16 requests of 1 MiB (its start) and four of 3-4 MiB, which took a
 /// round trip and 40 ms at one connection's 100 MB/s; the rest now goes as
 /// 13 of 1-1.3 MiB. 9 interleaved rounds through the far link: fresh 344 ->
-/// 316 ms, steady 334
-/// -> 286 (one column of the `int` file, 38 MB: 330 -> 295, 325 -> 288).
-/// Not for a near store, where each request costs the server CPU the
-/// reader shares. A distant store's requests take half a slot
-/// ([`crate::request::slot_quarters`]), so twice as many go out.
+/// 316 ms, steady 334 -> 286 (one column of the `int` file, 38 MB: 330 ->
+/// 295, 325 -> 288). Not for a near store, where each request costs the
+/// server CPU the reader shares. A distant store's requests take half a
+/// slot ([`crate::request::slot_quarters`]), so twice as many go out.
 pub(crate) fn spread_over_link(
     plan: &mut FilePlan,
     source: &Source,
