@@ -1004,3 +1004,60 @@ def test_s3_stream_from_a_distant_store_fetches_the_rest_beside_the_first_row_gr
     # (300 ms and up); asked for half a round trip after the first row
     # group, its bytes come about 150 ms after that row group's.
     assert after_first < latency * 0.85, after_first
+
+
+def test_a_decoded_span_s_memory_holds_the_read_s_later_output(s3):
+    """The blocks of spans fetched from a store, once decoded, serve the
+    read's later large allocations (its output), whatever thread frees or
+    asks; none is held once the reads end, concurrent reads sharing them get
+    their own tables right, and `FASTINGEST_REUSE_SPANS=0` turns it off."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    groups, rows = 8, 300_000
+    table = pa.table({"a": rng.integers(0, 2**62, groups * rows)})
+    data = parquet_bytes(table, compression="none", use_dictionary=False, row_group_size=rows)
+    url = s3.put("reuse/spans.parquet", data)
+    opts = s3.options()
+    lib = fastingest._fastingest
+    assert lib._allocator_reuses_spans()
+
+    def none_kept_soon() -> bool:
+        # The read's last tasks may end on the runtime's threads just after
+        # it returns; the last one gives the kept blocks back.
+        deadline = time.monotonic() + 10
+        while lib._allocator_reuse()[1] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return lib._allocator_reuse()[1] == 0
+
+    before, _ = lib._allocator_reuse()
+    assert_tables_equal(fastingest.read_parquet(url, storage_options=opts), table)
+    # A row group's 2.4 MB of output fits the span of one decoded before it.
+    assert lib._allocator_reuse()[0] - before >= 2 << 20, (before, lib._allocator_reuse())
+    assert none_kept_soon()
+
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda _: fastingest.read_parquet(url, storage_options=opts), range(8)))
+    for t in got:
+        assert_tables_equal(t, table)
+    assert none_kept_soon()
+
+    code = (
+        "import sys, json, fastingest, pyarrow.parquet as pq\n"
+        "lib = fastingest._fastingest\n"
+        "t = fastingest.read_parquet(sys.argv[1], storage_options=json.loads(sys.argv[2]))\n"
+        "print(lib._allocator_reuses_spans(), lib._allocator_reuse()[0], t.num_rows)"
+    )
+    env = {**os.environ, "FASTINGEST_REUSE_SPANS": "0"}
+    out = subprocess.run(
+        [sys.executable, "-c", code, url, json.dumps(opts)], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "0", str(table.num_rows)]

@@ -8,14 +8,17 @@
 //! - No transparent huge pages for its memory (see [`set_up_at_load`]).
 //! - Fresh pages of decoded output are faulted in a block at a time
 //!   ([`Prefaulting`]).
+//! - A fetched span's block, once decoded, goes to the next large
+//!   allocation of about its size ([`fastingest::reuse`]).
 //!
 //! The first two are mimalloc's own options, so `MIMALLOC_PURGE_DELAY` and
 //! `MIMALLOC_ALLOW_THP` in the environment still decide when set;
-//! `FASTINGEST_PREFAULT=0` turns the third off.
+//! `FASTINGEST_PREFAULT=0` turns the third off, `FASTINGEST_REUSE_SPANS=0`
+//! the fourth.
 
 use std::alloc::{GlobalAlloc, Layout};
 
-use fastingest::memory;
+use fastingest::{memory, reuse};
 use mimalloc::MiMalloc;
 use pyo3::prelude::*;
 
@@ -23,14 +26,25 @@ use pyo3::prelude::*;
 static ALLOCATOR: Prefaulting = Prefaulting;
 
 /// mimalloc, with the fresh pages of mid-sized blocks allocated on the
-/// decode threads faulted in at once (see [`fastingest::memory`]). Turned
-/// off by `FASTINGEST_PREFAULT=0`.
+/// decode threads faulted in at once (see [`fastingest::memory`]; turned
+/// off by `FASTINGEST_PREFAULT=0`), and decoded spans' blocks reused (see
+/// [`fastingest::reuse`]; off with `FASTINGEST_REUSE_SPANS=0`).
 struct Prefaulting;
 
-// SAFETY: every call is mimalloc's; `prefault` only faults in pages of the
-// block mimalloc just returned, leaving their bytes as they were.
+// SAFETY: every block is mimalloc's; `prefault` only faults in pages of the
+// block mimalloc just returned, leaving their bytes as they were. A kept
+// span's block is handed out whole to one allocation at most once between
+// frees (see `reuse::take`), is at least as large and as aligned as asked,
+// and is later freed or resized by mimalloc, which knows its true size.
 unsafe impl GlobalAlloc for Prefaulting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() >= reuse::KEPT_FROM {
+            let kept = reuse_kept(layout);
+            if !kept.is_null() {
+                // Written by the fetch: its pages are resident already.
+                return kept;
+            }
+        }
         let block = unsafe { MiMalloc.alloc(layout) };
         if memory::should_prefault(layout.size()) {
             unsafe { memory::prefault(block, layout.size()) };
@@ -47,6 +61,9 @@ unsafe impl GlobalAlloc for Prefaulting {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if reuse::should_keep(layout.size()) && unsafe { keep_for_reuse(ptr) } {
+            return;
+        }
         unsafe { MiMalloc.dealloc(ptr, layout) }
     }
 
@@ -61,6 +78,37 @@ unsafe impl GlobalAlloc for Prefaulting {
     }
 }
 
+// The reuse paths are out of line: inlined into the allocator's methods,
+// rustc 1.95's LLVM crashed compiling the crate (SIGILL and SIGSEGV in code
+// generation, every time).
+
+/// A kept span's block for `layout`, or null.
+#[inline(never)]
+fn reuse_kept(layout: Layout) -> *mut u8 {
+    reuse::take(layout.size(), layout.align())
+}
+
+/// Offers a freed span's block for reuse; false when it was not kept.
+///
+/// # Safety
+/// `ptr` must be a live mimalloc block the caller is freeing.
+#[inline(never)]
+unsafe fn keep_for_reuse(ptr: *mut u8) -> bool {
+    // SAFETY: a live mimalloc block.
+    let usable = unsafe { libmimalloc_sys::mi_usable_size(ptr.cast()) };
+    // SAFETY: the caller gives the block up.
+    unsafe { reuse::keep(ptr, usable) }
+}
+
+/// Gives a kept block back to mimalloc.
+///
+/// # Safety
+/// `ptr` must be a mimalloc block no one uses.
+unsafe fn release_kept(ptr: *mut u8) {
+    // SAFETY: the caller's promise.
+    unsafe { libmimalloc_sys::mi_free(ptr.cast()) }
+}
+
 // Options that `libmimalloc-sys` names no constant for: their values in the
 // `mi_option_t` enum of mimalloc 3.x, which it builds. (The tests check that
 // each reads what its environment variable set.)
@@ -69,11 +117,18 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// `mi_option_allow_thp`.
 const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
 
+/// Sets the allocator up as the module loads.
+///
+/// Decoded spans' blocks are reused unless `FASTINGEST_REUSE_SPANS=0`.
+///
 /// With mimalloc's default 10 ms purge delay, buffers freed while a read is
 /// still going are returned to the kernel and faulted in again (a cold read
 /// measured 3x slower). Keep freed memory for reuse unless the user set
 /// `MIMALLOC_PURGE_DELAY` (milliseconds; -1 never returns memory).
 pub(crate) fn configure() {
+    if std::env::var_os("FASTINGEST_REUSE_SPANS").is_none_or(|v| v != "0") {
+        reuse::enable(release_kept);
+    }
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets a process-wide allocator option; no memory is touched.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
@@ -137,6 +192,19 @@ pub(crate) fn _allocator_purge_delay() -> i64 {
 pub(crate) fn _allocator_huge_pages() -> bool {
     // SAFETY: reads a process-wide allocator option.
     unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_ALLOW_THP) != 0 }
+}
+
+/// Bytes of allocations served from decoded spans' blocks so far, and how
+/// many such blocks wait now, for tests.
+#[pyfunction]
+pub(crate) fn _allocator_reuse() -> (usize, usize) {
+    (reuse::handed_out(), reuse::kept_now())
+}
+
+/// Whether decoded spans' blocks are reused, for tests.
+#[pyfunction]
+pub(crate) fn _allocator_reuses_spans() -> bool {
+    reuse::enabled()
 }
 
 /// Whether the allocator faults in the fresh pages of decoded output ahead,

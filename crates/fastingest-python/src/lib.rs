@@ -513,6 +513,8 @@ fn _fastingest(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(allocator::_allocator_purge_delay, m)?)?;
     m.add_function(wrap_pyfunction!(allocator::_allocator_huge_pages, m)?)?;
     m.add_function(wrap_pyfunction!(allocator::_allocator_prefaults, m)?)?;
+    m.add_function(wrap_pyfunction!(allocator::_allocator_reuse, m)?)?;
+    m.add_function(wrap_pyfunction!(allocator::_allocator_reuses_spans, m)?)?;
     m.add_function(wrap_pyfunction!(_filter_literal, m)?)?;
     logs::install();
     m.add_function(wrap_pyfunction!(logs::_flush_logs, m)?)?;

@@ -31,6 +31,9 @@ pub struct Fetcher(Arc<Inner>);
 struct Inner {
     bytes: Arc<dyn ByteSource>,
     decode: Semaphore,
+    /// Keeps the blocks of decoded spans for the read's output while it
+    /// goes ([`crate::reuse`]).
+    _reusing: crate::reuse::ReadGoing,
 }
 
 /// A span being fetched in the background; cloneable so that every unit
@@ -64,7 +67,11 @@ impl Fetcher {
     /// requests, or a cache in front of them).
     pub fn over(bytes: Arc<dyn ByteSource>) -> Self {
         let decode = Semaphore::new(bytes.config().effective_decode_parallelism());
-        Fetcher(Arc::new(Inner { bytes, decode }))
+        Fetcher(Arc::new(Inner {
+            bytes,
+            decode,
+            _reusing: crate::reuse::ReadGoing::new(),
+        }))
     }
 
     /// The read's configuration.
@@ -712,13 +719,13 @@ fn populates(fetcher: &Fetcher, source: &Source, len: u64) -> bool {
 /// fresh processes against the same build without it: `int` 390 and 383 ms
 /// against 384 and 396, peak 272-277 MiB against 293-307 (polars 271-273);
 /// `mixed` 396 against 373 ms, 290 against 318 MiB; `mixed-zstd` 382
-/// against 377 ms, 283 against 295 MiB. Through the cloud profile the same
-/// cost 12-14 ms of ~235 (docs/benchmarks.md, 2026-11-27), so nearer stores
-/// keep the allocator's reuse.
+/// against 377 ms, 283 against 295 MiB. From nearer stores, and local
+/// files read into buffers, the span's block goes to the read's next large
+/// allocation instead ([`crate::reuse`]): its pages are already faulted in.
 fn span_bytes(fetcher: &Fetcher, fetched: BytesMut) -> Bytes {
     match fetcher.store_is_distant() {
         true => Bytes::from_owner(crate::memory::ReleasedOnDrop(fetched)),
-        false => fetched.freeze(),
+        false => Bytes::from_owner(crate::reuse::ReusedOnDrop(fetched)),
     }
 }
 

@@ -45,6 +45,7 @@ pub mod parquet;
 pub(crate) mod pipeline;
 pub mod plan;
 pub(crate) mod request;
+pub mod reuse;
 pub mod rows;
 pub mod runtime;
 pub(crate) mod simd;
