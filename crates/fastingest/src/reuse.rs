@@ -186,6 +186,11 @@ impl Shelf {
         }
         let mut gone = [0usize; KEPT_AT_MOST];
         let n_gone = self.try_with(|kept| {
+            // Asked again here: the last read may have ended, and given the
+            // kept blocks back, since the caller asked `should_keep`.
+            if self.reads.load(Ordering::Acquire) == 0 {
+                return None;
+            }
             // The oldest go back until the new block fits both bounds.
             let mut n = 0;
             while kept.len == KEPT_AT_MOST || kept.bytes() + usable > self.kept_bytes_at_most {
@@ -194,9 +199,9 @@ impl Shelf {
             }
             kept.blocks[kept.len] = (block as usize, usable);
             kept.len += 1;
-            n
+            Some(n)
         });
-        match n_gone {
+        match n_gone.flatten() {
             None => false,
             Some(n) => {
                 for &oldest in &gone[..n] {
@@ -496,6 +501,18 @@ mod tests {
         shelf.read_ends();
         let _freeing = FreeingSpan::new();
         assert!(!shelf.should_keep(4 * MIB), "the read ended");
+    }
+
+    #[test]
+    fn a_block_freed_after_the_last_read_ended_is_not_kept() {
+        let shelf = shelf();
+        shelf.read_ends();
+        let b = block(4 * MIB);
+        // SAFETY: made above; refused, so still the caller's.
+        assert!(!unsafe { shelf.keep(b, 4 * MIB) });
+        assert_eq!(shelf.kept_now.load(Ordering::Relaxed), 0);
+        // SAFETY: never kept.
+        unsafe { release(b) };
     }
 
     #[test]
