@@ -61,7 +61,11 @@ unsafe impl GlobalAlloc for Prefaulting {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        if reuse::should_keep(layout.size()) && unsafe { keep_for_reuse(ptr) } {
+        // Only large blocks go further than a compare (every free passes here).
+        if layout.size() >= reuse::KEPT_FROM
+            && reuse::should_keep(layout.size())
+            && unsafe { keep_for_reuse(ptr) }
+        {
             return;
         }
         unsafe { MiMalloc.dealloc(ptr, layout) }

@@ -711,21 +711,58 @@ fn populates(fetcher: &Fetcher, source: &Source, len: u64) -> bool {
     len >= MIN_POPULATED_SPAN && crate::request::reads_as_rotational(fetcher.config(), source)
 }
 
-/// A fetched span's bytes, for the decoder. From a distant store
-/// ([`Fetcher::store_is_distant`]) their pages go back to the kernel when
-/// the span is decoded ([`crate::memory::ReleasedOnDrop`]). Across regions
-/// a read waits on the link, and the faults this costs the output later
-/// hide in that wait. Through the far profile, two runs of 9 interleaved
-/// fresh processes against the same build without it: `int` 390 and 383 ms
-/// against 384 and 396, peak 272-277 MiB against 293-307 (polars 271-273);
-/// `mixed` 396 against 373 ms, 290 against 318 MiB; `mixed-zstd` 382
-/// against 377 ms, 283 against 295 MiB. From nearer stores, and local
-/// files read into buffers, the span's block goes to the read's next large
-/// allocation instead ([`crate::reuse`]): its pages are already faulted in.
+/// A fetched span's bytes, for the decoder, in a buffer whose memory is
+/// handed on when the span is decoded ([`SpanBuffer`]).
 fn span_bytes(fetcher: &Fetcher, fetched: BytesMut) -> Bytes {
-    match fetcher.store_is_distant() {
-        true => Bytes::from_owner(crate::memory::ReleasedOnDrop(fetched)),
-        false => Bytes::from_owner(crate::reuse::ReusedOnDrop(fetched)),
+    let once_decoded = match fetcher.store_is_distant() {
+        true => OnceDecoded::PagesReleased,
+        false => OnceDecoded::Reused,
+    };
+    Bytes::from_owner(SpanBuffer {
+        bytes: fetched,
+        once_decoded,
+    })
+}
+
+/// A fetched span's buffer, and what becomes of its memory once the span
+/// is decoded and the buffer dropped.
+struct SpanBuffer {
+    bytes: BytesMut,
+    once_decoded: OnceDecoded,
+}
+
+enum OnceDecoded {
+    /// From a distant store ([`Fetcher::store_is_distant`]) the pages go
+    /// back to the kernel ([`crate::memory::give_back_pages`]) before the
+    /// allocator takes the buffer back. Across regions a read waits on the
+    /// link, and the faults this costs the output later hide in that wait.
+    /// Through the far profile, two runs of 9 interleaved fresh processes
+    /// against the same build without it: `int` 390 and 383 ms against 384
+    /// and 396, peak 272-277 MiB against 293-307 (polars 271-273); `mixed`
+    /// 396 against 373 ms, 290 against 318 MiB; `mixed-zstd` 382 against
+    /// 377 ms, 283 against 295 MiB.
+    PagesReleased,
+    /// From nearer stores, and local files read into buffers, the block
+    /// goes to the read's next large allocation ([`crate::reuse`]): its
+    /// pages are already faulted in.
+    Reused,
+}
+
+impl AsRef<[u8]> for SpanBuffer {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl Drop for SpanBuffer {
+    fn drop(&mut self) {
+        match self.once_decoded {
+            OnceDecoded::PagesReleased => crate::memory::give_back_pages(&mut self.bytes),
+            OnceDecoded::Reused => {
+                let _freeing = crate::reuse::FreeingSpan::new();
+                drop(std::mem::take(&mut self.bytes));
+            }
+        }
     }
 }
 

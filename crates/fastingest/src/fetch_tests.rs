@@ -883,3 +883,20 @@ fn rooms_cut_from_one_buffer_rejoin_where_they_were_written() {
     assert!(whole[100..400].iter().all(|&b| b == 2));
     assert!(whole[400..].iter().all(|&b| b == 4));
 }
+
+#[test]
+fn a_span_s_buffer_reads_as_its_bytes_and_its_drop_puts_the_freeing_mark_back() {
+    for once_decoded in [
+        super::OnceDecoded::Reused,
+        super::OnceDecoded::PagesReleased,
+    ] {
+        let bytes = Bytes::from_owner(super::SpanBuffer {
+            bytes: BytesMut::from(&b"span"[..]),
+            once_decoded,
+        });
+        assert_eq!(&bytes[..], b"span");
+        assert_eq!(&bytes.slice(1..3)[..], b"pa");
+        drop(bytes);
+        assert!(!crate::reuse::freeing_span());
+    }
+}

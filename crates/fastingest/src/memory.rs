@@ -211,25 +211,6 @@ pub unsafe fn prefault(block: *mut u8, size: usize) {
 #[cfg(not(target_os = "linux"))]
 pub unsafe fn prefault(_block: *mut u8, _size: usize) {}
 
-/// A fetched buffer whose pages go back to the kernel as it is dropped (see
-/// [`give_back_pages`]), before the allocator takes the buffer back: the
-/// allocator keeps freed memory (see the binding's allocator) but seldom
-/// places the decode threads' output in buffers freed there, so a read
-/// otherwise held its fetched bytes and its output at once.
-pub(crate) struct ReleasedOnDrop(pub(crate) bytes::BytesMut);
-
-impl AsRef<[u8]> for ReleasedOnDrop {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl Drop for ReleasedOnDrop {
-    fn drop(&mut self) {
-        give_back_pages(&mut self.0);
-    }
-}
-
 /// Gives the whole pages inside `buf` back to the kernel (`MADV_DONTNEED`):
 /// they no longer count as resident, and read as zero if touched again. The
 /// pages at either end that `buf` shares with its neighbours are kept.

@@ -289,6 +289,12 @@ impl Drop for FreeingSpan {
     }
 }
 
+/// Whether the calling thread is freeing a fetched span now.
+#[cfg(test)]
+pub(crate) fn freeing_span() -> bool {
+    FREEING_SPAN.with(Cell::get)
+}
+
 /// Whether a block of `size` bytes the calling thread frees now should be
 /// offered to [`keep`]: reuse is on, a read goes, the block is large, and
 /// it is a fetched span's. Allocates nothing.
@@ -325,23 +331,6 @@ pub fn handed_out() -> usize {
 /// How many blocks are kept now.
 pub fn kept_now() -> usize {
     SHELF.kept_now.load(Ordering::Relaxed)
-}
-
-/// A fetched span's buffer that, when dropped, is offered for reuse
-/// ([`FreeingSpan`]).
-pub(crate) struct ReusedOnDrop(pub(crate) bytes::BytesMut);
-
-impl AsRef<[u8]> for ReusedOnDrop {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl Drop for ReusedOnDrop {
-    fn drop(&mut self) {
-        let _freeing = FreeingSpan::new();
-        drop(std::mem::take(&mut self.0));
-    }
 }
 
 #[cfg(test)]
@@ -531,13 +520,5 @@ mod tests {
         assert_eq!(shelf.take(4 * MIB, 8), b);
         // SAFETY: handed out above.
         unsafe { release(b) };
-    }
-
-    #[test]
-    fn a_span_s_buffer_reads_as_its_bytes_and_its_drop_puts_the_flag_back() {
-        let buf = ReusedOnDrop(bytes::BytesMut::from(&b"span"[..]));
-        assert_eq!(buf.as_ref(), b"span");
-        drop(buf);
-        assert!(!FREEING_SPAN.with(Cell::get));
     }
 }
