@@ -311,9 +311,9 @@ def test_streamed_batches_match_the_whole_read(tmp_path):
 
 
 def test_a_row_group_of_more_rows_than_a_batch(tmp_path):
-    # Decoded whole by fastingest's decoders (struct column: by the crate,
-    # in the same single batch), then cut into batches of at most 2**20
-    # rows, as the crate would have cut it.
+    # Decoded whole by fastingest's decoders (the struct column too, a
+    # field at a time), then cut into batches of at most 2**20 rows, as the
+    # crate would have cut it.
     rows = (1 << 20) + 1_234
     rng = np.random.default_rng(11)
     data = pa.table(
@@ -378,3 +378,64 @@ def test_int96_outside_the_nanosecond_range_reads_in_the_unit_asked_for(tmp_path
         assert plain["ts"][1].as_py() == table["ts"][1].as_py()
     with pytest.raises(fastingest.InvalidArgumentError, match="coerce_int96_timestamp_unit"):
         fastingest.read_parquet(path, coerce_int96_timestamp_unit="minutes")
+
+
+@pytest.mark.parametrize("page_version", ["1.0", "2.0"])
+@pytest.mark.parametrize("dictionary", [True, False])
+@pytest.mark.parametrize("struct_nulls", [0.0, 0.2, 1.0])
+@pytest.mark.parametrize("field_nulls", [0.0, 0.1])
+def test_structs_of_flat_fields(tmp_path, page_version, dictionary, struct_nulls, field_nulls):
+    # Top-level structs of flat fields are decoded a field at a time
+    # (`parquet/structs.rs`): nulls of the struct, of its fields, both; a
+    # struct that is never null; fields that may not be null.
+    rng = np.random.default_rng(int(struct_nulls * 10 + field_nulls * 100))
+    kinds = [pa.int64(), pa.float32(), pa.string(), pa.bool_(), pa.decimal128(12, 3), pa.int8()]
+    children = [column(k, ROWS, field_nulls, 40, i) for i, k in enumerate(kinds)]
+    fields = [pa.field(f"f{i}", c.type) for i, c in enumerate(children)]
+    mask = pa.array(rng.random(ROWS) < struct_nulls) if struct_nulls else None
+    required = [column(k, ROWS, 0.0, 40, 9 + i) for i, k in enumerate(kinds[:2])]
+    data = pa.table(
+        {
+            "s": pa.StructArray.from_arrays(children, fields=fields, mask=mask),
+            "id": pa.array(np.arange(ROWS)),
+            "never_null": pa.StructArray.from_arrays(
+                required, fields=[pa.field("a", kinds[0], False), pa.field("b", kinds[1], False)]
+            ),
+        }
+    )
+    schema = data.schema.set(2, data.schema.field(2).with_nullable(False))
+    path = tmp_path / "t.parquet"
+    pq.write_table(
+        data.cast(schema),
+        path,
+        use_dictionary=dictionary,
+        data_page_version=page_version,
+        data_page_size=2048,
+        row_group_size=1_700,
+    )
+    assert_same(path)
+    assert_same(path, columns=["never_null", "s"])
+    batches = list(fastingest.iter_batches(str(path)))
+    assert pa.Table.from_batches(batches).equals(pq.read_table(path))
+
+
+def test_a_struct_with_a_field_the_crate_decodes_reads_whole(tmp_path):
+    # A field in an encoding fastingest's decoders leave to the crate
+    # (DELTA_BINARY_PACKED), or a list among the fields: the whole struct is
+    # the crate's, beside structs decoded here.
+    ints = pa.array(np.arange(ROWS) * 3)
+    delta = pa.StructArray.from_arrays([ints, pa.array(np.arange(ROWS) % 5)], ["d", "plain"])
+    listed = pa.StructArray.from_arrays(
+        [ints, pa.array([[i] * (i % 3) for i in range(ROWS)])], ["n", "l"]
+    )
+    flat = pa.StructArray.from_arrays([ints], ["n"])
+    data = pa.table({"delta": delta, "listed": listed, "flat": flat})
+    path = tmp_path / "t.parquet"
+    pq.write_table(
+        data,
+        path,
+        use_dictionary=False,
+        column_encoding={"delta.d": "DELTA_BINARY_PACKED"},
+        data_page_version="2.0",
+    )
+    assert_same(path)

@@ -26,8 +26,8 @@ use parquet::basic::Encoding;
 
 use super::flat::{
     dictionary_indices, dictionary_of, keep_selected as keep_selected_values,
-    kept_dictionary_indices, low_bits, next_page, page_values, read_levels, Bits, Decoded, Failure,
-    Indices, NextPage,
+    kept_dictionary_indices, low_bits, next_page, page_levels, page_values, Bits, Decoded,
+    Definition, Failure, Indices, NextPage,
 };
 use super::pages::{ChunkPages, PagesAhead};
 use crate::blocks::{pad_entries, BLOCK};
@@ -61,7 +61,7 @@ const FIRST_GUESS_MAX: usize = 64 << 20;
 /// ([`ChunkPages::skip_unselected`], as `flat::decode_column` does).
 pub(super) fn decode<O: OffsetSizeTrait>(
     mut pages: ChunkPages,
-    nullable: bool,
+    definition: Definition,
     rows: usize,
     utf8: bool,
     selection: Option<&BooleanBuffer>,
@@ -73,14 +73,14 @@ pub(super) fn decode<O: OffsetSizeTrait>(
     let mut offsets: Vec<O> = Vec::with_capacity(held + 1);
     offsets.push(O::usize_as(0));
     let mut bytes: Vec<u8> = Vec::new();
-    let mut validity = nullable.then(|| Bits::with_capacity(held));
+    let mut validity = definition.nullable().then(|| Bits::with_capacity(held));
     let mut dictionary: Option<Dictionary> = None;
     // The ends of a page's valid values, and a run's dictionary indices.
     let mut ends: Vec<O> = Vec::new();
     let mut indices: Vec<u32> = Vec::new();
     let mut done = 0usize;
     let ahead = pages.ahead();
-    while let Some(page) = next_page(&mut pages, nullable)? {
+    while let Some(page) = next_page(&mut pages, definition)? {
         let page = match page {
             NextPage::Dictionary(buf, count) => {
                 let read = Dictionary::from_plain(buf, count, utf8)?;
@@ -106,9 +106,7 @@ pub(super) fn decode<O: OffsetSizeTrait>(
             )));
         }
         let valid = match (&mut validity, &page.levels) {
-            (Some(validity), Some(levels)) => {
-                read_levels(&page.buf[levels.clone()], page.rows, validity)?
-            }
+            (Some(validity), Some(_)) => page_levels(&page, validity)?,
             _ => page.rows,
         };
         let values = &page.buf[page.values..];
@@ -261,7 +259,7 @@ fn finish<O: OffsetSizeTrait>(
 /// values as it reads them.
 pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
     mut pages: ChunkPages,
-    nullable: bool,
+    definition: Definition,
     rows: usize,
     utf8: bool,
     selection: Option<&BooleanBuffer>,
@@ -269,14 +267,14 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
     // With a selection, each page's keys are cut to its selected rows once
     // decoded.
     let mut keys: Vec<K::Native> = Vec::with_capacity(rows);
-    let mut validity = nullable.then(|| Bits::with_capacity(rows));
+    let mut validity = definition.nullable().then(|| Bits::with_capacity(rows));
     // Rows of the chunk decoded so far (`keys` holds the selected ones).
     let mut done = 0usize;
     let mut dictionary: Option<Dictionary> = None;
     // A page's valid rows' keys, when it has nulls; a run's indices.
     let mut dense: Vec<K::Native> = Vec::new();
     let mut indices: Vec<u32> = Vec::new();
-    while let Some(page) = next_page(&mut pages, nullable)? {
+    while let Some(page) = next_page(&mut pages, definition)? {
         let page = match page {
             NextPage::Dictionary(buf, count) => {
                 if dictionary.is_some() {
@@ -1445,7 +1443,8 @@ mod tests {
                 "{ahead:?}"
             );
             REGROWN.with(|n| n.set(0));
-            let Ok(array) = decode::<i32>(pages, nulls, values.len(), true, None) else {
+            let Ok(array) = decode::<i32>(pages, Definition::flat(nulls), values.len(), true, None)
+            else {
                 panic!("decoded");
             };
             let want: StringArray = values.iter().map(|v| v.as_deref()).collect();
@@ -1494,12 +1493,19 @@ mod tests {
                 // selected row passed over.
                 let mut pages = ChunkPages::new(chunk.clone(), codec).unwrap();
                 pages.skip_unselected(&selection);
-                let Ok(got) = decode::<i32>(pages, nulls, values.len(), true, Some(&selection))
-                else {
+                let Ok(got) = decode::<i32>(
+                    pages,
+                    Definition::flat(nulls),
+                    values.len(),
+                    true,
+                    Some(&selection),
+                ) else {
                     panic!("decoded");
                 };
                 let pages = ChunkPages::new(chunk.clone(), codec).unwrap();
-                let Ok(whole) = decode::<i32>(pages, nulls, values.len(), true, None) else {
+                let Ok(whole) =
+                    decode::<i32>(pages, Definition::flat(nulls), values.len(), true, None)
+                else {
                     panic!("decoded");
                 };
                 let want =
@@ -1519,7 +1525,9 @@ mod tests {
             let (chunk, codec) = falling_back(&values);
             for utf8 in [true, false] {
                 let pages = ChunkPages::new(chunk.clone(), codec).unwrap();
-                let Ok(array) = decode::<i64>(pages, nulls, values.len(), utf8, None) else {
+                let Ok(array) =
+                    decode::<i64>(pages, Definition::flat(nulls), values.len(), utf8, None)
+                else {
                     panic!("decoded");
                 };
                 assert_eq!(

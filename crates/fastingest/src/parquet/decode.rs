@@ -19,7 +19,7 @@ use parquet::file::metadata::ParquetMetaData;
 use parquet::schema::types::ColumnDescriptor;
 
 use super::format::PreparedFile;
-use super::{flat, lists, pages};
+use super::{flat, lists, pages, structs};
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
 use crate::pipeline::decode_threads::{self, Part};
@@ -370,7 +370,56 @@ pub(super) fn decode_flat_columns(
         let leaves: Vec<usize> = (0..descr.num_columns())
             .filter(|&l| descr.get_column_root_idx(l) == root)
             .collect();
-        let ([leaf], Some(field)) = (leaves.as_slice(), fields.get(root)) else {
+        let Some(field) = fields.get(root) else {
+            continue;
+        };
+        if let DataType::Struct(_) = field.data_type() {
+            // A struct read whole, every field of it (with a selection, or
+            // only some fields, it is the crate's).
+            let whole = selection.is_none()
+                && leaves
+                    .iter()
+                    .all(|&l| file.projection.mask.leaf_included(l));
+            let Some(shape) = whole
+                .then(|| structs::shape(descr, root, &leaves, field))
+                .flatten()
+            else {
+                continue;
+            };
+            let mut held = Vec::with_capacity(leaves.len());
+            for &leaf in &leaves {
+                let chunk = group.column(leaf);
+                let (start, len) = chunk.byte_range();
+                match spans.get(&(start..start + len)) {
+                    Some(bytes) if chunk.crypto_metadata().is_none() => {
+                        unit_bytes += chunk.uncompressed_size().max(0);
+                        held.push((leaf, bytes));
+                    }
+                    _ => break,
+                }
+            }
+            if held.len() != leaves.len() {
+                continue;
+            }
+            let metadata = Arc::clone(metadata);
+            let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
+            roots.push((root, leaves[0]));
+            parts.push(Box::new(move || {
+                let group = metadata.row_group(rg);
+                let chunks = held
+                    .into_iter()
+                    .zip(columns)
+                    .map(|((leaf, bytes), column)| structs::FieldChunk {
+                        bytes,
+                        meta: group.column(leaf),
+                        column,
+                    })
+                    .collect();
+                structs::decode(&shape, chunks, rows)
+            }));
+            continue;
+        }
+        let [leaf] = leaves.as_slice() else {
             continue;
         };
         let leaf = *leaf;

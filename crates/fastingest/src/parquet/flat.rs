@@ -155,7 +155,18 @@ pub(super) fn value_type(column: &ColumnDescriptor) -> Option<DataType> {
 /// the column's [`natural_type`], or a timestamp of the same unit in another
 /// time zone (the same values, labelled otherwise).
 pub(crate) fn decodes(column: &ColumnDescriptor, target: &DataType) -> bool {
-    match (natural_type(column), target) {
+    decodes_as(natural_type(column), column, target)
+}
+
+/// Whether [`decode_field`] decodes struct field `column` into `target`.
+pub(crate) fn decodes_field(column: &ColumnDescriptor, target: &DataType) -> bool {
+    column.max_rep_level() == 0 && decodes_as(value_type(column), column, target)
+}
+
+/// [`decodes`] for a leaf whose own type is `natural` (a top-level column's
+/// [`natural_type`], or a struct field's [`value_type`]).
+fn decodes_as(natural: Option<DataType>, column: &ColumnDescriptor, target: &DataType) -> bool {
+    match (natural, target) {
         // An INT96 timestamp converts to any unit the file's Arrow schema
         // asks for, as the crate converts it.
         (Some(DataType::Timestamp(unit, _)), DataType::Timestamp(want, _)) => {
@@ -210,16 +221,46 @@ pub(crate) fn decode_column(
     if let Some(keep) = selection {
         pages.skip_unselected(keep);
     }
-    let nullable = column.max_def_level() == 1;
+    let definition = Definition::flat(column.max_def_level() == 1);
+    decode_pages(pages, column, target, rows, selection, definition)
+}
+
+/// Decodes one field of a struct (see [`super::structs`]): a column chunk
+/// of `rows` rows, whole, as [`decode_column`] does a top-level column,
+/// its nulls where its levels are below `definition.max`.
+pub(crate) fn decode_field(
+    bytes: Bytes,
+    meta: &ColumnChunkMetaData,
+    column: &ColumnDescriptor,
+    target: &DataType,
+    rows: usize,
+    definition: Definition,
+) -> Decoded<ArrayRef> {
+    if !decodes_field(column, target) {
+        return Err(Failure::Unsupported);
+    }
+    let pages = ChunkPages::new(bytes, meta.compression()).ok_or(Failure::Unsupported)?;
+    decode_pages(pages, column, target, rows, None, definition)
+}
+
+/// [`decode_column`]'s work once its pages are set up.
+fn decode_pages(
+    pages: ChunkPages,
+    column: &ColumnDescriptor,
+    target: &DataType,
+    rows: usize,
+    selection: Option<&BooleanBuffer>,
+    definition: Definition,
+) -> Decoded<ArrayRef> {
     // A primitive column of Arrow type `$t` from `$n`-byte physical values.
     macro_rules! values {
         ($t:ty, $n:literal, $convert:expr) => {
-            primitive::<$t, $n>(pages, nullable, rows, target, selection, $convert)?
+            primitive::<$t, $n>(pages, definition, rows, target, selection, $convert)?
         };
     }
     let le64 = i64::from_le_bytes;
     Ok(match target {
-        DataType::Boolean => decode_booleans(pages, nullable, rows, selection)?,
+        DataType::Boolean => decode_booleans(pages, definition, rows, selection)?,
         DataType::Decimal128(..) => match column.physical_type() {
             PhysicalType::INT32 => values!(Decimal128Type, 4, |b| i32_of(b).into()),
             PhysicalType::INT64 => values!(Decimal128Type, 8, |b| le64(b).into()),
@@ -237,17 +278,19 @@ pub(crate) fn decode_column(
             }
             _ => return Err(Failure::Unsupported),
         },
-        DataType::Utf8 => byte_arrays::decode::<i32>(pages, nullable, rows, true, selection)?,
-        DataType::Binary => byte_arrays::decode::<i32>(pages, nullable, rows, false, selection)?,
-        DataType::LargeUtf8 => byte_arrays::decode::<i64>(pages, nullable, rows, true, selection)?,
+        DataType::Utf8 => byte_arrays::decode::<i32>(pages, definition, rows, true, selection)?,
+        DataType::Binary => byte_arrays::decode::<i32>(pages, definition, rows, false, selection)?,
+        DataType::LargeUtf8 => {
+            byte_arrays::decode::<i64>(pages, definition, rows, true, selection)?
+        }
         DataType::LargeBinary => {
-            byte_arrays::decode::<i64>(pages, nullable, rows, false, selection)?
+            byte_arrays::decode::<i64>(pages, definition, rows, false, selection)?
         }
         DataType::Dictionary(key, value) => {
             let utf8 = value.as_ref() == &DataType::Utf8;
             macro_rules! keyed {
                 ($k:ty) => {
-                    byte_arrays::decode_dictionary::<$k>(pages, nullable, rows, utf8, selection)?
+                    byte_arrays::decode_dictionary::<$k>(pages, definition, rows, utf8, selection)?
                 };
             }
             match key.as_ref() {
@@ -362,6 +405,8 @@ pub(super) struct DataPage<'a> {
     pub(super) rep_levels: Option<std::ops::Range<usize>>,
     /// Where the definition levels lie in `buf` (`None`: a required column).
     pub(super) levels: Option<std::ops::Range<usize>>,
+    /// What those levels say (see [`Definition`]).
+    pub(super) definition: Definition,
     /// Where the values start in `buf`.
     pub(super) values: usize,
 }
@@ -376,9 +421,44 @@ pub(super) enum NextPage<'a> {
     Skipped(usize),
 }
 
+/// A flat leaf's definition levels: none (`max` 0, a required column, in
+/// required structs only), or levels up to `max`, the leaf's value present
+/// where its level is `max`. A top-level nullable column has `max` 1; a
+/// field of a struct one more when the struct is nullable (see
+/// [`super::structs`]), and `present` then asks for the struct's own
+/// validity (a level of at least 1) to be gathered as the levels are read
+/// ([`gather_present`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Definition {
+    pub(crate) max: u8,
+    pub(crate) present: bool,
+}
+
+impl Definition {
+    /// A top-level column's: nullable or not.
+    pub(crate) fn flat(nullable: bool) -> Self {
+        Definition {
+            max: u8::from(nullable),
+            present: false,
+        }
+    }
+
+    /// Whether the leaf has definition levels (so may hold nulls).
+    pub(crate) fn nullable(self) -> bool {
+        self.max > 0
+    }
+}
+
 /// [`next_page_with`] for a column that is not repeated.
-pub(super) fn next_page(pages: &mut ChunkPages, nullable: bool) -> Decoded<Option<NextPage<'_>>> {
-    next_page_with(pages, false, nullable)
+pub(super) fn next_page(
+    pages: &mut ChunkPages,
+    definition: Definition,
+) -> Decoded<Option<NextPage<'_>>> {
+    let page = next_page_with(pages, false, definition.nullable())?;
+    Ok(page.map(|page| match page {
+        NextPage::Data(data) => NextPage::Data(DataPage { definition, ..data }),
+        other => other,
+    }))
 }
 
 /// The next page of a column that has repetition levels (`repeated`) and
@@ -428,6 +508,7 @@ pub(super) fn next_page_with(
                 encoding,
                 rep_levels,
                 levels,
+                definition: Definition::flat(defined),
                 values: at,
                 buf,
             })
@@ -457,6 +538,7 @@ pub(super) fn next_page_with(
                 encoding,
                 rep_levels: repeated.then_some(0..rep),
                 levels: defined.then_some(rep..rep + def),
+                definition: Definition::flat(defined),
                 values: rep + def,
             })
         }
@@ -475,6 +557,80 @@ fn prefixed(buf: &[u8], at: usize) -> Decoded<std::ops::Range<usize>> {
         Some(end) if end <= buf.len() => Ok(start..end),
         _ => Err(cut()),
     }
+}
+
+/// Appends the validity of data `page`'s rows (its definition levels, which
+/// it must have) to `validity`; returns how many are valid. A level of at
+/// least 1 is also gathered for the struct when the page's [`Definition`]
+/// asks.
+pub(super) fn page_levels(page: &DataPage, validity: &mut Bits) -> Decoded<usize> {
+    let Some(levels) = &page.levels else {
+        return Err(Failure::Unsupported);
+    };
+    let levels = &page.buf[levels.clone()];
+    let definition = page.definition;
+    if definition == Definition::flat(true) {
+        return read_levels(levels, page.rows, validity);
+    }
+    let max = u32::from(definition.max);
+    let width = (u32::BITS - max.leading_zeros()) as u8;
+    let start = validity.len;
+    PRESENT.with_borrow_mut(|present| {
+        let mut present = definition.present.then_some(present);
+        let check = |level: u32| match level > max {
+            true => Err(Failure::Corrupt(format!(
+                "a definition level of {level} where the most is {max}"
+            ))),
+            false => Ok(()),
+        };
+        let mut scratch = Vec::new();
+        each_run(levels, width, page.rows, "definition levels", |run, n| {
+            match run {
+                Run::Repeated { value, .. } => {
+                    check(value)?;
+                    validity.append_n(n, value == max);
+                    if let Some(present) = present.as_mut() {
+                        present.append_n(n, value >= 1);
+                    }
+                }
+                Run::Packed { bytes, .. } => {
+                    unpack_chunks(bytes, width, n, &mut scratch, |chunk| {
+                        for group in chunk.chunks(64) {
+                            let (mut valid, mut there) = (0u64, 0u64);
+                            for (i, &level) in group.iter().enumerate() {
+                                check(level)?;
+                                valid |= u64::from(level == max) << i;
+                                there |= u64::from(level >= 1) << i;
+                            }
+                            validity.append_word(valid, group.len());
+                            if let Some(present) = present.as_mut() {
+                                present.append_word(there, group.len());
+                            }
+                        }
+                        Ok(())
+                    })?;
+                }
+            }
+            Ok(())
+        })
+    })?;
+    Ok(validity.count_ones(start))
+}
+
+thread_local! {
+    /// A struct's validity gathered from one of its fields' levels, on the
+    /// thread decoding that field (see [`gather_present`]).
+    static PRESENT: std::cell::RefCell<Bits> = std::cell::RefCell::new(Bits::default());
+}
+
+/// Runs `decode` (a field of a nullable struct, decoded with a
+/// [`Definition`] that asks for `present`) and returns what it returns with
+/// the struct's validity its levels gave: a bit per row, set where the
+/// struct is there (whether or not the field is null).
+pub(crate) fn gather_present<T>(decode: impl FnOnce() -> T) -> (T, Bits) {
+    PRESENT.with_borrow_mut(|present| *present = Bits::default());
+    let decoded = decode();
+    (decoded, PRESENT.with_borrow_mut(std::mem::take))
 }
 
 /// Appends a page's definition levels (width 1) to `validity`; returns how
@@ -522,7 +678,7 @@ pub(super) fn each_run(
 /// A bitmap appended to 64 bits at a time (validity, booleans). Bits past
 /// `len` in the last word are always zero.
 #[derive(Default)]
-pub(super) struct Bits {
+pub(crate) struct Bits {
     words: Vec<u64>,
     len: usize,
 }
@@ -536,7 +692,6 @@ impl Bits {
     }
 
     /// Bits appended so far.
-    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.len
     }
@@ -751,7 +906,7 @@ pub(super) fn scatter<T: Copy + Default>(
 /// or plain.
 fn primitive<T: ArrowPrimitiveType, const N: usize>(
     mut pages: ChunkPages,
-    nullable: bool,
+    definition: Definition,
     rows: usize,
     target: &DataType,
     selection: Option<&BooleanBuffer>,
@@ -773,13 +928,13 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
         }
     };
     let mut out: Vec<T::Native> = Vec::with_capacity(room);
-    let mut validity = nullable.then(|| Bits::with_capacity(room));
+    let mut validity = definition.nullable().then(|| Bits::with_capacity(room));
     // Rows of the chunk decoded so far (`out` holds the selected ones).
     let mut done = 0usize;
     let mut dictionary: Option<Vec<T::Native>> = None;
     let mut dense: Vec<T::Native> = Vec::new();
     let mut indices: Vec<u32> = Vec::new();
-    while let Some(page) = next_page(&mut pages, nullable)? {
+    while let Some(page) = next_page(&mut pages, definition)? {
         let page = match page {
             NextPage::Dictionary(buf, count) => {
                 // Sized by `plain` once the bytes are known to hold them
@@ -956,9 +1111,7 @@ pub(super) fn page_values<T: Copy + Default>(
 ) -> Decoded<()> {
     let at = out.len();
     let valid = match (validity.as_mut(), &page.levels) {
-        (Some(validity), Some(levels)) => {
-            read_levels(&page.buf[levels.clone()], page.rows, validity)?
-        }
+        (Some(validity), Some(_)) => page_levels(page, validity)?,
         _ => page.rows,
     };
     let values = &page.buf[page.values..];
@@ -1309,17 +1462,17 @@ fn all_below(chunk: &[u32], width: u8, entries: usize) -> bool {
 /// A flat boolean column: plain (bit-packed) or RLE-encoded values.
 fn decode_booleans(
     mut pages: ChunkPages,
-    nullable: bool,
+    definition: Definition,
     rows: usize,
     selection: Option<&BooleanBuffer>,
 ) -> Decoded<ArrayRef> {
     // With a selection, each page read is cut to its selected rows once
     // decoded (as `primitive` does).
     let mut out = Bits::with_capacity(rows);
-    let mut validity = nullable.then(|| Bits::with_capacity(rows));
+    let mut validity = definition.nullable().then(|| Bits::with_capacity(rows));
     // Rows of the chunk decoded so far (`out` holds the selected ones).
     let mut done = 0usize;
-    while let Some(page) = next_page(&mut pages, nullable)? {
+    while let Some(page) = next_page(&mut pages, definition)? {
         let page = match page {
             NextPage::Data(page) => page,
             NextPage::Skipped(n) => {
@@ -1336,9 +1489,7 @@ fn decode_booleans(
         }
         let at = out.len;
         let valid = match (&mut validity, &page.levels) {
-            (Some(validity), Some(levels)) => {
-                read_levels(&page.buf[levels.clone()], page.rows, validity)?
-            }
+            (Some(validity), Some(_)) => page_levels(&page, validity)?,
             _ => page.rows,
         };
         let values = &page.buf[page.values..];

@@ -21,6 +21,7 @@ mod pages;
 mod prune;
 mod quirks;
 mod select;
+mod structs;
 mod summary;
 mod thrift;
 #[cfg(test)]
