@@ -27,6 +27,12 @@ TYPE_GROUPS: dict[str, list[pa.DataType]] = {
     "timestamp": [pa.timestamp("ms"), pa.timestamp("us"), pa.timestamp("ns", tz="UTC")],
     "decimal": [pa.decimal128(9, 2), pa.decimal128(18, 4), pa.decimal128(38, 10)],
     "list": [pa.list_(pa.list_(pa.int32()))],
+    # A struct of flat fields (nested records as JSON-shaped data lands).
+    "struct": [
+        pa.struct(
+            [("id", pa.int64()), ("score", pa.float64()), ("n", pa.int32()), ("label", pa.string())]
+        )
+    ],
     # The core reader's original mix (int64, float64, int32, float32, string).
     "mixed": [pa.int64(), pa.float64(), pa.int32(), pa.float32(), pa.string()],
 }
@@ -115,6 +121,9 @@ def _values(t: pa.DataType, n: int, rng: np.random.Generator) -> pa.Array:
         inner = pa.ListArray.from_arrays(pa.array(inner_off), leaves)
         outer_off = np.arange(0, 2 * n + 1, 2, dtype=np.int32)  # 2 inner lists per row
         return pa.ListArray.from_arrays(pa.array(outer_off), inner, type=t)
+    if pa.types.is_struct(t):
+        children = [_values(t.field(i).type, n, rng) for i in range(t.num_fields)]
+        return pa.StructArray.from_arrays(children, fields=list(t))
     raise ValueError(f"no generator for {t}")
 
 

@@ -417,6 +417,11 @@ def test_structs_of_flat_fields(tmp_path, page_version, dictionary, struct_nulls
     assert_same(path, columns=["never_null", "s"])
     batches = list(fastingest.iter_batches(str(path)))
     assert pa.Table.from_batches(batches).equals(pq.read_table(path))
+    # Filtered: the struct's rows are cut to the kept ones (by the crate).
+    kept = [("id", ">=", ROWS // 3), ("id", "<", ROWS // 2)]
+    assert fastingest.read_parquet(str(path), filters=kept).equals(
+        pq.read_table(path, filters=kept)
+    )
 
 
 def test_a_struct_with_a_field_the_crate_decodes_reads_whole(tmp_path):
