@@ -166,8 +166,8 @@ def test_all_null_all_empty_and_long_lists(tmp_path):
 
 
 def test_lists_the_crate_decodes_stay_right(tmp_path):
-    # Lists of structs and a fixed-size list go to the crate, between lists
-    # this decoder takes.
+    # Lists of structs holding a list, and a fixed-size list, go to the
+    # crate, between lists this decoder takes.
     rng = np.random.default_rng(8)
     ints = list_type(pa.int32(), 1, True)
     data = pa.table(
@@ -176,6 +176,7 @@ def test_lists_the_crate_decodes_stay_right(tmp_path):
             "ints": column(ints, True, rng),
             "strs": pa.array([[str(i)] * (i % 3) for i in range(ROWS)]),
             "structs": pa.array([[{"a": i}] for i in range(ROWS)]),
+            "deep": pa.array([[{"a": i, "l": [i] * (i % 3)}] for i in range(ROWS)]),
             "fixed": pa.array([[i, -i] for i in range(ROWS)], type=pa.list_(pa.int16(), 2)),
         }
     )
@@ -216,3 +217,78 @@ def test_invalid_utf8_in_lists_is_an_error_naming_the_file(tmp_path, dictionary)
     with pytest.raises(fastingest.FastIngestError, match="bad.parquet") as raised:
         fastingest.read_parquet(str(path))
     assert "utf" in str(raised.value).lower()
+
+
+def struct_items(rng, fields: list[pa.Field], struct_nullable: bool, null_share: float, n: int):
+    """`n` structs of `fields` (values from each type's pool; a field's null
+    where it may be one, the struct's where it may)."""
+    pools = [leaf_values(f.type, 40, rng) for f in fields]
+    out = []
+    for _ in range(n):
+        if struct_nullable and rng.random() < null_share:
+            out.append(None)
+            continue
+        row = {}
+        for f, pool in zip(fields, pools, strict=True):
+            null = f.nullable and rng.random() < null_share
+            row[f.name] = None if null else pool[rng.integers(0, len(pool))]
+        out.append(row)
+    return out
+
+
+@pytest.mark.parametrize("page_version", ["1.0", "2.0"])
+@pytest.mark.parametrize("dictionary", [True, False])
+@pytest.mark.parametrize("large", [False, True], ids=["list", "large_list"])
+def test_lists_of_structs(tmp_path, page_version, dictionary, large):
+    # Lists of structs of flat fields (`parquet/lists.rs`, `struct_items`):
+    # every item type as a field, nulls and empties at every level, fields
+    # that may not be null, a struct that may not be, two list levels.
+    rng = np.random.default_rng(12 + int(large) + 2 * int(dictionary))
+    fields = [pa.field(name, kind) for name, kind in ITEMS.items()]
+    fields.append(pa.field("required", pa.int32(), nullable=False))
+    item = pa.struct(fields)
+
+    rows = 800  # built from Python values: kept small
+
+    def lists(kind, struct_nullable, depth):
+        out = []
+        for _ in range(rows):
+            roll = rng.random()
+            if roll < 0.1:
+                out.append(None)
+            elif roll < 0.2:
+                out.append([])
+            elif depth == 1:
+                n = int(rng.integers(1, 5))
+                out.append(struct_items(rng, fields, struct_nullable, 0.15, n))
+            else:
+                out.append([struct_items(rng, fields, struct_nullable, 0.15, 2) for _ in range(2)])
+        return pa.array(out, type=kind)
+
+    make = pa.large_list if large else pa.list_
+    data = pa.table(
+        {
+            "id": pa.array(np.arange(rows)),
+            "items": lists(make(pa.field("element", item)), True, 1),
+            "never_null": lists(make(pa.field("element", item, nullable=False)), False, 1),
+            "deeper": lists(pa.list_(make(pa.field("element", item))), True, 2),
+        }
+    )
+    path = tmp_path / "t.parquet"
+    write_and_compare(
+        path,
+        data,
+        use_dictionary=dictionary,
+        data_page_version=page_version,
+        data_page_size=2048,
+        row_group_size=300,
+    )
+    assert fastingest.read_parquet(str(path), columns=["items"]).equals(
+        pq.read_table(path, columns=["items"])
+    )
+    kept = [("id", ">=", 150), ("id", "<", 620)]
+    assert fastingest.read_parquet(str(path), filters=kept).equals(
+        pq.read_table(path, filters=kept)
+    )
+    batches = list(fastingest.iter_batches(str(path)))
+    assert pa.Table.from_batches(batches).equals(pq.read_table(path))

@@ -15,7 +15,7 @@ use parquet::arrow::arrow_reader::ArrowReaderOptions;
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::async_reader::ParquetRecordBatchStream;
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
-use parquet::file::metadata::ParquetMetaData;
+use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use parquet::schema::types::ColumnDescriptor;
 
 use super::format::PreparedFile;
@@ -386,21 +386,9 @@ pub(super) fn decode_flat_columns(
             else {
                 continue;
             };
-            let mut held = Vec::with_capacity(leaves.len());
-            for &leaf in &leaves {
-                let chunk = group.column(leaf);
-                let (start, len) = chunk.byte_range();
-                match spans.get(&(start..start + len)) {
-                    Some(bytes) if chunk.crypto_metadata().is_none() => {
-                        unit_bytes += chunk.uncompressed_size().max(0);
-                        held.push((leaf, bytes));
-                    }
-                    _ => break,
-                }
-            }
-            if held.len() != leaves.len() {
+            let Some(held) = whole_chunks(group, &leaves, spans, &mut unit_bytes) else {
                 continue;
-            }
+            };
             let metadata = Arc::clone(metadata);
             let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
             roots.push((root, leaves[0]));
@@ -418,6 +406,36 @@ pub(super) fn decode_flat_columns(
                 structs::decode(&shape, chunks, rows)
             }));
             continue;
+        }
+        if let DataType::List(_) | DataType::LargeList(_) = field.data_type() {
+            // A list of structs of flat fields, read whole, every field (a
+            // list of numbers or strings is a single leaf's: below).
+            let whole = selection.is_none()
+                && leaves
+                    .iter()
+                    .all(|&l| file.projection.mask.leaf_included(l));
+            let root_node = &descr.root_schema().get_fields()[root];
+            let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
+            let items = whole
+                .then(|| {
+                    lists::struct_items(root_node, &columns, field.data_type(), field.is_nullable())
+                })
+                .flatten();
+            if let Some(items) = items {
+                if let Some(held) = whole_chunks(group, &leaves, spans, &mut unit_bytes) {
+                    let metadata = Arc::clone(metadata);
+                    roots.push((root, leaves[0]));
+                    parts.push(Box::new(move || {
+                        let group = metadata.row_group(rg);
+                        let chunks = held
+                            .into_iter()
+                            .map(|(leaf, bytes)| (bytes, group.column(leaf)))
+                            .collect();
+                        lists::decode_struct_items(chunks, &items, rows)
+                    }));
+                }
+                continue;
+            }
         }
         let [leaf] = leaves.as_slice() else {
             continue;
@@ -515,6 +533,30 @@ pub(super) fn decode_flat_columns(
         }
     }
     Ok(done)
+}
+
+/// The whole column chunks of `leaves` in `spans` (leaf and bytes, in
+/// order), their uncompressed bytes added to `unit_bytes`; `None` when one
+/// is not there whole, or is encrypted.
+fn whole_chunks(
+    group: &RowGroupMetaData,
+    leaves: &[usize],
+    spans: &FetchedSpans,
+    unit_bytes: &mut i64,
+) -> Option<Vec<(usize, Bytes)>> {
+    let mut held = Vec::with_capacity(leaves.len());
+    let mut bytes_of = 0i64;
+    for &leaf in leaves {
+        let chunk = group.column(leaf);
+        if chunk.crypto_metadata().is_some() {
+            return None;
+        }
+        let (start, len) = chunk.byte_range();
+        held.push((leaf, spans.get(&(start..start + len))?));
+        bytes_of += chunk.uncompressed_size().max(0);
+    }
+    *unit_bytes += bytes_of;
+    Some(held)
 }
 
 /// Threads a unit of `bytes` (its columns' uncompressed pages) is shared

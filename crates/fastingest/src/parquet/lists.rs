@@ -10,6 +10,10 @@
 //! read into bytes once and every list level is built in one pass, with a
 //! short path for the common entry: one more value of the innermost list.
 //!
+//! Lists of structs of such leaves (`list<struct<key: string, value:
+//! int64>>`) are too ([`struct_items`]): the crate read them at 0.63× pyarrow
+//! (a fresh read of 1 M rows of two-field structs, 160.8 against 101.3 ms).
+//!
 //! Only the standard three-level LIST layout (an annotated group holding one
 //! repeated group holding the element) with a numeric, string or binary
 //! leaf is taken, into `List` or `LargeList` (and strings into `Utf8` or
@@ -26,11 +30,11 @@ use arrow_array::types::{
     UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{
-    ArrayRef, ArrowPrimitiveType, BooleanArray, LargeListArray, ListArray, OffsetSizeTrait,
-    PrimitiveArray,
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, LargeListArray, ListArray, OffsetSizeTrait,
+    PrimitiveArray, StructArray,
 };
 use arrow_buffer::{BooleanBuffer, OffsetBuffer, ScalarBuffer};
-use arrow_schema::{DataType, FieldRef, TimeUnit as ArrowTimeUnit};
+use arrow_schema::{DataType, FieldRef, Fields, TimeUnit as ArrowTimeUnit};
 use bytes::Bytes;
 use parquet::basic::{ConvertedType, Encoding, LogicalType, Repetition};
 use parquet::file::metadata::ColumnChunkMetaData;
@@ -47,6 +51,7 @@ use crate::memory::reserve_unfaulted;
 use crate::nontemporal::Reads;
 
 /// One list level of a column, outermost first.
+#[derive(Clone)]
 struct ListLevel {
     /// The list's item field in the Arrow type.
     item: FieldRef,
@@ -88,6 +93,38 @@ pub(crate) fn shape(
     target: &DataType,
     nullable: bool,
 ) -> Option<Shape> {
+    let walked = walk_lists(root, target, nullable)?;
+    if walked.element.is_group() {
+        return None;
+    }
+    let def = walked.def.checked_add(u8::from(walked.optional))?;
+    let ty = walked.item_type;
+    (leaf_values_taken(column, ty) && levels_match(column, def, walked.lists.len())).then(|| {
+        Shape {
+            lists: walked.lists,
+            leaf: ty.clone(),
+            leaf_nullable: walked.optional,
+            max_def: def,
+        }
+    })
+}
+
+/// The list levels from a top-level field down to its innermost element.
+struct Walked<'a> {
+    lists: Vec<ListLevel>,
+    /// The definition level at which the innermost list has an item.
+    def: u8,
+    /// The innermost element's node and Arrow type, and whether it may be
+    /// null.
+    element: &'a Type,
+    item_type: &'a DataType,
+    optional: bool,
+}
+
+/// Walks the standard three-level LIST layout from `root` (Arrow type
+/// `target`, `nullable` or not) down to the innermost element; `None` for
+/// any other layout, or a field that is not a list.
+fn walk_lists<'a>(root: &'a Type, target: &'a DataType, nullable: bool) -> Option<Walked<'a>> {
     let mut node = root;
     let mut ty = target;
     let mut optional = repetition(node)? == Repetition::OPTIONAL;
@@ -130,10 +167,17 @@ pub(crate) fn shape(
         node = element;
         ty = item.data_type();
     }
-    if lists.is_empty() || node.is_group() {
-        return None;
-    }
-    def = def.checked_add(u8::from(optional))?;
+    (!lists.is_empty()).then_some(Walked {
+        lists,
+        def,
+        element: node,
+        item_type: ty,
+        optional,
+    })
+}
+
+/// Whether this module decodes leaf `column`'s values into `ty`.
+fn leaf_values_taken(column: &ColumnDescriptor, ty: &DataType) -> bool {
     let numeric = matches!(
         ty,
         DataType::Int8
@@ -153,19 +197,276 @@ pub(crate) fn shape(
             | DataType::LargeUtf8
             | DataType::LargeBinary
     );
-    let same_values = match (flat::value_type(column)?, ty) {
-        (DataType::Timestamp(unit, _), DataType::Timestamp(want, _)) => unit == *want,
-        (DataType::Utf8, DataType::LargeUtf8) | (DataType::Binary, DataType::LargeBinary) => true,
-        (natural, _) => natural == *ty,
+    let same_values = match (flat::value_type(column), ty) {
+        (None, _) => false,
+        (Some(DataType::Timestamp(unit, _)), DataType::Timestamp(want, _)) => unit == *want,
+        (Some(DataType::Utf8), DataType::LargeUtf8)
+        | (Some(DataType::Binary), DataType::LargeBinary) => true,
+        (Some(natural), _) => natural == *ty,
     };
-    let levels_match = i16::from(def) == column.max_def_level()
-        && usize::try_from(column.max_rep_level()).ok() == Some(lists.len());
-    (numeric && same_values && levels_match).then(|| Shape {
-        lists,
-        leaf: ty.clone(),
-        leaf_nullable: optional,
-        max_def: def,
+    numeric && same_values
+}
+
+/// Whether leaf `column` has the levels of `lists` list levels and a most
+/// definition level of `def`.
+fn levels_match(column: &ColumnDescriptor, def: u8, lists: usize) -> bool {
+    i16::from(def) == column.max_def_level()
+        && usize::try_from(column.max_rep_level()).ok() == Some(lists)
+}
+
+/// How a list of structs of flat fields (`list<struct<key: string, value:
+/// int64>>`, at any list depth) is laid out: the list levels, as for a
+/// list of numbers, then a leaf per field, each with the same repetition
+/// levels.
+pub(crate) struct StructItems {
+    lists: Vec<ListLevel>,
+    /// The definition level from which an item is there (a slot of the
+    /// innermost list, null or not).
+    slot_from: u8,
+    /// The definition level from which the item's struct is not null (none:
+    /// it cannot be).
+    struct_present: Option<u8>,
+    fields: Fields,
+    leaves: Vec<StructLeaf>,
+}
+
+/// One field of a [`StructItems`] list's struct.
+struct StructLeaf {
+    data_type: DataType,
+    nullable: bool,
+    max_def: u8,
+}
+
+/// The layout of top-level field `root` (the file's schema node, Arrow
+/// type `target`, `nullable` or not) when it is a list of structs whose
+/// fields (leaves `columns`, in order) this module decodes; `None`
+/// otherwise.
+pub(crate) fn struct_items(
+    root: &Type,
+    columns: &[Arc<ColumnDescriptor>],
+    target: &DataType,
+    nullable: bool,
+) -> Option<StructItems> {
+    let walked = walk_lists(root, target, nullable)?;
+    let DataType::Struct(fields) = walked.item_type else {
+        return None;
+    };
+    let element = walked.element;
+    let children = element.get_fields();
+    if !element.is_group()
+        || is_list(element)
+        || fields.is_empty()
+        || children.len() != fields.len()
+        || columns.len() != fields.len()
+    {
+        return None;
+    }
+    let base = walked.def.checked_add(u8::from(walked.optional))?;
+    let mut leaves = Vec::with_capacity(fields.len());
+    for ((child, field), column) in children.iter().zip(fields.iter()).zip(columns) {
+        let optional = match repetition(child)? {
+            Repetition::OPTIONAL => true,
+            Repetition::REQUIRED => false,
+            Repetition::REPEATED => return None,
+        };
+        let max_def = base.checked_add(u8::from(optional))?;
+        let taken = !child.is_group()
+            && child.name() == field.name()
+            && optional == field.is_nullable()
+            && leaf_values_taken(column, field.data_type())
+            && levels_match(column, max_def, walked.lists.len());
+        if !taken {
+            return None;
+        }
+        leaves.push(StructLeaf {
+            data_type: field.data_type().clone(),
+            nullable: optional,
+            max_def,
+        });
+    }
+    Some(StructItems {
+        slot_from: walked.def,
+        struct_present: walked.optional.then_some(base),
+        fields: fields.clone(),
+        leaves,
+        lists: walked.lists,
     })
+}
+
+/// Decodes a row group's list of structs of `rows` rows from its fields'
+/// column chunks (`chunks`, one per field, in order, each whole): the list
+/// levels and the struct's validity from the first field's levels, each
+/// field's values into the items' slots. Every field must have the first's
+/// lists and structs, level for level.
+pub(crate) fn decode_struct_items(
+    chunks: Vec<(Bytes, &ColumnChunkMetaData)>,
+    items: &StructItems,
+    rows: usize,
+) -> Decoded<ArrayRef> {
+    if chunks.len() != items.leaves.len() {
+        return Err(Failure::Unsupported);
+    }
+    // Levels below this are the lists' and the struct's, which every field
+    // repeats.
+    let shared_below = items.struct_present.unwrap_or(items.slot_from);
+    let mut first: Option<(Levels, Assembled)> = None;
+    let mut struct_validity = None;
+    let mut children = Vec::with_capacity(chunks.len());
+    for ((bytes, meta), leaf) in chunks.into_iter().zip(&items.leaves) {
+        let shape = Shape {
+            lists: items.lists.clone(),
+            leaf: leaf.data_type.clone(),
+            leaf_nullable: leaf.nullable,
+            max_def: leaf.max_def,
+        };
+        let mut pages = ChunkPages::new(bytes, meta.compression()).ok_or(Failure::Unsupported)?;
+        let expected = usize::try_from(meta.num_values())
+            .unwrap_or(0)
+            .min(MOST_RESERVED);
+        let (levels, count, finish) = read_leaf(&mut pages, &shape, expected)?;
+        let (validity, slots) = match &first {
+            None => {
+                let mut built = assemble(&levels.reps, &levels.defs, &shape, rows, None)?;
+                let slots = built.leaf_slots;
+                if let Some(present) = items.struct_present {
+                    struct_validity =
+                        Some(slot_bits(&levels.defs, items.slot_from, present, slots)?);
+                }
+                let validity = built.leaf_validity.take();
+                first = Some((levels, built));
+                (validity, slots)
+            }
+            Some((shared, built)) => {
+                let same = levels.reps == shared.reps
+                    && levels.defs.len() == shared.defs.len()
+                    && levels
+                        .defs
+                        .iter()
+                        .zip(&shared.defs)
+                        .all(|(&d, &s)| d.min(shared_below) == s.min(shared_below));
+                if !same {
+                    return Err(Failure::Corrupt(
+                        "a struct's fields disagree on its lists or nulls".into(),
+                    ));
+                }
+                let slots = built.leaf_slots;
+                let validity = leaf
+                    .nullable
+                    .then(|| slot_bits(&levels.defs, items.slot_from, leaf.max_def, slots))
+                    .transpose()?;
+                (validity, slots)
+            }
+        };
+        let valid = validity.as_ref().map_or(slots, |v| v.count_ones(0));
+        if count != valid {
+            return Err(Failure::Corrupt(format!(
+                "{count} values for {valid} valid struct fields in lists"
+            )));
+        }
+        children.push(finish(validity, slots)?);
+    }
+    let Some((_, built)) = first else {
+        return Err(Failure::Unsupported);
+    };
+    let nulls = struct_validity.and_then(Bits::into_nulls);
+    let array = StructArray::try_new(items.fields.clone(), children, nulls)
+        .map_err(|e| Failure::Corrupt(e.to_string()))?;
+    let lists = Shape {
+        lists: items.lists.clone(),
+        leaf: array.data_type().clone(),
+        leaf_nullable: items.struct_present.is_some(),
+        max_def: 0,
+    };
+    wrap(&lists, built, Arc::new(array))
+}
+
+/// A bit for each item slot among `defs` (an entry at level `slot_from` or
+/// more): set where its level is `from` or more. Checked to be `slots` bits.
+fn slot_bits(defs: &[u8], slot_from: u8, from: u8, slots: usize) -> Decoded<Bits> {
+    let mut bits = Bits::with_capacity(slots);
+    for &d in defs.iter().filter(|&&d| d >= slot_from) {
+        bits.push(d >= from);
+    }
+    match bits.len() == slots {
+        true => Ok(bits),
+        false => Err(Failure::Corrupt(format!(
+            "{} item slots where the lists hold {slots}",
+            bits.len()
+        ))),
+    }
+}
+
+/// A leaf's values read densely from its pages, made into the array of its
+/// item slots once their validity (none: all valid) and count are known.
+type FinishLeaf = Box<dyn FnOnce(Option<Bits>, usize) -> Decoded<ArrayRef>>;
+
+/// Reads every page of one leaf of `shape` (see [`read_pages`]): its levels,
+/// how many values it holds, and how to put them in their slots.
+fn read_leaf(
+    pages: &mut ChunkPages,
+    shape: &Shape,
+    expected: usize,
+) -> Decoded<(Levels, usize, FinishLeaf)> {
+    macro_rules! values {
+        ($t:ty, $n:literal, $convert:expr) => {
+            numbers_leaf::<$t, $n>(pages, shape, expected, $convert)?
+        };
+    }
+    Ok(match &shape.leaf {
+        DataType::Utf8 => bytes_leaf::<i32>(pages, shape, expected, true)?,
+        DataType::Binary => bytes_leaf::<i32>(pages, shape, expected, false)?,
+        DataType::LargeUtf8 => bytes_leaf::<i64>(pages, shape, expected, true)?,
+        DataType::LargeBinary => bytes_leaf::<i64>(pages, shape, expected, false)?,
+        numeric => numeric_values!(numeric, values, return Err(Failure::Unsupported)),
+    })
+}
+
+/// [`read_leaf`] for numbers of `N`-byte physical values.
+fn numbers_leaf<T: ArrowPrimitiveType, const N: usize>(
+    pages: &mut ChunkPages,
+    shape: &Shape,
+    expected: usize,
+    convert: impl Fn([u8; N]) -> T::Native,
+) -> Decoded<(Levels, usize, FinishLeaf)> {
+    if !PrimitiveArray::<T>::is_compatible(&shape.leaf) {
+        return Err(Failure::Unsupported);
+    }
+    let mut leaf = Numbers::<T::Native, _, N> {
+        values: Vec::with_capacity(expected),
+        dictionary: None,
+        convert,
+    };
+    let levels = read_pages(pages, shape, expected, &mut leaf)?;
+    let values = leaf.values;
+    let count = values.len();
+    let data_type = shape.leaf.clone();
+    let finish: FinishLeaf = Box::new(move |validity, slots| {
+        let (values, nulls) = match validity {
+            Some(validity) => {
+                let mut out = Vec::with_capacity(slots);
+                scatter(&validity, 0, slots, &values, &mut out);
+                (out, validity.into_nulls())
+            }
+            None => (values, None),
+        };
+        let array = PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls);
+        Ok(Arc::new(array.with_data_type(data_type)) as ArrayRef)
+    });
+    Ok((levels, count, finish))
+}
+
+/// [`read_leaf`] for strings (`utf8`) or binary with offsets of type `O`.
+fn bytes_leaf<O: OffsetSizeTrait>(
+    pages: &mut ChunkPages,
+    shape: &Shape,
+    expected: usize,
+    utf8: bool,
+) -> Decoded<(Levels, usize, FinishLeaf)> {
+    let mut leaf = byte_arrays::Values::<O>::new(utf8, expected);
+    let levels = read_pages(pages, shape, expected, &mut leaf)?;
+    let count = leaf.len();
+    let finish: FinishLeaf = Box::new(move |validity, slots| leaf.into_array(validity, slots));
+    Ok((levels, count, finish))
 }
 
 /// Decodes one column chunk of `rows` rows from `bytes` (the whole chunk,
@@ -1012,5 +1313,187 @@ mod tests {
         assert!(read_levels(&bytes, 2, 4, 2, &mut out, &mut scratch).is_err());
         assert!(read_levels(&bytes, 2, 4, 3, &mut out, &mut scratch).is_ok());
         assert_eq!(out, [3, 3, 3, 3]);
+    }
+
+    /// `array` written as column "l" (beside an int64), then its first row
+    /// group decoded as a list of structs here and by the `parquet` crate.
+    fn struct_items_both_ways(
+        array: ArrayRef,
+        version: parquet::file::properties::WriterVersion,
+        dictionary: bool,
+    ) -> (Option<ArrayRef>, ArrayRef) {
+        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+        use parquet::arrow::ArrowSchemaConverter;
+        use parquet::file::metadata::ParquetMetaDataReader;
+        use parquet::file::properties::WriterProperties;
+        let rows = array.len();
+        let schema = Arc::new(arrow_schema::Schema::new(vec![
+            Field::new("id", DataType::Int64, false),
+            Field::new("l", array.data_type().clone(), true),
+        ]));
+        let id = Arc::new(arrow_array::Int64Array::from_iter_values(0..rows as i64));
+        let batch = arrow_array::RecordBatch::try_new(schema.clone(), vec![id, array]).unwrap();
+        let props = WriterProperties::builder()
+            .set_writer_version(version)
+            .set_encoding(Encoding::PLAIN)
+            .set_dictionary_enabled(dictionary)
+            .set_data_page_size_limit(2048)
+            .set_write_batch_size(256)
+            .build();
+        let file = crate::parquet::written::written(&batch, props);
+        let meta = ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .unwrap();
+        let descr = ArrowSchemaConverter::new().convert(&schema).unwrap();
+        let leaves: Vec<usize> = (1..descr.num_columns()).collect();
+        let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
+        let root = &descr.root_schema().get_fields()[1];
+        let ours = struct_items(root, &columns, schema.field(1).data_type(), true).map(|items| {
+            let group = meta.row_group(0);
+            let chunks = leaves
+                .iter()
+                .map(|&leaf| {
+                    let (start, len) = group.column(leaf).byte_range();
+                    let bytes = file.slice(start as usize..(start + len) as usize);
+                    (bytes, group.column(leaf))
+                })
+                .collect();
+            decode_struct_items(chunks, &items, rows).unwrap()
+        });
+        let theirs = ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .with_batch_size(rows)
+            .build()
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        (ours, Arc::clone(theirs.column(1)))
+    }
+
+    #[test]
+    fn lists_of_structs_decode_as_the_parquet_crate_reads_them() {
+        use arrow_array::{Int64Array, StringArray, StructArray};
+        use arrow_buffer::NullBuffer;
+        use parquet::file::properties::WriterVersion;
+        let items = 4_000;
+        let struct_of = |nulls: bool| {
+            let null = |i: usize, k: usize| nulls && (i + k).is_multiple_of(5);
+            let key = StringArray::from_iter(
+                (0..items).map(|i| (!null(i, 1)).then(|| format!("k{}", i % 13))),
+            );
+            let value =
+                Int64Array::from_iter((0..items).map(|i| (!null(i, 2)).then_some(i as i64 * 7)));
+            let fields = Fields::from(vec![
+                Field::new("key", DataType::Utf8, true),
+                Field::new("value", DataType::Int64, true),
+            ]);
+            let valid = NullBuffer::from_iter((0..items).map(|i| !nulls || i % 9 != 4));
+            StructArray::new(
+                fields,
+                vec![Arc::new(key) as ArrayRef, Arc::new(value)],
+                Some(valid),
+            )
+        };
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            for dictionary in [false, true] {
+                for nulls in [false, true] {
+                    let values = struct_of(nulls);
+                    let field = Arc::new(Field::new("element", values.data_type().clone(), true));
+                    // Lists of 0-4 items; every 7th list null (when nulls).
+                    let mut offsets = vec![0i32];
+                    while *offsets.last().unwrap() < items as i32 {
+                        let n = (offsets.len() % 5) as i32;
+                        offsets.push((offsets.last().unwrap() + n).min(items as i32));
+                    }
+                    let lists = offsets.len() - 1;
+                    let valid = NullBuffer::from_iter((0..lists).map(|i| !nulls || i % 7 != 3));
+                    let list = ListArray::new(
+                        field,
+                        OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                        Arc::new(values),
+                        Some(valid),
+                    );
+                    let case = format!("{version:?}, dictionary {dictionary}, nulls {nulls}");
+                    let (ours, theirs) =
+                        struct_items_both_ways(Arc::new(list), version, dictionary);
+                    let ours = ours.unwrap_or_else(|| panic!("not taken: {case}"));
+                    assert_eq!(ours.to_data(), theirs.to_data(), "{case}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fields_that_disagree_on_their_lists_are_refused() {
+        use arrow_array::{Int32Array, StructArray};
+        use parquet::arrow::ArrowSchemaConverter;
+        use parquet::file::metadata::ParquetMetaDataReader;
+        use parquet::file::properties::WriterProperties;
+        // Two files of list<struct<a: int32, b: int32>> with the same items
+        // and rows, in lists of other lengths: [[1, 2], [3]] and [[1], [2, 3]].
+        let fields = Fields::from(vec![
+            Field::new("a", DataType::Int32, true),
+            Field::new("b", DataType::Int32, true),
+        ]);
+        let written = |offsets: Vec<i32>| {
+            let values = StructArray::new(
+                fields.clone(),
+                vec![
+                    Arc::new(Int32Array::from(vec![1, 2, 3])) as ArrayRef,
+                    Arc::new(Int32Array::from(vec![4, 5, 6])),
+                ],
+                None,
+            );
+            let item = Arc::new(Field::new("element", values.data_type().clone(), true));
+            let list = ListArray::new(
+                item,
+                OffsetBuffer::new(ScalarBuffer::from(offsets)),
+                Arc::new(values),
+                None,
+            );
+            let batch =
+                arrow_array::RecordBatch::try_from_iter([("l", Arc::new(list) as ArrayRef)])
+                    .unwrap();
+            let file = crate::parquet::written::written(&batch, WriterProperties::default());
+            let meta = ParquetMetaDataReader::new()
+                .parse_and_finish(&file)
+                .unwrap();
+            (batch.schema(), file, meta)
+        };
+        let (schema, one, one_meta) = written(vec![0, 2, 3]);
+        let (_, other, other_meta) = written(vec![0, 1, 3]);
+        let descr = ArrowSchemaConverter::new().convert(&schema).unwrap();
+        let columns = vec![descr.column(0), descr.column(1)];
+        let root = &descr.root_schema().get_fields()[0];
+        let items = struct_items(
+            root,
+            &columns,
+            schema.field(0).data_type(),
+            schema.field(0).is_nullable(),
+        )
+        .unwrap_or_else(|| panic!("{schema:?} {root:?}"));
+        let chunk = |file: &Bytes, meta: &'_ parquet::file::metadata::ParquetMetaData, leaf| {
+            let (start, len) = meta.row_group(0).column(leaf).byte_range();
+            file.slice(start as usize..(start + len) as usize)
+        };
+        // Both fields from one file: read.
+        let agreeing = vec![
+            (chunk(&one, &one_meta, 0), one_meta.row_group(0).column(0)),
+            (chunk(&one, &one_meta, 1), one_meta.row_group(0).column(1)),
+        ];
+        assert_eq!(decode_struct_items(agreeing, &items, 2).unwrap().len(), 2);
+        // The second field from the other file: refused, not mixed up.
+        let disagreeing = vec![
+            (chunk(&one, &one_meta, 0), one_meta.row_group(0).column(0)),
+            (
+                chunk(&other, &other_meta, 1),
+                other_meta.row_group(0).column(1),
+            ),
+        ];
+        match decode_struct_items(disagreeing, &items, 2) {
+            Err(Failure::Corrupt(detail)) => assert!(detail.contains("disagree"), "{detail}"),
+            other => panic!("{:?}", other.map(|a| a.len())),
+        }
     }
 }
