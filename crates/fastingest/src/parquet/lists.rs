@@ -441,14 +441,7 @@ fn numbers_leaf<T: ArrowPrimitiveType, const N: usize>(
     let count = values.len();
     let data_type = shape.leaf.clone();
     let finish: FinishLeaf = Box::new(move |validity, slots| {
-        let (values, nulls) = match validity {
-            Some(validity) => {
-                let mut out = Vec::with_capacity(slots);
-                scatter(&validity, 0, slots, &values, &mut out);
-                (out, validity.into_nulls())
-            }
-            None => (values, None),
-        };
+        let (values, nulls) = in_slots(values, validity, slots);
         let array = PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls);
         Ok(Arc::new(array.with_data_type(data_type)) as ArrayRef)
     });
@@ -632,17 +625,30 @@ fn lists_of<T: ArrowPrimitiveType, const N: usize>(
         leaf.values = kept;
     }
     // The values of the leaf slots: the valid ones in order, nulls between.
-    let (values, nulls) = match built.leaf_validity.take() {
-        Some(validity) => {
-            let mut out = Vec::with_capacity(built.leaf_slots);
-            scatter(&validity, 0, built.leaf_slots, &leaf.values, &mut out);
-            (out, validity.into_nulls())
-        }
-        None => (leaf.values, None),
-    };
+    let (values, nulls) = in_slots(leaf.values, built.leaf_validity.take(), built.leaf_slots);
     let leaf = PrimitiveArray::<T>::new(ScalarBuffer::from(values), nulls)
         .with_data_type(shape.leaf.clone());
     wrap(shape, built, Arc::new(leaf))
+}
+
+/// A leaf's dense `values` put in its `slots` as `validity` (none: all
+/// valid) says, nulls between, and the nulls. Slots that are all valid
+/// take the values as they are (a nullable leaf with no null in the row
+/// group: no second buffer, no copy).
+fn in_slots<T: Copy + Default>(
+    values: Vec<T>,
+    validity: Option<Bits>,
+    slots: usize,
+) -> (Vec<T>, Option<arrow_buffer::NullBuffer>) {
+    match validity {
+        Some(validity) if values.len() != slots => {
+            let mut out = Vec::with_capacity(slots);
+            scatter(&validity, 0, slots, &values, &mut out);
+            (out, validity.into_nulls())
+        }
+        Some(validity) => (values, validity.into_nulls()),
+        None => (values, None),
+    }
 }
 
 /// A list column of strings (`utf8`) or binary, whose leaf has offsets of
