@@ -424,6 +424,46 @@ def test_structs_of_flat_fields(tmp_path, page_version, dictionary, struct_nulls
     )
 
 
+@pytest.mark.parametrize("page_version", ["1.0", "2.0"])
+def test_structs_within_structs(tmp_path, page_version):
+    # Structs of flat fields and structs, three levels deep, nulls at every
+    # level, an inner struct that may not be null.
+    rng = np.random.default_rng(21)
+
+    def struct(children, names, null_share, nullable=True):
+        mask = pa.array(rng.random(ROWS) < null_share) if nullable and null_share else None
+        return pa.StructArray.from_arrays(children, names, mask=mask)
+
+    leaves = [column(k, ROWS, 0.1, 40, i) for i, k in enumerate([pa.int32(), pa.string()])]
+    innermost = struct(leaves, ["i", "s"], 0.2)
+    required_fields = [column(pa.float64(), ROWS, 0.0, 40, 5)]
+    required = pa.StructArray.from_arrays(
+        required_fields, fields=[pa.field("f", pa.float64(), nullable=False)]
+    )
+    middle = struct([innermost, column(pa.int64(), ROWS, 0.1, 40, 7)], ["innermost", "n"], 0.1)
+    top = pa.StructArray.from_arrays(
+        [middle, required, column(pa.bool_(), ROWS, 0.1, 2, 9)],
+        fields=[
+            pa.field("middle", middle.type),
+            pa.field("required", required.type, nullable=False),
+            pa.field("b", pa.bool_()),
+        ],
+        mask=pa.array(rng.random(ROWS) < 0.1),
+    )
+    data = pa.table({"id": pa.array(np.arange(ROWS)), "top": top})
+    path = tmp_path / "t.parquet"
+    pq.write_table(
+        data, path, data_page_version=page_version, data_page_size=2048, row_group_size=1_700
+    )
+    assert_same(path)
+    batches = list(fastingest.iter_batches(str(path)))
+    assert pa.Table.from_batches(batches).equals(pq.read_table(path))
+    kept = [("id", ">=", ROWS // 4)]
+    assert fastingest.read_parquet(str(path), filters=kept).equals(
+        pq.read_table(path, filters=kept)
+    )
+
+
 def test_a_struct_with_a_field_the_crate_decodes_reads_whole(tmp_path):
     # A field in an encoding fastingest's decoders leave to the crate
     # (DELTA_BINARY_PACKED), or a list among the fields: the whole struct is

@@ -424,22 +424,26 @@ pub(super) enum NextPage<'a> {
 /// A flat leaf's definition levels: none (`max` 0, a required column, in
 /// required structs only), or levels up to `max`, the leaf's value present
 /// where its level is `max`. A top-level nullable column has `max` 1; a
-/// field of a struct one more when the struct is nullable (see
-/// [`super::structs`]), and `present` then asks for the struct's own
-/// validity (a level of at least 1) to be gathered as the levels are read
+/// field of structs one more for each nullable struct around it (see
+/// [`super::structs`]). `present` (a bit for each level from 1) asks for the
+/// validity of those structs to be gathered as the levels are read: bit
+/// `k` for the struct that is there where the level is `k + 1` or more
 /// ([`gather_present`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Definition {
     pub(crate) max: u8,
-    pub(crate) present: bool,
+    pub(crate) present: u8,
 }
+
+/// Struct levels [`gather_present`] can gather: as many as `present` has bits.
+pub(crate) const MOST_STRUCT_LEVELS: usize = 8;
 
 impl Definition {
     /// A top-level column's: nullable or not.
     pub(crate) fn flat(nullable: bool) -> Self {
         Definition {
             max: u8::from(nullable),
-            present: false,
+            present: 0,
         }
     }
 
@@ -560,9 +564,8 @@ fn prefixed(buf: &[u8], at: usize) -> Decoded<std::ops::Range<usize>> {
 }
 
 /// Appends the validity of data `page`'s rows (its definition levels, which
-/// it must have) to `validity`; returns how many are valid. A level of at
-/// least 1 is also gathered for the struct when the page's [`Definition`]
-/// asks.
+/// it must have) to `validity`; returns how many are valid. The structs'
+/// validity the page's [`Definition`] asks for is gathered beside it.
 pub(super) fn page_levels(page: &DataPage, validity: &mut Bits) -> Decoded<usize> {
     let Some(levels) = &page.levels else {
         return Err(Failure::Unsupported);
@@ -575,8 +578,12 @@ pub(super) fn page_levels(page: &DataPage, validity: &mut Bits) -> Decoded<usize
     let max = u32::from(definition.max);
     let width = (u32::BITS - max.leading_zeros()) as u8;
     let start = validity.len;
+    // The struct levels asked for (each `k + 1` for bit `k`).
+    let asked: Vec<u32> = (0..MOST_STRUCT_LEVELS as u32)
+        .filter(|k| definition.present >> k & 1 == 1)
+        .map(|k| k + 1)
+        .collect();
     PRESENT.with_borrow_mut(|present| {
-        let mut present = definition.present.then_some(present);
         let check = |level: u32| match level > max {
             true => Err(Failure::Corrupt(format!(
                 "a definition level of {level} where the most is {max}"
@@ -589,22 +596,25 @@ pub(super) fn page_levels(page: &DataPage, validity: &mut Bits) -> Decoded<usize
                 Run::Repeated { value, .. } => {
                     check(value)?;
                     validity.append_n(n, value == max);
-                    if let Some(present) = present.as_mut() {
-                        present.append_n(n, value >= 1);
+                    for &from in &asked {
+                        present[from as usize - 1].append_n(n, value >= from);
                     }
                 }
                 Run::Packed { bytes, .. } => {
                     unpack_chunks(bytes, width, n, &mut scratch, |chunk| {
                         for group in chunk.chunks(64) {
-                            let (mut valid, mut there) = (0u64, 0u64);
+                            let mut valid = 0u64;
                             for (i, &level) in group.iter().enumerate() {
                                 check(level)?;
                                 valid |= u64::from(level == max) << i;
-                                there |= u64::from(level >= 1) << i;
                             }
                             validity.append_word(valid, group.len());
-                            if let Some(present) = present.as_mut() {
-                                present.append_word(there, group.len());
+                            for &from in &asked {
+                                let mut there = 0u64;
+                                for (i, &level) in group.iter().enumerate() {
+                                    there |= u64::from(level >= from) << i;
+                                }
+                                present[from as usize - 1].append_word(there, group.len());
                             }
                         }
                         Ok(())
@@ -617,20 +627,28 @@ pub(super) fn page_levels(page: &DataPage, validity: &mut Bits) -> Decoded<usize
     Ok(validity.count_ones(start))
 }
 
+/// The structs' validity [`gather_present`] hands back: one bitmap for
+/// each struct level (index `k` for level `k + 1`), empty where not asked.
+pub(crate) type Present = [Bits; MOST_STRUCT_LEVELS];
+
 thread_local! {
-    /// A struct's validity gathered from one of its fields' levels, on the
-    /// thread decoding that field (see [`gather_present`]).
-    static PRESENT: std::cell::RefCell<Bits> = std::cell::RefCell::new(Bits::default());
+    /// Structs' validity gathered from a field's levels, on the thread
+    /// decoding that field (see [`gather_present`]).
+    static PRESENT: std::cell::RefCell<Present> =
+        std::cell::RefCell::new(std::array::from_fn(|_| Bits::default()));
 }
 
-/// Runs `decode` (a field of a nullable struct, decoded with a
-/// [`Definition`] that asks for `present`) and returns what it returns with
-/// the struct's validity its levels gave: a bit per row, set where the
-/// struct is there (whether or not the field is null).
-pub(crate) fn gather_present<T>(decode: impl FnOnce() -> T) -> (T, Bits) {
-    PRESENT.with_borrow_mut(|present| *present = Bits::default());
+/// Runs `decode` (a field of nullable structs, decoded with a
+/// [`Definition`] that asks for their validity) and returns what it
+/// returns with the validity its levels gave: for each struct level asked
+/// for, a bit per row, set where that struct is there (whether or not the
+/// field is null).
+pub(crate) fn gather_present<T>(decode: impl FnOnce() -> T) -> (T, Present) {
+    PRESENT.with_borrow_mut(|present| present.iter_mut().for_each(|p| *p = Bits::default()));
     let decoded = decode();
-    (decoded, PRESENT.with_borrow_mut(std::mem::take))
+    let present =
+        PRESENT.with_borrow_mut(|present| std::array::from_fn(|k| std::mem::take(&mut present[k])));
+    (decoded, present)
 }
 
 /// Appends a page's definition levels (width 1) to `validity`; returns how
