@@ -428,14 +428,7 @@ fn numbers_leaf<T: ArrowPrimitiveType, const N: usize>(
     expected: usize,
     convert: impl Fn([u8; N]) -> T::Native,
 ) -> Decoded<(Levels, usize, FinishLeaf)> {
-    if !PrimitiveArray::<T>::is_compatible(&shape.leaf) {
-        return Err(Failure::Unsupported);
-    }
-    let mut leaf = Numbers::<T::Native, _, N> {
-        values: Vec::with_capacity(expected),
-        dictionary: None,
-        convert,
-    };
+    let mut leaf = Numbers::<T::Native, _, N>::for_leaf::<T>(shape, expected, convert)?;
     let levels = read_pages(pages, shape, expected, &mut leaf)?;
     let values = leaf.values;
     let count = values.len();
@@ -553,6 +546,26 @@ struct Numbers<V, F, const N: usize> {
     convert: F,
 }
 
+impl<V: Copy, F: Fn([u8; N]) -> V, const N: usize> Numbers<V, F, N> {
+    /// The values of `shape`'s leaf as Arrow type `T` (whose native type is
+    /// `V`), room for `expected` of them; refused when `T` is not the leaf's
+    /// type.
+    fn for_leaf<T: ArrowPrimitiveType<Native = V>>(
+        shape: &Shape,
+        expected: usize,
+        convert: F,
+    ) -> Decoded<Self> {
+        if !PrimitiveArray::<T>::is_compatible(&shape.leaf) {
+            return Err(Failure::Unsupported);
+        }
+        Ok(Numbers {
+            values: Vec::with_capacity(expected),
+            dictionary: None,
+            convert,
+        })
+    }
+}
+
 impl<V: Copy, F: Fn([u8; N]) -> V, const N: usize> Leaf for Numbers<V, F, N> {
     fn len(&self) -> usize {
         self.values.len()
@@ -607,14 +620,7 @@ fn lists_of<T: ArrowPrimitiveType, const N: usize>(
     convert: impl Fn([u8; N]) -> T::Native,
     selection: Option<&BooleanBuffer>,
 ) -> Decoded<ArrayRef> {
-    if !PrimitiveArray::<T>::is_compatible(&shape.leaf) {
-        return Err(Failure::Unsupported);
-    }
-    let mut leaf = Numbers::<T::Native, _, N> {
-        values: Vec::with_capacity(expected),
-        dictionary: None,
-        convert,
-    };
+    let mut leaf = Numbers::<T::Native, _, N>::for_leaf::<T>(shape, expected, convert)?;
     let (mut built, runs) = read_lists(&mut pages, shape, rows, expected, &mut leaf, selection)?;
     if let Some(runs) = runs {
         let held = runs.iter().map(|r| r.len()).sum();
@@ -1328,7 +1334,6 @@ mod tests {
         version: parquet::file::properties::WriterVersion,
         dictionary: bool,
     ) -> (Option<ArrayRef>, ArrayRef) {
-        use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
         use parquet::arrow::ArrowSchemaConverter;
         use parquet::file::metadata::ParquetMetaDataReader;
         use parquet::file::properties::WriterProperties;
@@ -1366,14 +1371,7 @@ mod tests {
                 .collect();
             decode_struct_items(chunks, &items, rows).unwrap()
         });
-        let theirs = ParquetRecordBatchReaderBuilder::try_new(file)
-            .unwrap()
-            .with_batch_size(rows)
-            .build()
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap();
+        let theirs = crate::parquet::written::read_by_crate(file, rows);
         (ours, Arc::clone(theirs.column(1)))
     }
 

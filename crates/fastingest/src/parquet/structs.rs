@@ -232,7 +232,6 @@ mod tests {
     };
     use arrow_buffer::NullBuffer;
     use arrow_schema::Schema;
-    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     use parquet::arrow::ArrowSchemaConverter;
     use parquet::file::metadata::ParquetMetaDataReader;
     use parquet::file::properties::{WriterProperties, WriterVersion};
@@ -324,14 +323,7 @@ mod tests {
             decode(&shape, chunks, rows)
                 .unwrap_or_else(|e| panic!("{version:?}, dictionary {dictionary}: {e:?}"))
         });
-        let theirs = ParquetRecordBatchReaderBuilder::try_new(file)
-            .unwrap()
-            .with_batch_size(rows)
-            .build()
-            .unwrap()
-            .next()
-            .unwrap()
-            .unwrap();
+        let theirs = crate::parquet::written::read_by_crate(file, rows);
         (ours, Arc::clone(theirs.column(1)))
     }
 

@@ -23,3 +23,16 @@ pub(super) fn first_chunk(file: &Bytes) -> (ParquetMetaData, Bytes) {
     let bytes = file.slice(start as usize..(start + len) as usize);
     (meta, bytes)
 }
+
+/// The first `rows` rows of `file` as the `parquet` crate reads them, in one
+/// batch (what a decoder's output is compared with).
+pub(super) fn read_by_crate(file: Bytes, rows: usize) -> RecordBatch {
+    parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .with_batch_size(rows)
+        .build()
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+}
