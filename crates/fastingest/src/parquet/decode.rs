@@ -373,13 +373,14 @@ pub(super) fn decode_flat_columns(
         let Some(field) = fields.get(root) else {
             continue;
         };
+        // A struct or a list of structs is decoded here only read whole,
+        // every field of it (with a selection, or only some fields, it is
+        // the crate's).
+        let whole = selection.is_none()
+            && leaves
+                .iter()
+                .all(|&l| file.projection.mask.leaf_included(l));
         if let DataType::Struct(_) = field.data_type() {
-            // A struct read whole, every field of it (with a selection, or
-            // only some fields, it is the crate's).
-            let whole = selection.is_none()
-                && leaves
-                    .iter()
-                    .all(|&l| file.projection.mask.leaf_included(l));
             let Some(shape) = whole
                 .then(|| structs::shape(descr, root, &leaves, field))
                 .flatten()
@@ -408,12 +409,8 @@ pub(super) fn decode_flat_columns(
             continue;
         }
         if let DataType::List(_) | DataType::LargeList(_) = field.data_type() {
-            // A list of structs of flat fields, read whole, every field (a
-            // list of numbers or strings is a single leaf's: below).
-            let whole = selection.is_none()
-                && leaves
-                    .iter()
-                    .all(|&l| file.projection.mask.leaf_included(l));
+            // A list of structs of flat fields (a list of numbers or
+            // strings is a single leaf's: below).
             let root_node = &descr.root_schema().get_fields()[root];
             let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
             let items = whole

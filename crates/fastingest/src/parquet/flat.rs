@@ -578,11 +578,13 @@ pub(super) fn page_levels(page: &DataPage, validity: &mut Bits) -> Decoded<usize
     let max = u32::from(definition.max);
     let width = (u32::BITS - max.leading_zeros()) as u8;
     let start = validity.len;
-    // The struct levels asked for (each `k + 1` for bit `k`).
-    let asked: Vec<u32> = (0..MOST_STRUCT_LEVELS as u32)
-        .filter(|k| definition.present >> k & 1 == 1)
-        .map(|k| k + 1)
-        .collect();
+    // The struct levels asked for (each `k + 1` for bit `k`), without an
+    // allocation per page.
+    let asked = || {
+        (0..MOST_STRUCT_LEVELS as u32)
+            .filter(move |k| definition.present >> k & 1 == 1)
+            .map(|k| k + 1)
+    };
     PRESENT.with_borrow_mut(|present| {
         let check = |level: u32| match level > max {
             true => Err(Failure::Corrupt(format!(
@@ -596,7 +598,7 @@ pub(super) fn page_levels(page: &DataPage, validity: &mut Bits) -> Decoded<usize
                 Run::Repeated { value, .. } => {
                     check(value)?;
                     validity.append_n(n, value == max);
-                    for &from in &asked {
+                    for from in asked() {
                         present[from as usize - 1].append_n(n, value >= from);
                     }
                 }
@@ -609,7 +611,7 @@ pub(super) fn page_levels(page: &DataPage, validity: &mut Bits) -> Decoded<usize
                                 valid |= u64::from(level == max) << i;
                             }
                             validity.append_word(valid, group.len());
-                            for &from in &asked {
+                            for from in asked() {
                                 let mut there = 0u64;
                                 for (i, &level) in group.iter().enumerate() {
                                     there |= u64::from(level >= from) << i;

@@ -1334,8 +1334,6 @@ mod tests {
         version: parquet::file::properties::WriterVersion,
         dictionary: bool,
     ) -> (Option<ArrayRef>, ArrayRef) {
-        use parquet::arrow::ArrowSchemaConverter;
-        use parquet::file::metadata::ParquetMetaDataReader;
         use parquet::file::properties::WriterProperties;
         let rows = array.len();
         let schema = Arc::new(arrow_schema::Schema::new(vec![
@@ -1351,11 +1349,7 @@ mod tests {
             .set_data_page_size_limit(2048)
             .set_write_batch_size(256)
             .build();
-        let file = crate::parquet::written::written(&batch, props);
-        let meta = ParquetMetaDataReader::new()
-            .parse_and_finish(&file)
-            .unwrap();
-        let descr = ArrowSchemaConverter::new().convert(&schema).unwrap();
+        let (file, meta, descr) = crate::parquet::written::written_and_parsed(&batch, props);
         let leaves: Vec<usize> = (1..descr.num_columns()).collect();
         let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
         let root = &descr.root_schema().get_fields()[1];

@@ -232,8 +232,6 @@ mod tests {
     };
     use arrow_buffer::NullBuffer;
     use arrow_schema::Schema;
-    use parquet::arrow::ArrowSchemaConverter;
-    use parquet::file::metadata::ParquetMetaDataReader;
     use parquet::file::properties::{WriterProperties, WriterVersion};
 
     /// A struct column of `rows` rows: int64, double, string, bool, int32
@@ -299,11 +297,7 @@ mod tests {
             .set_write_batch_size(512)
             .set_compression(parquet::basic::Compression::SNAPPY)
             .build();
-        let file = crate::parquet::written::written(&batch, props);
-        let meta = ParquetMetaDataReader::new()
-            .parse_and_finish(&file)
-            .unwrap();
-        let descr = ArrowSchemaConverter::new().convert(&schema).unwrap();
+        let (file, meta, descr) = crate::parquet::written::written_and_parsed(&batch, props);
         let leaves: Vec<usize> = (1..descr.num_columns()).collect();
         let field = schema.field(1);
         let ours = shape(&descr, 1, &leaves, field).map(|shape| {

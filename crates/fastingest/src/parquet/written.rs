@@ -36,3 +36,23 @@ pub(super) fn read_by_crate(file: Bytes, rows: usize) -> RecordBatch {
         .unwrap()
         .unwrap()
 }
+
+/// `batch` written with `props`, with its parsed metadata and the file's
+/// Parquet schema (what a decoder's leaves are looked up in).
+pub(super) fn written_and_parsed(
+    batch: &RecordBatch,
+    props: WriterProperties,
+) -> (
+    Bytes,
+    ParquetMetaData,
+    parquet::schema::types::SchemaDescriptor,
+) {
+    let file = written(batch, props);
+    let meta = ParquetMetaDataReader::new()
+        .parse_and_finish(&file)
+        .unwrap();
+    let descr = parquet::arrow::ArrowSchemaConverter::new()
+        .convert(&batch.schema())
+        .unwrap();
+    (file, meta, descr)
+}
