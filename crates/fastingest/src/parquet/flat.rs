@@ -653,6 +653,13 @@ pub(crate) fn gather_present<T>(decode: impl FnOnce() -> T) -> (T, Present) {
     (decoded, present)
 }
 
+/// Sets the validity of the struct at level `k + 1` for [`gather_present`]
+/// to hand back: from a field whose levels are not a bit per row (a list,
+/// see [`super::lists::Shape::gather`]).
+pub(super) fn hand_present(k: usize, bits: Bits) {
+    PRESENT.with_borrow_mut(|present| present[k] = bits);
+}
+
 /// Appends a page's definition levels (width 1) to `validity`; returns how
 /// many rows are valid. (A bit-packed run of levels is the bitmap itself.)
 pub(super) fn read_levels(levels: &[u8], rows: usize, validity: &mut Bits) -> Decoded<usize> {

@@ -1,7 +1,7 @@
 //! Top-level structs of flat fields (numbers, strings, binary, booleans,
-//! decimals, dates and timestamps) and of such structs, at any depth (no
-//! lists within), decoded by [`super::flat`] a field at a time into struct
-//! arrays.
+//! decimals, dates and timestamps), of lists of numbers or strings, and of
+//! such structs, at any depth, decoded a field at a time by
+//! [`super::flat`] (and [`super::lists`]) into struct arrays.
 //!
 //! Why: the `parquet` crate reads a struct's fields with its record reader
 //! (levels into 16-bit buffers, values grown and copied). A struct of an
@@ -12,7 +12,8 @@
 //! A field's definition levels count each nullable struct around it: its
 //! value is there at the highest level, a struct from the level that counts
 //! it on. Each nullable struct's validity is gathered from its first
-//! field's levels as they are read ([`flat::gather_present`]).
+//! field's levels as they are read ([`flat::gather_present`]); a list
+//! field's give it at each row's first level entry.
 
 use std::sync::Arc;
 
@@ -24,6 +25,7 @@ use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::schema::types::{ColumnDescriptor, SchemaDescriptor, Type};
 
 use super::flat::{self, Decoded, Definition, Failure, Present, MOST_STRUCT_LEVELS};
+use super::lists;
 
 /// How a top-level struct of flat fields (and structs of them) is laid out
 /// in the file.
@@ -33,6 +35,9 @@ pub(crate) struct StructShape {
     definitions: Vec<Definition>,
     /// Each leaf's Arrow type, in the same order.
     types: Vec<DataType>,
+    /// Each leaf's list levels, for a field that is a list (of numbers or
+    /// strings); `None` for a flat one.
+    lists: Vec<Option<lists::Shape>>,
 }
 
 /// A struct, or a leaf (a field that is not a struct).
@@ -64,9 +69,16 @@ pub(crate) fn shape(
         root: Node::Leaf(0),
         definitions: Vec::with_capacity(leaves.len()),
         types: Vec::with_capacity(leaves.len()),
+        lists: Vec::with_capacity(leaves.len()),
     };
     let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
     shape.root = walk(node, field, 0, &columns, &mut shape)?;
+    // A list that is a struct's first field gives that struct's validity.
+    for (list, definition) in shape.lists.iter_mut().zip(&shape.definitions) {
+        if let Some(list) = list {
+            list.gather = definition.present;
+        }
+    }
     let top_is_struct = matches!(shape.root, Node::Struct { .. });
     (top_is_struct && shape.definitions.len() == leaves.len()).then_some(shape)
 }
@@ -90,6 +102,23 @@ fn walk(
         return None;
     }
     let level = outer.checked_add(u8::from(optional))?;
+    if let DataType::List(_) | DataType::LargeList(_) = field.data_type() {
+        // A leaf: a list of numbers or strings, its levels above the
+        // structs'.
+        let at = shape.definitions.len();
+        let column = columns.get(at)?;
+        let list = lists::shape_within(node, column, field.data_type(), optional, outer)?;
+        if usize::from(outer) > MOST_STRUCT_LEVELS {
+            return None;
+        }
+        shape.definitions.push(Definition {
+            max: u8::try_from(column.max_def_level()).ok()?,
+            present: 0,
+        });
+        shape.types.push(field.data_type().clone());
+        shape.lists.push(Some(list));
+        return Some(Node::Leaf(at));
+    }
     let DataType::Struct(fields) = field.data_type() else {
         // A leaf: a flat field.
         let at = shape.definitions.len();
@@ -106,6 +135,7 @@ fn walk(
             present: 0,
         });
         shape.types.push(field.data_type().clone());
+        shape.lists.push(None);
         return Some(Node::Leaf(at));
     };
     let children_nodes = node.get_fields();
@@ -150,18 +180,22 @@ pub(crate) fn decode(
     }
     let mut leaves = Vec::with_capacity(chunks.len());
     let mut gathered: Vec<Option<Present>> = Vec::with_capacity(chunks.len());
-    for ((chunk, data_type), &definition) in
-        chunks.into_iter().zip(&shape.types).zip(&shape.definitions)
+    for (((chunk, data_type), &definition), list) in chunks
+        .into_iter()
+        .zip(&shape.types)
+        .zip(&shape.definitions)
+        .zip(&shape.lists)
     {
-        let decode = || {
-            flat::decode_field(
+        let decode = || match list {
+            Some(list) => lists::decode_column(chunk.bytes, chunk.meta, list, rows, None),
+            None => flat::decode_field(
                 chunk.bytes,
                 chunk.meta,
                 &chunk.column,
                 data_type,
                 rows,
                 definition,
-            )
+            ),
         };
         let (leaf, present) = match definition.present {
             0 => (decode()?, None),
@@ -227,8 +261,11 @@ fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::builder::{Int32Builder, ListBuilder, StringBuilder};
+    use arrow_array::types::Int32Type;
     use arrow_array::{
-        Array, BooleanArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
+        Array, BooleanArray, Float64Array, Int32Array, Int64Array, ListArray, RecordBatch,
+        StringArray,
     };
     use arrow_buffer::NullBuffer;
     use arrow_schema::Schema;
@@ -403,11 +440,116 @@ mod tests {
         }
     }
 
+    /// Lists of int32 for `rows` rows (`i % 5` items); null rows where
+    /// `nulls` (every 9th), a null item in every fourth.
+    fn int_lists(rows: usize, nulls: bool) -> ArrayRef {
+        Arc::new(ListArray::from_iter_primitive::<Int32Type, _, _>(
+            (0..rows).map(|i| {
+                let items = (0..i % 5).map(|k| (k % 4 != 1).then_some((i * 7 + k) as i32));
+                (!(nulls && i % 9 == 4)).then(|| items.collect::<Vec<_>>())
+            }),
+        ))
+    }
+
+    /// Lists of strings, none null (`i % 3` items), and lists of lists of
+    /// int32 with nulls at each level.
+    fn string_lists(rows: usize) -> ArrayRef {
+        let mut lists = ListBuilder::new(StringBuilder::new());
+        for i in 0..rows {
+            for k in 0..i % 3 {
+                lists.values().append_value(format!("s{}", (i + k) % 41));
+            }
+            lists.append(true);
+        }
+        Arc::new(lists.finish())
+    }
+
+    fn int_list_lists(rows: usize) -> ArrayRef {
+        let mut lists = ListBuilder::new(ListBuilder::new(Int32Builder::new()));
+        for i in 0..rows {
+            for k in 0..i % 4 {
+                for j in 0..(i + k) % 3 {
+                    lists
+                        .values()
+                        .values()
+                        .append_option((j != 1).then_some(j as i32));
+                }
+                lists.values().append(k != 2);
+            }
+            lists.append(i % 10 != 7);
+        }
+        Arc::new(lists.finish())
+    }
+
     #[test]
-    fn a_struct_holding_a_list_is_left_to_the_parquet_crate() {
-        let list = arrow_array::ListArray::from_iter_primitive::<arrow_array::types::Int32Type, _, _>(
-            (0..100).map(|i| Some(vec![Some(i), None])),
-        );
+    fn structs_holding_lists_decode_as_the_parquet_crate_reads_them() {
+        let rows = 3_000;
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            for dictionary in [false, true] {
+                for (struct_nulls, list_first, list_nulls) in [
+                    (false, false, false),
+                    (true, true, false),
+                    (true, true, true),
+                    (true, false, true),
+                    (false, true, true),
+                ] {
+                    let case = format!(
+                        "{version:?}, dictionary {dictionary}, struct nulls {struct_nulls}, \
+                         list first {list_first}, list nulls {list_nulls}"
+                    );
+                    let ints = int_lists(rows, list_nulls);
+                    let n: ArrayRef = Arc::new(Int64Array::from_iter(
+                        (0..rows).map(|i| (i % 6 != 0).then_some(i as i64)),
+                    ));
+                    let mut fields = vec![
+                        (Field::new("l", ints.data_type().clone(), true), ints),
+                        (
+                            Field::new("s", string_lists(1).data_type().clone(), false),
+                            string_lists(rows),
+                        ),
+                        (
+                            Field::new("ll", int_list_lists(1).data_type().clone(), true),
+                            int_list_lists(rows),
+                        ),
+                    ];
+                    let at = if list_first { fields.len() } else { 0 };
+                    fields.insert(at, (Field::new("n", DataType::Int64, true), n));
+                    let (fields, children): (Vec<_>, Vec<_>) = fields.into_iter().unzip();
+                    let nulls =
+                        struct_nulls.then(|| NullBuffer::from_iter((0..rows).map(|i| i % 11 != 5)));
+                    let array = StructArray::new(Fields::from(fields), children, nulls);
+                    let inner_type = array.data_type().clone();
+                    let (ours, theirs) =
+                        decoded_both_ways(array.clone(), true, version, dictionary);
+                    let ours = ours.unwrap_or_else(|| panic!("not taken: {case}"));
+                    assert_eq!(ours.to_data(), theirs.to_data(), "{case}");
+                    assert_eq!(
+                        ours.null_count(),
+                        if struct_nulls { rows.div_ceil(11) } else { 0 },
+                        "{case}"
+                    );
+                    // The same struct within a nullable struct whose only
+                    // field it is: that struct's validity from the
+                    // first list's levels (when it leads).
+                    let outer = StructArray::new(
+                        Fields::from(vec![Field::new("inner", inner_type, true)]),
+                        vec![Arc::new(array) as ArrayRef],
+                        Some(NullBuffer::from_iter((0..rows).map(|i| i % 13 != 3))),
+                    );
+                    let (ours, theirs) = decoded_both_ways(outer, true, version, dictionary);
+                    let ours = ours.unwrap_or_else(|| panic!("not taken within: {case}"));
+                    assert_eq!(ours.to_data(), theirs.to_data(), "within: {case}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_struct_holding_a_list_of_structs_is_left_to_the_parquet_crate() {
+        let items = struct_column(40, false, false, false);
+        let offsets = arrow_buffer::OffsetBuffer::from_lengths((0..10).map(|i| i % 5 + 2));
+        let item = Arc::new(Field::new("element", items.data_type().clone(), true));
+        let list = ListArray::new(item, offsets, Arc::new(items), None);
         let with_list = StructArray::new(
             Fields::from(vec![Field::new("l", list.data_type().clone(), true)]),
             vec![Arc::new(list) as ArrayRef],
