@@ -5,7 +5,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
 use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType, Schema};
 use bytes::Bytes;
@@ -373,13 +373,15 @@ pub(super) fn decode_flat_columns(
         let Some(field) = fields.get(root) else {
             continue;
         };
-        // A struct or a list of structs is decoded here only read whole,
-        // every field of it (with a selection, or only some fields, it is
-        // the crate's).
-        let whole = selection.is_none()
-            && leaves
-                .iter()
-                .all(|&l| file.projection.mask.leaf_included(l));
+        // A struct or a list of structs is decoded here only with every
+        // field of it (only some fields, it is the crate's), each chunk
+        // whole: under a selection, every row is decoded, then the selected
+        // ones kept (the crate's reader took twice the time and memory of
+        // the whole read for a tenth of the rows).
+        let whole = leaves
+            .iter()
+            .all(|&l| file.projection.mask.leaf_included(l));
+        let keep = selection.cloned();
         if let DataType::Struct(_) = field.data_type() {
             let Some(shape) = whole
                 .then(|| structs::shape(descr, root, &leaves, field))
@@ -404,7 +406,7 @@ pub(super) fn decode_flat_columns(
                         column,
                     })
                     .collect();
-                structs::decode(&shape, chunks, rows)
+                selected(structs::decode(&shape, chunks, rows)?, keep.as_ref())
             }));
             continue;
         }
@@ -428,7 +430,8 @@ pub(super) fn decode_flat_columns(
                             .into_iter()
                             .map(|(leaf, bytes)| (bytes, group.column(leaf)))
                             .collect();
-                        lists::decode_struct_items(chunks, &items, rows)
+                        let array = lists::decode_struct_items(chunks, &items, rows)?;
+                        selected(array, keep.as_ref())
                     }));
                 }
                 continue;
@@ -530,6 +533,16 @@ pub(super) fn decode_flat_columns(
         }
     }
     Ok(done)
+}
+
+/// The rows of `array` that `selection` sets (all without one).
+fn selected(array: ArrayRef, selection: Option<&BooleanBuffer>) -> flat::Decoded<ArrayRef> {
+    match selection {
+        None => Ok(array),
+        Some(keep) if keep.len() != array.len() => Err(flat::Failure::Unsupported),
+        Some(keep) => arrow_select::filter::filter(&array, &BooleanArray::new(keep.clone(), None))
+            .map_err(|e| flat::Failure::Corrupt(e.to_string())),
+    }
 }
 
 /// The whole column chunks of `leaves` in `spans` (leaf and bytes, in
