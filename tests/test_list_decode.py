@@ -351,3 +351,58 @@ def test_structs_holding_lists(tmp_path, page_version, dictionary):
     )
     batches = list(fastingest.iter_batches(str(path)))
     assert pa.Table.from_batches(batches).equals(data)
+
+
+@pytest.mark.parametrize("page_version", ["1.0", "2.0"])
+@pytest.mark.parametrize("dictionary", [True, False])
+def test_maps(tmp_path, page_version, dictionary):
+    # Maps (`parquet/lists.rs`: a list of key-value structs): null and empty
+    # maps, null values, values that are lists, maps within lists.
+    rng = np.random.default_rng(41 + int(dictionary))
+    keys = leaf_values(pa.string(), 30, rng)
+    ints = leaf_values(pa.int64(), 30, rng)
+
+    def entries(n, value):
+        return [(keys[rng.integers(0, len(keys))], value()) for _ in range(n)]
+
+    def maybe(make, share=0.1):
+        return None if rng.random() < share else make()
+
+    def int_value():
+        return maybe(lambda: ints[rng.integers(0, len(ints))])
+
+    def list_value():
+        return maybe(lambda: [float(x) for x in rng.normal(size=rng.integers(0, 4))])
+
+    n = 1_500
+    strings = [maybe(lambda: entries(rng.integers(0, 5), int_value)) for _ in range(n)]
+    listed = [maybe(lambda: entries(rng.integers(0, 4), list_value)) for _ in range(n)]
+    in_lists = [
+        maybe(lambda: [maybe(lambda: entries(2, int_value)) for _ in range(rng.integers(0, 3))])
+        for _ in range(n)
+    ]
+    string_map = pa.map_(pa.string(), pa.int64())
+    data = pa.table(
+        {
+            "id": pa.array(np.arange(n)),
+            "strings": pa.array(strings, type=string_map),
+            "listed": pa.array(listed, type=pa.map_(pa.string(), pa.list_(pa.float64()))),
+            "in_lists": pa.array(in_lists, type=pa.list_(string_map)),
+        }
+    )
+    path = tmp_path / "t.parquet"
+    write_and_compare(
+        path,
+        data,
+        use_dictionary=dictionary,
+        data_page_version=page_version,
+        data_page_size=2048,
+        row_group_size=600,
+    )
+    assert fastingest.read_parquet(str(path)).equals(data)
+    kept = [("id", ">=", 200), ("id", "<", 1_100)]
+    assert fastingest.read_parquet(str(path), filters=kept).equals(
+        pq.read_table(path, filters=kept)
+    )
+    batches = list(fastingest.iter_batches(str(path)))
+    assert pa.Table.from_batches(batches).equals(data)

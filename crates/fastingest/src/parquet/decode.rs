@@ -410,9 +410,9 @@ pub(super) fn decode_flat_columns(
             }));
             continue;
         }
-        if let DataType::List(_) | DataType::LargeList(_) = field.data_type() {
-            // A list of structs of flat fields (a list of numbers or
-            // strings is a single leaf's: below).
+        if let DataType::List(_) | DataType::LargeList(_) | DataType::Map(..) = field.data_type() {
+            // A list of structs of flat fields, or a map (a list of numbers
+            // or strings is a single leaf's: below).
             let root_node = &descr.root_schema().get_fields()[root];
             let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
             let items = whole

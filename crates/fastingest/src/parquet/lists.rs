@@ -33,8 +33,8 @@ use arrow_array::types::{
     UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{
-    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, LargeListArray, ListArray, OffsetSizeTrait,
-    PrimitiveArray, StructArray,
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, LargeListArray, ListArray, MapArray,
+    OffsetSizeTrait, PrimitiveArray, StructArray,
 };
 use arrow_buffer::{BooleanBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, FieldRef, Fields, TimeUnit as ArrowTimeUnit};
@@ -65,6 +65,9 @@ struct ListLevel {
     /// Whether its offsets are `i64` (`LargeList`): built as `i32` (a
     /// row group's chunk holds fewer items) and widened at the end.
     large: bool,
+    /// For a map (its items the key-value entries): whether its keys are
+    /// sorted, as the Arrow type says.
+    map: Option<bool>,
 }
 
 /// How a list column is laid out in its levels.
@@ -90,6 +93,12 @@ fn is_list(node: &Type) -> bool {
     let info = node.get_basic_info();
     matches!(info.logical_type_ref(), Some(LogicalType::List))
         || info.converted_type() == ConvertedType::LIST
+}
+
+fn is_map(node: &Type) -> bool {
+    let info = node.get_basic_info();
+    matches!(info.logical_type_ref(), Some(LogicalType::Map))
+        || info.converted_type() == ConvertedType::MAP
 }
 
 /// The layout of leaf `column` of top-level field `root` (the file's schema
@@ -145,7 +154,9 @@ struct Walked<'a> {
 /// Walks the standard three-level LIST layout from `root` (Arrow type
 /// `target`, `nullable` or not, inside structs that count `outer`
 /// definition levels) down to the innermost element; `None` for any other
-/// layout, or a field that is not a list.
+/// layout, or a field that is not a list. A MAP level (an annotated group
+/// holding one repeated group of key and value) ends the walk: its element
+/// is that repeated group, a struct that is never null.
 fn walk_lists<'a>(
     root: &'a Type,
     target: &'a DataType,
@@ -160,10 +171,18 @@ fn walk_lists<'a>(
     }
     let mut def: u8 = outer;
     let mut lists = Vec::new();
-    while let DataType::List(item) | DataType::LargeList(item) = ty {
+    while let DataType::List(item) | DataType::LargeList(item) | DataType::Map(item, _) = ty {
         let large = matches!(ty, DataType::LargeList(_));
+        let map = match ty {
+            DataType::Map(_, sorted) => Some(*sorted),
+            _ => None,
+        };
         // An annotated group holding one repeated group holding the element.
-        if !node.is_group() || !is_list(node) || repetition(node)? == Repetition::REPEATED {
+        let annotated = match map {
+            Some(_) => is_map(node),
+            None => is_list(node),
+        };
+        if !node.is_group() || !annotated || repetition(node)? == Repetition::REPEATED {
             return None;
         }
         let [repeated] = node.get_fields() else {
@@ -172,17 +191,30 @@ fn walk_lists<'a>(
         if !repeated.is_group() || repetition(repeated)? != Repetition::REPEATED {
             return None;
         }
-        let [element] = repeated.get_fields() else {
-            return None;
-        };
         def += u8::from(optional);
         lists.push(ListLevel {
             item: Arc::clone(item),
             present: def,
             nullable: optional,
             large,
+            map,
         });
         def = def.checked_add(1)?;
+        if map.is_some() {
+            if item.is_nullable() {
+                return None;
+            }
+            return Some(Walked {
+                lists,
+                def,
+                element: repeated,
+                item_type: item.data_type(),
+                optional: false,
+            });
+        }
+        let [element] = repeated.get_fields() else {
+            return None;
+        };
         optional = match repetition(element)? {
             Repetition::OPTIONAL => true,
             Repetition::REQUIRED => false,
@@ -911,7 +943,16 @@ fn wrap_levels(
         let item = Arc::clone(&level.item);
         // The offsets only ever grow, so `OffsetBuffer::new` cannot panic;
         // `try_new` checks the rest (lengths, the item's type and nulls).
-        child = if level.large {
+        child = if let Some(sorted) = level.map {
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(list.offsets));
+            let entries = child
+                .as_any()
+                .downcast_ref::<StructArray>()
+                .ok_or(Failure::Unsupported)?
+                .clone();
+            MapArray::try_new(item, offsets, entries, nulls, sorted)
+                .map(|a| Arc::new(a) as ArrayRef)
+        } else if level.large {
             let wide: Vec<i64> = list.offsets.iter().map(|&o| i64::from(o)).collect();
             let offsets = OffsetBuffer::new(ScalarBuffer::from(wide));
             LargeListArray::try_new(item, offsets, child, nulls).map(|a| Arc::new(a) as ArrayRef)
@@ -1250,6 +1291,7 @@ mod tests {
                 present: def,
                 nullable,
                 large: false,
+                map: None,
             });
             def += 1;
         }
@@ -1673,6 +1715,81 @@ mod tests {
                         struct_items_both_ways(Arc::new(list), version, dictionary);
                     let ours = ours.unwrap_or_else(|| panic!("not taken: {case}"));
                     assert_eq!(ours.to_data(), theirs.to_data(), "{case}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn maps_decode_as_the_parquet_crate_reads_them() {
+        use arrow_array::builder::{
+            Int32Builder, Int64Builder, ListBuilder, MapBuilder, StringBuilder,
+        };
+        use parquet::file::properties::WriterVersion;
+        let rows = 2_000usize;
+        // map<string, int64>: null maps, empty maps, null values.
+        let mut strings = MapBuilder::new(None, StringBuilder::new(), Int64Builder::new());
+        for i in 0..rows {
+            for k in 0..i % 4 {
+                strings.keys().append_value(format!("k{}", (i + k) % 23));
+                strings
+                    .values()
+                    .append_option((k != 1 || i % 3 != 0).then_some((i * k) as i64));
+            }
+            strings.append(i % 9 != 2).unwrap();
+        }
+        // map<int32, list<int32>>: the values lists of their own.
+        let mut listed = MapBuilder::new(
+            None,
+            Int32Builder::new(),
+            ListBuilder::new(Int32Builder::new()),
+        );
+        for i in 0..rows {
+            for k in 0..i % 3 {
+                listed.keys().append_value((i + k) as i32);
+                for j in 0..(i + k) % 4 {
+                    listed
+                        .values()
+                        .values()
+                        .append_option((j != 2).then_some(j as i32));
+                }
+                listed.values().append(k != 1 || i % 5 != 0);
+            }
+            listed.append(i % 11 != 6).unwrap();
+        }
+        // list<map<string, int32>>: a map within a list.
+        let mut in_lists = ListBuilder::new(MapBuilder::new(
+            None,
+            StringBuilder::new(),
+            Int32Builder::new(),
+        ));
+        for i in 0..rows {
+            for k in 0..i % 3 {
+                for j in 0..(i + k) % 3 {
+                    in_lists.values().keys().append_value(format!("m{j}"));
+                    in_lists.values().values().append_value((i + j) as i32);
+                }
+                in_lists.values().append(k != 2).unwrap();
+            }
+            in_lists.append(i % 7 != 1);
+        }
+        let arrays: Vec<ArrayRef> = vec![
+            Arc::new(strings.finish()),
+            Arc::new(listed.finish()),
+            Arc::new(in_lists.finish()),
+        ];
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            for dictionary in [false, true] {
+                for array in &arrays {
+                    let case = format!(
+                        "{version:?}, dictionary {dictionary}, {}",
+                        array.data_type()
+                    );
+                    let (ours, theirs) =
+                        struct_items_both_ways(Arc::clone(array), version, dictionary);
+                    let ours = ours.unwrap_or_else(|| panic!("not taken: {case}"));
+                    assert_eq!(ours.to_data(), theirs.to_data(), "{case}");
+                    assert_eq!(ours.data_type(), array.data_type(), "{case}");
                 }
             }
         }
