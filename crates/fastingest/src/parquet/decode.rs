@@ -402,11 +402,12 @@ pub(super) fn decode_flat_columns(
                     .zip(columns)
                     .map(|((leaf, bytes), column)| structs::FieldChunk {
                         bytes,
-                        meta: group.column(leaf),
+                        meta: group.column(leaf).clone(),
                         column,
                     })
                     .collect();
-                selected(structs::decode(&shape, chunks, rows)?, keep.as_ref())
+                let array = structs::decode(&shape, chunks, rows, threads)?;
+                selected(array, keep.as_ref())
             }));
             continue;
         }
@@ -428,9 +429,9 @@ pub(super) fn decode_flat_columns(
                         let group = metadata.row_group(rg);
                         let chunks = held
                             .into_iter()
-                            .map(|(leaf, bytes)| (bytes, group.column(leaf)))
+                            .map(|(leaf, bytes)| (bytes, group.column(leaf).clone()))
                             .collect();
-                        let array = lists::decode_struct_items(chunks, &items, rows)?;
+                        let array = lists::decode_struct_items(chunks, &items, rows, threads)?;
                         selected(array, keep.as_ref())
                     }));
                 }

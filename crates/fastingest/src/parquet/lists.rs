@@ -52,6 +52,7 @@ use super::hybrid::{unpack_chunks, Run};
 use super::pages::ChunkPages;
 use crate::memory::reserve_unfaulted;
 use crate::nontemporal::Reads;
+use crate::pipeline::decode_threads::{self, Part};
 
 /// One list level of a column, outermost first.
 #[derive(Clone)]
@@ -387,11 +388,14 @@ pub(crate) fn struct_items(
 /// column chunks (`chunks`, one per field, in order, each whole): the list
 /// levels and the struct's validity from the first flat field's levels,
 /// each field's values into the items' slots. Every field must have that
-/// field's lists and structs, level for level.
+/// field's lists and structs, level for level. The fields' pages are read
+/// on up to `threads` decode threads (a list of structs may be a row
+/// group's only column), their lists built and checked after.
 pub(crate) fn decode_struct_items(
-    chunks: Vec<(Bytes, &ColumnChunkMetaData)>,
+    chunks: Vec<(Bytes, ColumnChunkMetaData)>,
     items: &StructItems,
     rows: usize,
+    threads: usize,
 ) -> Decoded<ArrayRef> {
     if chunks.len() != items.leaves.len() {
         return Err(Failure::Unsupported);
@@ -402,41 +406,64 @@ pub(crate) fn decode_struct_items(
     // Levels below this are the lists' and the struct's, which every field
     // repeats.
     let shared_below = items.struct_present.unwrap_or(items.slot_from);
-    let mut chunks: Vec<_> = chunks.into_iter().map(Some).collect();
+    let shapes: Vec<Shape> = items
+        .leaves
+        .iter()
+        .map(|leaf| {
+            let mut lists = items.lists.clone();
+            lists.extend(leaf.own_lists.iter().cloned());
+            Shape {
+                lists,
+                leaf: leaf.data_type.clone(),
+                leaf_nullable: leaf.nullable,
+                max_def: leaf.max_def,
+                gather: 0,
+            }
+        })
+        .collect();
+    let parts: Vec<Part<Decoded<(Levels, usize, FinishLeaf)>>> = chunks
+        .into_iter()
+        .zip(&shapes)
+        .map(|((bytes, meta), shape)| {
+            let shape = shape.clone();
+            let part: Part<_> = Box::new(move || {
+                let mut pages =
+                    ChunkPages::new(bytes, meta.compression()).ok_or(Failure::Unsupported)?;
+                let expected = usize::try_from(meta.num_values())
+                    .unwrap_or(0)
+                    .min(MOST_RESERVED);
+                read_leaf(&mut pages, &shape, expected)
+            });
+            part
+        })
+        .collect();
+    // A field reader's panic is raised again here, for the caller to
+    // report as this column's.
+    let mut read = decode_threads::run_all(threads, parts)
+        .into_iter()
+        .map(|outcome| outcome.unwrap_or_else(|panic| panic!("{panic}")).map(Some))
+        .collect::<Decoded<Vec<_>>>()?;
     // The reference field first: it gives the lists the others must have.
-    let order = std::iter::once(reference).chain((0..chunks.len()).filter(|&i| i != reference));
+    let order = std::iter::once(reference).chain((0..read.len()).filter(|&i| i != reference));
     let mut first: Option<(Levels, Assembled)> = None;
     let mut struct_validity = None;
-    let mut children: Vec<Option<ArrayRef>> = vec![None; chunks.len()];
+    let mut children: Vec<Option<ArrayRef>> = vec![None; read.len()];
     for at in order {
-        let (bytes, meta) = chunks[at].take().ok_or(Failure::Unsupported)?;
-        let leaf = &items.leaves[at];
-        let mut lists = items.lists.clone();
-        lists.extend(leaf.own_lists.iter().cloned());
-        let shape = Shape {
-            lists,
-            leaf: leaf.data_type.clone(),
-            leaf_nullable: leaf.nullable,
-            max_def: leaf.max_def,
-            gather: 0,
-        };
-        let mut pages = ChunkPages::new(bytes, meta.compression()).ok_or(Failure::Unsupported)?;
-        let expected = usize::try_from(meta.num_values())
-            .unwrap_or(0)
-            .min(MOST_RESERVED);
-        let (levels, count, finish) = read_leaf(&mut pages, &shape, expected)?;
+        let (levels, count, finish) = read[at].take().ok_or(Failure::Unsupported)?;
+        let (leaf, shape) = (&items.leaves[at], &shapes[at]);
         if !leaf.own_lists.is_empty() {
             let Some(shared) = &first else {
                 return Err(Failure::Unsupported);
             };
+            let nulls = struct_validity.as_ref();
             children[at] = Some(list_field(
-                &shape, &levels, shared, items, rows, count, finish,
+                shape, &levels, &shared.1, nulls, items, count, finish,
             )?);
             continue;
         }
         let (validity, slots) = match &first {
             None => {
-                let mut built = assemble(&levels.reps, &levels.defs, &shape, rows, None)?;
+                let mut built = assemble(&levels.reps, &levels.defs, shape, rows, None)?;
                 let slots = built.leaf_slots;
                 if let Some(present) = items.struct_present {
                     struct_validity =
@@ -501,44 +528,39 @@ fn disagree() -> Failure {
 /// own), from its `levels` and its leaf's `count` values: its own lists
 /// built around the values, a list per item slot. Its levels must give the
 /// items' lists as the reference field's did (`shared`), and the same
-/// null structs.
+/// null structs (`struct_validity`, a bit per item slot).
 fn list_field(
     shape: &Shape,
     levels: &Levels,
-    shared: &(Levels, Assembled),
+    shared: &Assembled,
+    struct_validity: Option<&Bits>,
     items: &StructItems,
-    rows: usize,
     count: usize,
     finish: FinishLeaf,
 ) -> Decoded<ArrayRef> {
-    let (shared_levels, shared_built) = shared;
-    let mut built = assemble(&levels.reps, &levels.defs, shape, rows, None)?;
+    let mut built = assemble(&levels.reps, &levels.defs, shape, shared.rows, None)?;
     let depth = items.lists.len();
     let same_lists = built.lists[..depth]
         .iter()
-        .zip(&shared_built.lists)
+        .zip(&shared.lists)
         .all(|(mine, theirs)| mine.offsets == theirs.offsets)
-        && built.lists[depth].offsets.len() == shared_built.leaf_slots;
+        && built.lists[depth].offsets.len() == shared.leaf_slots;
     if !same_lists {
         return Err(disagree());
     }
-    if let Some(present) = items.struct_present {
+    if let (Some(present), Some(validity)) = (items.struct_present, struct_validity) {
         // The items' null structs, as this field's levels say them: at
         // each entry that starts an item slot.
-        let starts =
-            |entry: (&u8, &u8)| usize::from(*entry.0) <= depth && *entry.1 >= items.slot_from;
-        let mine = levels
-            .reps
-            .iter()
-            .zip(&levels.defs)
-            .filter(|&e| starts(e))
-            .map(|(_, &d)| d >= present);
-        let theirs = shared_levels
-            .defs
-            .iter()
-            .filter(|&&d| d >= items.slot_from)
-            .map(|&d| d >= present);
-        if !mine.eq(theirs) {
+        let mut slot = 0usize;
+        for (&r, &d) in levels.reps.iter().zip(&levels.defs) {
+            if usize::from(r) <= depth && d >= items.slot_from {
+                if validity.bit(slot) != (d >= present) {
+                    return Err(disagree());
+                }
+                slot += 1;
+            }
+        }
+        if slot != validity.len() {
             return Err(disagree());
         }
     }
@@ -574,7 +596,7 @@ fn slot_bits(defs: &[u8], slot_from: u8, from: u8, slots: usize) -> Decoded<Bits
 
 /// A leaf's values read densely from its pages, made into the array of its
 /// item slots once their validity (none: all valid) and count are known.
-type FinishLeaf = Box<dyn FnOnce(Option<Bits>, usize) -> Decoded<ArrayRef>>;
+type FinishLeaf = Box<dyn FnOnce(Option<Bits>, usize) -> Decoded<ArrayRef> + Send>;
 
 /// Reads every page of one leaf of `shape` (see [`read_pages`]): its levels,
 /// how many values it holds, and how to put them in their slots.
@@ -1580,10 +1602,10 @@ mod tests {
                 .map(|&leaf| {
                     let (start, len) = group.column(leaf).byte_range();
                     let bytes = file.slice(start as usize..(start + len) as usize);
-                    (bytes, group.column(leaf))
+                    (bytes, group.column(leaf).clone())
                 })
                 .collect();
-            decode_struct_items(chunks, &items, rows).unwrap()
+            decode_struct_items(chunks, &items, rows, 2).unwrap()
         });
         let theirs = crate::parquet::written::read_by_crate(file, rows);
         (ours, Arc::clone(theirs.column(1)))
@@ -1819,6 +1841,74 @@ mod tests {
     }
 
     #[test]
+    fn a_list_field_that_disagrees_with_the_first_is_refused() {
+        use arrow_array::{Int32Array, StructArray};
+        use arrow_buffer::NullBuffer;
+        use parquet::arrow::ArrowSchemaConverter;
+        use parquet::file::metadata::ParquetMetaDataReader;
+        use parquet::file::properties::WriterProperties;
+        // Files of list<struct<a: int32, b: list<int32>>>, three items of
+        // [1], [2, 3], [4]: in lists `offsets`, the struct null at `null`.
+        let written = |offsets: Vec<i32>, null: usize| {
+            let b = ListArray::from_iter_primitive::<Int32Type, _, _>([
+                Some(vec![Some(1)]),
+                Some(vec![Some(2), Some(3)]),
+                Some(vec![Some(4)]),
+            ]);
+            let fields = Fields::from(vec![
+                Field::new("a", DataType::Int32, true),
+                Field::new("b", b.data_type().clone(), true),
+            ]);
+            let values = StructArray::new(
+                fields,
+                vec![
+                    Arc::new(Int32Array::from(vec![7, 8, 9])) as ArrayRef,
+                    Arc::new(b),
+                ],
+                Some(NullBuffer::from_iter((0..3).map(|i| i != null))),
+            );
+            let item = Arc::new(Field::new("element", values.data_type().clone(), true));
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+            let list = ListArray::new(item, offsets, Arc::new(values), None);
+            let batch =
+                arrow_array::RecordBatch::try_from_iter([("l", Arc::new(list) as ArrayRef)])
+                    .unwrap();
+            let file = crate::parquet::written::written(&batch, WriterProperties::default());
+            let meta = ParquetMetaDataReader::new()
+                .parse_and_finish(&file)
+                .unwrap();
+            (batch.schema(), file, meta)
+        };
+        let (schema, one, one_meta) = written(vec![0, 2, 3], 0);
+        let descr = ArrowSchemaConverter::new().convert(&schema).unwrap();
+        let columns = vec![descr.column(0), descr.column(1)];
+        let root = &descr.root_schema().get_fields()[0];
+        let field = schema.field(0);
+        let items = struct_items(root, &columns, field.data_type(), field.is_nullable())
+            .expect("a list of structs of an int32 and a list of int32 is taken");
+        let chunk = |file: &Bytes, meta: &parquet::file::metadata::ParquetMetaData, leaf| {
+            let column = meta.row_group(0).column(leaf);
+            let (start, len) = column.byte_range();
+            (
+                file.slice(start as usize..(start + len) as usize),
+                column.clone(),
+            )
+        };
+        let both = vec![chunk(&one, &one_meta, 0), chunk(&one, &one_meta, 1)];
+        assert_eq!(decode_struct_items(both, &items, 2, 1).unwrap().len(), 2);
+        // The list field from a file with other lists, or the null struct
+        // elsewhere: refused.
+        for (offsets, null) in [(vec![0, 1, 3], 0), (vec![0, 2, 3], 1)] {
+            let (_, other, other_meta) = written(offsets.clone(), null);
+            let mixed = vec![chunk(&one, &one_meta, 0), chunk(&other, &other_meta, 1)];
+            match decode_struct_items(mixed, &items, 2, 1) {
+                Err(Failure::Corrupt(detail)) => assert!(detail.contains("disagree"), "{detail}"),
+                other => panic!("{offsets:?} {null}: {:?}", other.map(|a| a.len())),
+            }
+        }
+    }
+
+    #[test]
     fn fields_that_disagree_on_their_lists_are_refused() {
         use arrow_array::{Int32Array, StructArray};
         use parquet::arrow::ArrowSchemaConverter;
@@ -1873,19 +1963,31 @@ mod tests {
         };
         // Both fields from one file: read.
         let agreeing = vec![
-            (chunk(&one, &one_meta, 0), one_meta.row_group(0).column(0)),
-            (chunk(&one, &one_meta, 1), one_meta.row_group(0).column(1)),
-        ];
-        assert_eq!(decode_struct_items(agreeing, &items, 2).unwrap().len(), 2);
-        // The second field from the other file: refused, not mixed up.
-        let disagreeing = vec![
-            (chunk(&one, &one_meta, 0), one_meta.row_group(0).column(0)),
             (
-                chunk(&other, &other_meta, 1),
-                other_meta.row_group(0).column(1),
+                chunk(&one, &one_meta, 0),
+                one_meta.row_group(0).column(0).clone(),
+            ),
+            (
+                chunk(&one, &one_meta, 1),
+                one_meta.row_group(0).column(1).clone(),
             ),
         ];
-        match decode_struct_items(disagreeing, &items, 2) {
+        assert_eq!(
+            decode_struct_items(agreeing, &items, 2, 1).unwrap().len(),
+            2
+        );
+        // The second field from the other file: refused, not mixed up.
+        let disagreeing = vec![
+            (
+                chunk(&one, &one_meta, 0),
+                one_meta.row_group(0).column(0).clone(),
+            ),
+            (
+                chunk(&other, &other_meta, 1),
+                other_meta.row_group(0).column(1).clone(),
+            ),
+        ];
+        match decode_struct_items(disagreeing, &items, 2, 1) {
             Err(Failure::Corrupt(detail)) => assert!(detail.contains("disagree"), "{detail}"),
             other => panic!("{:?}", other.map(|a| a.len())),
         }

@@ -26,6 +26,7 @@ use parquet::schema::types::{ColumnDescriptor, SchemaDescriptor, Type};
 
 use super::flat::{self, Decoded, Definition, Failure, Present, MOST_STRUCT_LEVELS};
 use super::lists;
+use crate::pipeline::decode_threads::{self, Part};
 
 /// How a top-level struct of flat fields (and structs of them) is laid out
 /// in the file.
@@ -162,48 +163,64 @@ fn walk(
 
 /// One leaf's column chunk: its bytes (the whole chunk), its metadata and
 /// its descriptor.
-pub(crate) struct FieldChunk<'a> {
+pub(crate) struct FieldChunk {
     pub(crate) bytes: Bytes,
-    pub(crate) meta: &'a ColumnChunkMetaData,
+    pub(crate) meta: ColumnChunkMetaData,
     pub(crate) column: Arc<ColumnDescriptor>,
 }
 
+/// A leaf's array, and the validity of the structs it gives (see
+/// [`Definition::present`]).
+type DecodedLeaf = (ArrayRef, Option<Present>);
+
 /// Decodes a row group's struct of `rows` rows from its leaves' `chunks`
-/// (one per leaf, in the file's order).
+/// (one per leaf, in the file's order), the leaves shared out over up to
+/// `threads` decode threads (a struct may be a row group's only column).
 pub(crate) fn decode(
     shape: &StructShape,
-    chunks: Vec<FieldChunk<'_>>,
+    chunks: Vec<FieldChunk>,
     rows: usize,
+    threads: usize,
 ) -> Decoded<ArrayRef> {
     if chunks.len() != shape.definitions.len() {
         return Err(Failure::Unsupported);
     }
-    let mut leaves = Vec::with_capacity(chunks.len());
-    let mut gathered: Vec<Option<Present>> = Vec::with_capacity(chunks.len());
-    for (((chunk, data_type), &definition), list) in chunks
+    let parts: Vec<Part<Decoded<DecodedLeaf>>> = chunks
         .into_iter()
         .zip(&shape.types)
         .zip(&shape.definitions)
         .zip(&shape.lists)
-    {
-        let decode = || match list {
-            Some(list) => lists::decode_column(chunk.bytes, chunk.meta, list, rows, None),
-            None => flat::decode_field(
-                chunk.bytes,
-                chunk.meta,
-                &chunk.column,
-                data_type,
-                rows,
-                definition,
-            ),
-        };
-        let (leaf, present) = match definition.present {
-            0 => (decode()?, None),
-            _ => {
-                let (leaf, present) = flat::gather_present(decode);
-                (leaf?, Some(present))
-            }
-        };
+        .map(|(((chunk, data_type), &definition), list)| {
+            let (data_type, list) = (data_type.clone(), list.clone());
+            let part: Part<_> = Box::new(move || {
+                let decode = || match &list {
+                    Some(list) => lists::decode_column(chunk.bytes, &chunk.meta, list, rows, None),
+                    None => flat::decode_field(
+                        chunk.bytes,
+                        &chunk.meta,
+                        &chunk.column,
+                        &data_type,
+                        rows,
+                        definition,
+                    ),
+                };
+                Ok(match definition.present {
+                    0 => (decode()?, None),
+                    _ => {
+                        let (leaf, present) = flat::gather_present(decode);
+                        (leaf?, Some(present))
+                    }
+                })
+            });
+            part
+        })
+        .collect();
+    let mut leaves = Vec::with_capacity(parts.len());
+    let mut gathered: Vec<Option<Present>> = Vec::with_capacity(parts.len());
+    for outcome in decode_threads::run_all(threads, parts) {
+        // A leaf decoder's panic is raised again here, for the caller to
+        // report as this column's.
+        let (leaf, present) = outcome.unwrap_or_else(|panic| panic!("{panic}"))?;
         if leaf.len() != rows {
             return Err(Failure::Corrupt(format!(
                 "a struct field of {} rows in a row group of {rows}",
@@ -346,12 +363,12 @@ mod tests {
                     let (start, len) = meta.byte_range();
                     FieldChunk {
                         bytes: file.slice(start as usize..(start + len) as usize),
-                        meta,
+                        meta: meta.clone(),
                         column: descr.column(leaf),
                     }
                 })
                 .collect();
-            decode(&shape, chunks, rows)
+            decode(&shape, chunks, rows, 2)
                 .unwrap_or_else(|e| panic!("{version:?}, dictionary {dictionary}: {e:?}"))
         });
         let theirs = crate::parquet::written::read_by_crate(file, rows);
