@@ -390,7 +390,9 @@ pub(crate) fn struct_items(
 /// each field's values into the items' slots. Every field must have that
 /// field's lists and structs, level for level. The fields' pages are read
 /// on up to `threads` decode threads (a list of structs may be a row
-/// group's only column), their lists built and checked after.
+/// group's only column), and the lists of the first flat field and of
+/// each list field built there too; they are checked against each other
+/// after.
 pub(crate) fn decode_struct_items(
     chunks: Vec<(Bytes, ColumnChunkMetaData)>,
     items: &StructItems,
@@ -421,18 +423,24 @@ pub(crate) fn decode_struct_items(
             }
         })
         .collect();
-    let parts: Vec<Part<Decoded<(Levels, usize, FinishLeaf)>>> = chunks
+    let parts: Vec<Part<Decoded<FieldRead>>> = chunks
         .into_iter()
         .zip(&shapes)
-        .map(|((bytes, meta), shape)| {
+        .enumerate()
+        .map(|(at, ((bytes, meta), shape))| {
             let shape = shape.clone();
+            let builds_lists = at == reference || !items.leaves[at].own_lists.is_empty();
             let part: Part<_> = Box::new(move || {
                 let mut pages =
                     ChunkPages::new(bytes, meta.compression()).ok_or(Failure::Unsupported)?;
                 let expected = usize::try_from(meta.num_values())
                     .unwrap_or(0)
                     .min(MOST_RESERVED);
-                read_leaf(&mut pages, &shape, expected)
+                let (levels, count, finish) = read_leaf(&mut pages, &shape, expected)?;
+                let built = builds_lists
+                    .then(|| assemble(&levels.reps, &levels.defs, &shape, rows, None))
+                    .transpose()?;
+                Ok((levels, built, count, finish))
             });
             part
         })
@@ -449,21 +457,20 @@ pub(crate) fn decode_struct_items(
     let mut struct_validity = None;
     let mut children: Vec<Option<ArrayRef>> = vec![None; read.len()];
     for at in order {
-        let (levels, count, finish) = read[at].take().ok_or(Failure::Unsupported)?;
-        let (leaf, shape) = (&items.leaves[at], &shapes[at]);
+        let field = read[at].take().ok_or(Failure::Unsupported)?;
+        let leaf = &items.leaves[at];
         if !leaf.own_lists.is_empty() {
-            let Some(shared) = &first else {
+            let Some((_, shared)) = &first else {
                 return Err(Failure::Unsupported);
             };
             let nulls = struct_validity.as_ref();
-            children[at] = Some(list_field(
-                shape, &levels, &shared.1, nulls, items, count, finish,
-            )?);
+            children[at] = Some(list_field(field, leaf, shared, nulls, items)?);
             continue;
         }
+        let (levels, built, count, finish) = field;
         let (validity, slots) = match &first {
             None => {
-                let mut built = assemble(&levels.reps, &levels.defs, shape, rows, None)?;
+                let mut built = built.ok_or(Failure::Unsupported)?;
                 let slots = built.leaf_slots;
                 if let Some(present) = items.struct_present {
                     struct_validity =
@@ -524,21 +531,25 @@ fn disagree() -> Failure {
     Failure::Corrupt("a struct's fields disagree on its lists or nulls".into())
 }
 
-/// A list field of the items' structs (`shape`: the items' lists, then its
-/// own), from its `levels` and its leaf's `count` values: its own lists
-/// built around the values, a list per item slot. Its levels must give the
-/// items' lists as the reference field's did (`shared`), and the same
-/// null structs (`struct_validity`, a bit per item slot).
+/// A field's pages read: its levels, its lists built from them (for the
+/// first flat field and list fields), its count of values, and how to put
+/// them in their slots.
+type FieldRead = (Levels, Option<Assembled>, usize, FinishLeaf);
+
+/// List field `leaf` of the items' structs, from its pages as `read` (its
+/// lists built: the items', then its own): its own lists around its
+/// values, a list per item slot. Its levels must give the items' lists as
+/// the reference field's did (`shared`), and the same null structs
+/// (`struct_validity`, a bit per item slot).
 fn list_field(
-    shape: &Shape,
-    levels: &Levels,
+    read: FieldRead,
+    leaf: &StructLeaf,
     shared: &Assembled,
     struct_validity: Option<&Bits>,
     items: &StructItems,
-    count: usize,
-    finish: FinishLeaf,
 ) -> Decoded<ArrayRef> {
-    let mut built = assemble(&levels.reps, &levels.defs, shape, shared.rows, None)?;
+    let (levels, built, count, finish) = read;
+    let mut built = built.ok_or(Failure::Unsupported)?;
     let depth = items.lists.len();
     let same_lists = built.lists[..depth]
         .iter()
@@ -573,9 +584,9 @@ fn list_field(
             "{count} values for {valid} valid list items"
         )));
     }
-    let leaf = finish(built.leaf_validity.take(), built.leaf_slots)?;
+    let values = finish(built.leaf_validity.take(), built.leaf_slots)?;
     let own = built.lists.split_off(depth);
-    wrap_levels(&shape.lists[depth..], own, built.leaf_slots, leaf)
+    wrap_levels(&leaf.own_lists, own, built.leaf_slots, values)
 }
 
 /// A bit for each item slot among `defs` (an entry at level `slot_from` or
