@@ -106,6 +106,22 @@ def write_seeds() -> list[Seed]:
         pa.list_(pa.list_(pa.int64())),
     )
     structs = pa.StructArray.from_arrays([ints, strings], ["a", "b"])
+    # A struct holding a list (its validity from the list's levels), lists
+    # of structs holding a list, and a map: fastingest's nested decoders.
+    struct_nulls = pa.array([i % 5 == 2 for i in range(n)])
+    holding = pa.StructArray.from_arrays([lists, ints], ["l", "n"], mask=struct_nulls)
+    item = pa.struct([("k", pa.int64()), ("v", pa.list_(pa.int64()))])
+    items = pa.array(
+        [
+            None if i % 6 == 0 else [{"k": i, "v": [i, j][: (i + j) % 3]} for j in range(i % 3)]
+            for i in range(n)
+        ],
+        pa.list_(item),
+    )
+    maps = pa.array(
+        [None if i % 5 == 0 else [(f"k{j}", i + j) for j in range(i % 4)] for i in range(n)],
+        pa.map_(pa.string(), pa.int64()),
+    )
     flags = pa.array(rng.random(n) < 0.5)
     stamps = pa.array(rng.integers(0, 10**12, n), pa.timestamp("ms"))
     table = pa.table(
@@ -119,6 +135,9 @@ def write_seeds() -> list[Seed]:
             "st": structs,
             "b": flags,
             "t": stamps,
+            "holding": holding,
+            "items": items,
+            "m": maps,
         }
     )
     seeds: list[Seed] = []
