@@ -236,6 +236,25 @@ def struct_items(rng, fields: list[pa.Field], struct_nullable: bool, null_share:
     return out
 
 
+def write_and_check_reads(path, data: pa.Table, kept, *, dictionary, page_version, row_group_size):
+    """`data` written to `path` in small pages, then read whole (pyarrow's
+    table and `data` itself), with filter `kept` (pyarrow's) and streamed."""
+    write_and_compare(
+        path,
+        data,
+        use_dictionary=dictionary,
+        data_page_version=page_version,
+        data_page_size=2048,
+        row_group_size=row_group_size,
+    )
+    assert fastingest.read_parquet(str(path)).equals(data)
+    assert fastingest.read_parquet(str(path), filters=kept).equals(
+        pq.read_table(path, filters=kept)
+    )
+    batches = list(fastingest.iter_batches(str(path)))
+    assert pa.Table.from_batches(batches).equals(data)
+
+
 @pytest.mark.parametrize("page_version", ["1.0", "2.0"])
 @pytest.mark.parametrize("dictionary", [True, False])
 @pytest.mark.parametrize("large", [False, True], ids=["list", "large_list"])
@@ -275,23 +294,13 @@ def test_lists_of_structs(tmp_path, page_version, dictionary, large):
         }
     )
     path = tmp_path / "t.parquet"
-    write_and_compare(
-        path,
-        data,
-        use_dictionary=dictionary,
-        data_page_version=page_version,
-        data_page_size=2048,
-        row_group_size=300,
+    kept = [("id", ">=", 150), ("id", "<", 620)]
+    write_and_check_reads(
+        path, data, kept, dictionary=dictionary, page_version=page_version, row_group_size=300
     )
     assert fastingest.read_parquet(str(path), columns=["items"]).equals(
         pq.read_table(path, columns=["items"])
     )
-    kept = [("id", ">=", 150), ("id", "<", 620)]
-    assert fastingest.read_parquet(str(path), filters=kept).equals(
-        pq.read_table(path, filters=kept)
-    )
-    batches = list(fastingest.iter_batches(str(path)))
-    assert pa.Table.from_batches(batches).equals(pq.read_table(path))
 
 
 @pytest.mark.parametrize("page_version", ["1.0", "2.0"])
@@ -331,26 +340,15 @@ def test_structs_holding_lists(tmp_path, page_version, dictionary):
         }
     )
     path = tmp_path / "t.parquet"
-    write_and_compare(
-        path,
-        data,
-        use_dictionary=dictionary,
-        data_page_version=page_version,
-        data_page_size=2048,
-        row_group_size=1_100,
+    kept = [("id", ">=", 700), ("id", "<", 2_400)]
+    write_and_check_reads(
+        path, data, kept, dictionary=dictionary, page_version=page_version, row_group_size=1_100
     )
-    assert fastingest.read_parquet(str(path)).equals(data)
-    # Only some of a struct's fields, or some rows: the crate's, the same.
+    # Only some of a struct's fields: the crate's, the same.
     some = ["list_first.w", "deep"]
     assert fastingest.read_parquet(str(path), columns=some).equals(
         pq.read_table(path, columns=some)
     )
-    kept = [("id", ">=", 700), ("id", "<", 2_400)]
-    assert fastingest.read_parquet(str(path), filters=kept).equals(
-        pq.read_table(path, filters=kept)
-    )
-    batches = list(fastingest.iter_batches(str(path)))
-    assert pa.Table.from_batches(batches).equals(data)
 
 
 @pytest.mark.parametrize("page_version", ["1.0", "2.0"])
@@ -390,19 +388,12 @@ def test_maps(tmp_path, page_version, dictionary):
             "in_lists": pa.array(in_lists, type=pa.list_(string_map)),
         }
     )
-    path = tmp_path / "t.parquet"
-    write_and_compare(
-        path,
+    kept = [("id", ">=", 200), ("id", "<", 1_100)]
+    write_and_check_reads(
+        tmp_path / "t.parquet",
         data,
-        use_dictionary=dictionary,
-        data_page_version=page_version,
-        data_page_size=2048,
+        kept,
+        dictionary=dictionary,
+        page_version=page_version,
         row_group_size=600,
     )
-    assert fastingest.read_parquet(str(path)).equals(data)
-    kept = [("id", ">=", 200), ("id", "<", 1_100)]
-    assert fastingest.read_parquet(str(path), filters=kept).equals(
-        pq.read_table(path, filters=kept)
-    )
-    batches = list(fastingest.iter_batches(str(path)))
-    assert pa.Table.from_batches(batches).equals(data)

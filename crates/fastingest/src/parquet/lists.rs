@@ -1622,6 +1622,33 @@ mod tests {
         (ours, Arc::clone(theirs.column(1)))
     }
 
+    /// `values` in lists of 0-4 items; every 7th list null when `nulls`.
+    fn in_lists(values: arrow_array::StructArray, nulls: bool) -> ListArray {
+        let items = values.len() as i32;
+        let field = Arc::new(Field::new("element", values.data_type().clone(), true));
+        let mut offsets = vec![0i32];
+        while *offsets.last().unwrap() < items {
+            let n = (offsets.len() % 5) as i32;
+            offsets.push((offsets.last().unwrap() + n).min(items));
+        }
+        let lists = offsets.len() - 1;
+        let valid = arrow_buffer::NullBuffer::from_iter((0..lists).map(|i| !nulls || i % 7 != 3));
+        let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+        ListArray::new(field, offsets, Arc::new(values), Some(valid))
+    }
+
+    /// `list` decoded here (taken) as the crate reads it.
+    fn assert_taken_as_the_crate_reads(
+        list: ListArray,
+        version: parquet::file::properties::WriterVersion,
+        dictionary: bool,
+        case: &str,
+    ) {
+        let (ours, theirs) = struct_items_both_ways(Arc::new(list), version, dictionary);
+        let ours = ours.unwrap_or_else(|| panic!("not taken: {case}"));
+        assert_eq!(ours.to_data(), theirs.to_data(), "{case}");
+    }
+
     #[test]
     fn lists_of_structs_decode_as_the_parquet_crate_reads_them() {
         use arrow_array::{Int64Array, StringArray, StructArray};
@@ -1649,27 +1676,9 @@ mod tests {
         for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
             for dictionary in [false, true] {
                 for nulls in [false, true] {
-                    let values = struct_of(nulls);
-                    let field = Arc::new(Field::new("element", values.data_type().clone(), true));
-                    // Lists of 0-4 items; every 7th list null (when nulls).
-                    let mut offsets = vec![0i32];
-                    while *offsets.last().unwrap() < items as i32 {
-                        let n = (offsets.len() % 5) as i32;
-                        offsets.push((offsets.last().unwrap() + n).min(items as i32));
-                    }
-                    let lists = offsets.len() - 1;
-                    let valid = NullBuffer::from_iter((0..lists).map(|i| !nulls || i % 7 != 3));
-                    let list = ListArray::new(
-                        field,
-                        OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                        Arc::new(values),
-                        Some(valid),
-                    );
+                    let list = in_lists(struct_of(nulls), nulls);
                     let case = format!("{version:?}, dictionary {dictionary}, nulls {nulls}");
-                    let (ours, theirs) =
-                        struct_items_both_ways(Arc::new(list), version, dictionary);
-                    let ours = ours.unwrap_or_else(|| panic!("not taken: {case}"));
-                    assert_eq!(ours.to_data(), theirs.to_data(), "{case}");
+                    assert_taken_as_the_crate_reads(list, version, dictionary, &case);
                 }
             }
         }
@@ -1726,28 +1735,11 @@ mod tests {
         for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
             for dictionary in [false, true] {
                 for (nulls, lists_first) in [(false, false), (true, false), (true, true)] {
-                    let values = struct_of(nulls, lists_first);
-                    let field = Arc::new(Field::new("element", values.data_type().clone(), true));
-                    let mut offsets = vec![0i32];
-                    while *offsets.last().unwrap() < items as i32 {
-                        let n = (offsets.len() % 5) as i32;
-                        offsets.push((offsets.last().unwrap() + n).min(items as i32));
-                    }
-                    let lists = offsets.len() - 1;
-                    let valid = NullBuffer::from_iter((0..lists).map(|i| !nulls || i % 7 != 3));
-                    let list = ListArray::new(
-                        field,
-                        OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                        Arc::new(values),
-                        Some(valid),
-                    );
+                    let list = in_lists(struct_of(nulls, lists_first), nulls);
                     let case = format!(
                         "{version:?}, dictionary {dictionary}, nulls {nulls}, lists first {lists_first}"
                     );
-                    let (ours, theirs) =
-                        struct_items_both_ways(Arc::new(list), version, dictionary);
-                    let ours = ours.unwrap_or_else(|| panic!("not taken: {case}"));
-                    assert_eq!(ours.to_data(), theirs.to_data(), "{case}");
+                    assert_taken_as_the_crate_reads(list, version, dictionary, &case);
                 }
             }
         }
@@ -1851,13 +1843,31 @@ mod tests {
         assert!(ours.is_none());
     }
 
+    /// `list` written as column "l" with the default properties: its schema,
+    /// the file and its parsed footer.
+    fn written_list(
+        list: ListArray,
+    ) -> (
+        arrow_schema::SchemaRef,
+        Bytes,
+        parquet::file::metadata::ParquetMetaData,
+    ) {
+        use parquet::file::metadata::ParquetMetaDataReader;
+        let batch =
+            arrow_array::RecordBatch::try_from_iter([("l", Arc::new(list) as ArrayRef)]).unwrap();
+        let props = parquet::file::properties::WriterProperties::default();
+        let file = crate::parquet::written::written(&batch, props);
+        let meta = ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .unwrap();
+        (batch.schema(), file, meta)
+    }
+
     #[test]
     fn a_list_field_that_disagrees_with_the_first_is_refused() {
         use arrow_array::{Int32Array, StructArray};
         use arrow_buffer::NullBuffer;
         use parquet::arrow::ArrowSchemaConverter;
-        use parquet::file::metadata::ParquetMetaDataReader;
-        use parquet::file::properties::WriterProperties;
         // Files of list<struct<a: int32, b: list<int32>>>, three items of
         // [1], [2, 3], [4]: in lists `offsets`, the struct null at `null`.
         let written = |offsets: Vec<i32>, null: usize| {
@@ -1880,15 +1890,7 @@ mod tests {
             );
             let item = Arc::new(Field::new("element", values.data_type().clone(), true));
             let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
-            let list = ListArray::new(item, offsets, Arc::new(values), None);
-            let batch =
-                arrow_array::RecordBatch::try_from_iter([("l", Arc::new(list) as ArrayRef)])
-                    .unwrap();
-            let file = crate::parquet::written::written(&batch, WriterProperties::default());
-            let meta = ParquetMetaDataReader::new()
-                .parse_and_finish(&file)
-                .unwrap();
-            (batch.schema(), file, meta)
+            written_list(ListArray::new(item, offsets, Arc::new(values), None))
         };
         let (schema, one, one_meta) = written(vec![0, 2, 3], 0);
         let descr = ArrowSchemaConverter::new().convert(&schema).unwrap();
@@ -1923,8 +1925,6 @@ mod tests {
     fn fields_that_disagree_on_their_lists_are_refused() {
         use arrow_array::{Int32Array, StructArray};
         use parquet::arrow::ArrowSchemaConverter;
-        use parquet::file::metadata::ParquetMetaDataReader;
-        use parquet::file::properties::WriterProperties;
         // Two files of list<struct<a: int32, b: int32>> with the same items
         // and rows, in lists of other lengths: [[1, 2], [3]] and [[1], [2, 3]].
         let fields = Fields::from(vec![
@@ -1941,20 +1941,8 @@ mod tests {
                 None,
             );
             let item = Arc::new(Field::new("element", values.data_type().clone(), true));
-            let list = ListArray::new(
-                item,
-                OffsetBuffer::new(ScalarBuffer::from(offsets)),
-                Arc::new(values),
-                None,
-            );
-            let batch =
-                arrow_array::RecordBatch::try_from_iter([("l", Arc::new(list) as ArrayRef)])
-                    .unwrap();
-            let file = crate::parquet::written::written(&batch, WriterProperties::default());
-            let meta = ParquetMetaDataReader::new()
-                .parse_and_finish(&file)
-                .unwrap();
-            (batch.schema(), file, meta)
+            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
+            written_list(ListArray::new(item, offsets, Arc::new(values), None))
         };
         let (schema, one, one_meta) = written(vec![0, 2, 3]);
         let (_, other, other_meta) = written(vec![0, 1, 3]);
