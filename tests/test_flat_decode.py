@@ -466,12 +466,12 @@ def test_structs_within_structs(tmp_path, page_version):
 
 def test_a_struct_with_a_field_the_crate_decodes_reads_whole(tmp_path):
     # A field in an encoding fastingest's decoders leave to the crate
-    # (DELTA_BINARY_PACKED), or a list of structs among the fields: the
-    # whole struct is the crate's, beside structs decoded here.
+    # (DELTA_BINARY_PACKED), or a list of structs holding a struct among the
+    # fields: the whole struct is the crate's, beside structs decoded here.
     ints = pa.array(np.arange(ROWS) * 3)
     delta = pa.StructArray.from_arrays([ints, pa.array(np.arange(ROWS) % 5)], ["d", "plain"])
     listed = pa.StructArray.from_arrays(
-        [ints, pa.array([[{"x": i}] * (i % 3) for i in range(ROWS)])], ["n", "l"]
+        [ints, pa.array([[{"x": {"y": i}}] * (i % 3) for i in range(ROWS)])], ["n", "l"]
     )
     flat = pa.StructArray.from_arrays([ints], ["n"])
     data = pa.table({"delta": delta, "listed": listed, "flat": flat})

@@ -306,10 +306,11 @@ def test_lists_of_structs(tmp_path, page_version, dictionary, large):
 @pytest.mark.parametrize("page_version", ["1.0", "2.0"])
 @pytest.mark.parametrize("dictionary", [True, False])
 def test_structs_holding_lists(tmp_path, page_version, dictionary):
-    # Structs whose fields are lists of numbers or strings
-    # (`parquet/structs.rs` with `lists.rs`): a list first (the struct's
-    # validity then comes from its levels) or after a flat field, lists of
-    # lists, a list that may not be null, a struct within a struct.
+    # Structs whose fields are lists of numbers or strings, lists of
+    # structs or maps (`parquet/structs.rs` with `lists.rs`): a list first
+    # (the struct's validity then comes from its levels) or after a flat
+    # field, lists of lists, a list that may not be null, a struct within a
+    # struct.
     rng = np.random.default_rng(31 + int(dictionary))
 
     def mask(share):
@@ -330,6 +331,26 @@ def test_structs_holding_lists(tmp_path, page_version, dictionary):
     )
     inner = pa.StructArray.from_arrays([words, n], ["w", "n"], mask=mask(0.1))
     deep = pa.StructArray.from_arrays([inner], ["inner"], mask=mask(0.1))
+    # Lists of structs and maps as fields (the struct's validity from the
+    # first's levels).
+    item = pa.struct([("k", pa.string()), ("v", pa.list_(pa.int64()))])
+    keys = leaf_values(pa.string(), 20, rng)
+
+    def maybe(make, share=0.1):
+        return None if rng.random() < share else make()
+
+    def entry():
+        return {"k": keys[rng.integers(0, 20)], "v": maybe(lambda: [1, 2][: rng.integers(0, 3)])}
+
+    listed = pa.array(
+        [maybe(lambda: [maybe(entry) for _ in range(rng.integers(0, 4))]) for _ in range(ROWS)],
+        pa.list_(item),
+    )
+    mapped = pa.array(
+        [maybe(lambda: [(k, 1) for k in keys[: rng.integers(0, 4)]]) for _ in range(ROWS)],
+        pa.map_(pa.string(), pa.int64()),
+    )
+    nested = pa.StructArray.from_arrays([listed, mapped, n], ["items", "m", "n"], mask=mask(0.15))
     data = pa.table(
         {
             "id": pa.array(np.arange(ROWS)),
@@ -337,6 +358,7 @@ def test_structs_holding_lists(tmp_path, page_version, dictionary):
             "flat_first": flat_first,
             "required_list": required_list,
             "deep": deep,
+            "nested": nested,
         }
     )
     path = tmp_path / "t.parquet"

@@ -280,6 +280,7 @@ fn levels_match(column: &ColumnDescriptor, def: u8, lists: usize) -> bool {
 /// is laid out: the list levels, as for a list of numbers, then a leaf per
 /// field, each with the same repetition levels (a list field's with its
 /// own below them).
+#[derive(Clone)]
 pub(crate) struct StructItems {
     lists: Vec<ListLevel>,
     /// The definition level from which an item is there (a slot of the
@@ -290,9 +291,21 @@ pub(crate) struct StructItems {
     struct_present: Option<u8>,
     fields: Fields,
     leaves: Vec<StructLeaf>,
+    /// For a list of structs that is a field of structs
+    /// ([`super::structs`]): the structs' validity to gather from its first
+    /// flat field's levels at each row's start (see [`Shape::gather`]).
+    pub(crate) gather: u8,
+}
+
+impl StructItems {
+    /// The columns it is read from: one per field of its structs.
+    pub(crate) fn columns(&self) -> usize {
+        self.leaves.len()
+    }
 }
 
 /// One field of a [`StructItems`] list's struct.
+#[derive(Clone)]
 struct StructLeaf {
     /// The Arrow type of its values (a list field's items').
     data_type: DataType,
@@ -313,7 +326,19 @@ pub(crate) fn struct_items(
     target: &DataType,
     nullable: bool,
 ) -> Option<StructItems> {
-    let walked = walk_lists(root, target, nullable, 0)?;
+    struct_items_within(root, columns, target, nullable, 0)
+}
+
+/// [`struct_items`] for a list of structs that is a field of structs whose
+/// nullable ones count `outer` definition levels.
+pub(crate) fn struct_items_within(
+    root: &Type,
+    columns: &[Arc<ColumnDescriptor>],
+    target: &DataType,
+    nullable: bool,
+    outer: u8,
+) -> Option<StructItems> {
+    let walked = walk_lists(root, target, nullable, outer)?;
     let DataType::Struct(fields) = walked.item_type else {
         return None;
     };
@@ -381,6 +406,7 @@ pub(crate) fn struct_items(
         fields: fields.clone(),
         leaves,
         lists: walked.lists,
+        gather: 0,
     })
 }
 
@@ -471,6 +497,9 @@ pub(crate) fn decode_struct_items(
         let (validity, slots) = match &first {
             None => {
                 let mut built = built.ok_or(Failure::Unsupported)?;
+                if items.gather != 0 {
+                    gather_at_rows(&levels, items.gather);
+                }
                 let slots = built.leaf_slots;
                 if let Some(present) = items.struct_present {
                     struct_validity =

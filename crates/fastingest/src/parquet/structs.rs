@@ -32,13 +32,35 @@ use crate::pipeline::decode_threads::{self, Part};
 /// in the file.
 pub(crate) struct StructShape {
     root: Node,
-    /// Each leaf's definition levels, in the file's order.
+    /// Each leaf's definition levels, in the file's order. (A leaf is a
+    /// field that is not a struct: a flat field or a list.)
     definitions: Vec<Definition>,
     /// Each leaf's Arrow type, in the same order.
     types: Vec<DataType>,
-    /// Each leaf's list levels, for a field that is a list (of numbers or
-    /// strings); `None` for a flat one.
-    lists: Vec<Option<lists::Shape>>,
+    /// How each leaf is laid out beyond its definition levels.
+    kinds: Vec<LeafKind>,
+    /// The columns the leaves so far take.
+    columns: usize,
+}
+
+/// A struct's leaf beyond its definition levels.
+#[derive(Clone)]
+enum LeafKind {
+    /// A flat field: one column.
+    Flat,
+    /// A list of numbers or strings: one column.
+    List(lists::Shape),
+    /// A list of structs, or a map: a column per field of its structs.
+    Items(lists::StructItems),
+}
+
+impl LeafKind {
+    fn columns(&self) -> usize {
+        match self {
+            LeafKind::Items(items) => items.columns(),
+            LeafKind::Flat | LeafKind::List(_) => 1,
+        }
+    }
 }
 
 /// A struct, or a leaf (a field that is not a struct).
@@ -70,18 +92,21 @@ pub(crate) fn shape(
         root: Node::Leaf(0),
         definitions: Vec::with_capacity(leaves.len()),
         types: Vec::with_capacity(leaves.len()),
-        lists: Vec::with_capacity(leaves.len()),
+        kinds: Vec::with_capacity(leaves.len()),
+        columns: 0,
     };
     let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
     shape.root = walk(node, field, 0, &columns, &mut shape)?;
     // A list that is a struct's first field gives that struct's validity.
-    for (list, definition) in shape.lists.iter_mut().zip(&shape.definitions) {
-        if let Some(list) = list {
-            list.gather = definition.present;
+    for (kind, definition) in shape.kinds.iter_mut().zip(&shape.definitions) {
+        match kind {
+            LeafKind::List(list) => list.gather = definition.present,
+            LeafKind::Items(items) => items.gather = definition.present,
+            LeafKind::Flat => {}
         }
     }
     let top_is_struct = matches!(shape.root, Node::Struct { .. });
-    (top_is_struct && shape.definitions.len() == leaves.len()).then_some(shape)
+    (top_is_struct && shape.columns == leaves.len()).then_some(shape)
 }
 
 /// The node for schema node `node` (Arrow `field`), inside structs whose
@@ -103,27 +128,34 @@ fn walk(
         return None;
     }
     let level = outer.checked_add(u8::from(optional))?;
-    if let DataType::List(_) | DataType::LargeList(_) = field.data_type() {
-        // A leaf: a list of numbers or strings, its levels above the
-        // structs'.
-        let at = shape.definitions.len();
-        let column = columns.get(at)?;
-        let list = lists::shape_within(node, column, field.data_type(), optional, outer)?;
+    if let DataType::List(_) | DataType::LargeList(_) | DataType::Map(..) = field.data_type() {
+        // A leaf: a list of numbers or strings, or of structs (a map too),
+        // its levels above the structs'.
         if usize::from(outer) > MOST_STRUCT_LEVELS {
             return None;
         }
-        shape.definitions.push(Definition {
-            max: u8::try_from(column.max_def_level()).ok()?,
-            present: 0,
-        });
-        shape.types.push(field.data_type().clone());
-        shape.lists.push(Some(list));
-        return Some(Node::Leaf(at));
+        let (first, count) = (shape.columns, leaf_count(node));
+        let list = match (count, columns.get(first)) {
+            (1, Some(column)) => {
+                lists::shape_within(node, column, field.data_type(), optional, outer)
+            }
+            _ => None,
+        };
+        let kind = match list {
+            Some(list) => LeafKind::List(list),
+            None => {
+                let under = columns.get(first..first.checked_add(count)?)?;
+                let items =
+                    lists::struct_items_within(node, under, field.data_type(), optional, outer)?;
+                LeafKind::Items(items)
+            }
+        };
+        let definition = Definition { max: 0, present: 0 };
+        return Some(push_leaf(shape, definition, field, kind));
     }
     let DataType::Struct(fields) = field.data_type() else {
         // A leaf: a flat field.
-        let at = shape.definitions.len();
-        let column = columns.get(at)?;
+        let column = columns.get(shape.columns)?;
         let laid_out = !node.is_group()
             && column.max_rep_level() == 0
             && column.max_def_level() == i16::from(level)
@@ -131,13 +163,11 @@ fn walk(
         if !laid_out || usize::from(level) > MOST_STRUCT_LEVELS {
             return None;
         }
-        shape.definitions.push(Definition {
+        let definition = Definition {
             max: level,
             present: 0,
-        });
-        shape.types.push(field.data_type().clone());
-        shape.lists.push(None);
-        return Some(Node::Leaf(at));
+        };
+        return Some(push_leaf(shape, definition, field, LeafKind::Flat));
     };
     let children_nodes = node.get_fields();
     if !node.is_group() || fields.is_empty() || children_nodes.len() != fields.len() {
@@ -161,6 +191,29 @@ fn walk(
     })
 }
 
+/// Adds a leaf (Arrow `field`) to `shape`: its node.
+fn push_leaf(
+    shape: &mut StructShape,
+    definition: Definition,
+    field: &Field,
+    kind: LeafKind,
+) -> Node {
+    let at = shape.definitions.len();
+    shape.columns += kind.columns();
+    shape.definitions.push(definition);
+    shape.types.push(field.data_type().clone());
+    shape.kinds.push(kind);
+    Node::Leaf(at)
+}
+
+/// How many columns (primitive leaves) schema node `node` holds.
+fn leaf_count(node: &Type) -> usize {
+    match node.is_group() {
+        true => node.get_fields().iter().map(|f| leaf_count(f)).sum(),
+        false => 1,
+    }
+}
+
 /// One leaf's column chunk: its bytes (the whole chunk), its metadata and
 /// its descriptor.
 pub(crate) struct FieldChunk {
@@ -173,8 +226,8 @@ pub(crate) struct FieldChunk {
 /// [`Definition::present`]).
 type DecodedLeaf = (ArrayRef, Option<Present>);
 
-/// Decodes a row group's struct of `rows` rows from its leaves' `chunks`
-/// (one per leaf, in the file's order), the leaves shared out over up to
+/// Decodes a row group's struct of `rows` rows from its columns' `chunks`
+/// (one per column, in the file's order), the leaves shared out over up to
 /// `threads` decode threads (a struct may be a row group's only column).
 pub(crate) fn decode(
     shape: &StructShape,
@@ -182,27 +235,41 @@ pub(crate) fn decode(
     rows: usize,
     threads: usize,
 ) -> Decoded<ArrayRef> {
-    if chunks.len() != shape.definitions.len() {
+    if chunks.len() != shape.columns {
         return Err(Failure::Unsupported);
     }
-    let parts: Vec<Part<Decoded<DecodedLeaf>>> = chunks
-        .into_iter()
-        .zip(&shape.types)
+    let mut chunks = chunks.into_iter();
+    let parts: Vec<Part<Decoded<DecodedLeaf>>> = shape
+        .types
+        .iter()
         .zip(&shape.definitions)
-        .zip(&shape.lists)
-        .map(|(((chunk, data_type), &definition), list)| {
-            let (data_type, list) = (data_type.clone(), list.clone());
+        .zip(&shape.kinds)
+        .map(|((data_type, &definition), kind)| {
+            let (data_type, kind) = (data_type.clone(), kind.clone());
+            let mine: Vec<FieldChunk> = chunks.by_ref().take(kind.columns()).collect();
             let part: Part<_> = Box::new(move || {
-                let decode = || match &list {
-                    Some(list) => lists::decode_column(chunk.bytes, &chunk.meta, list, rows, None),
-                    None => flat::decode_field(
-                        chunk.bytes,
-                        &chunk.meta,
-                        &chunk.column,
-                        &data_type,
-                        rows,
-                        definition,
-                    ),
+                let decode = || match &kind {
+                    LeafKind::Items(items) => {
+                        let chunks = mine.into_iter().map(|c| (c.bytes, c.meta)).collect();
+                        lists::decode_struct_items(chunks, items, rows, threads)
+                    }
+                    LeafKind::List(list) => {
+                        let [chunk] =
+                            <[FieldChunk; 1]>::try_from(mine).map_err(|_| Failure::Unsupported)?;
+                        lists::decode_column(chunk.bytes, &chunk.meta, list, rows, None)
+                    }
+                    LeafKind::Flat => {
+                        let [chunk] =
+                            <[FieldChunk; 1]>::try_from(mine).map_err(|_| Failure::Unsupported)?;
+                        flat::decode_field(
+                            chunk.bytes,
+                            &chunk.meta,
+                            &chunk.column,
+                            &data_type,
+                            rows,
+                            definition,
+                        )
+                    }
                 };
                 Ok(match definition.present {
                     0 => (decode()?, None),
@@ -561,12 +628,86 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_struct_holding_a_list_of_structs_is_left_to_the_parquet_crate() {
-        let items = struct_column(40, false, false, false);
-        let offsets = arrow_buffer::OffsetBuffer::from_lengths((0..10).map(|i| i % 5 + 2));
+    /// `items` in lists of 2-6 items (every 8th list null when `nulls`).
+    fn in_lists(items: StructArray, nulls: bool) -> ListArray {
+        let lengths: Vec<usize> = (0..)
+            .map(|i| i % 5 + 2)
+            .scan(0, |total, n| {
+                *total += n;
+                (*total <= items.len()).then_some(n)
+            })
+            .collect();
+        let rows = lengths.len();
+        let items = items.slice(0, lengths.iter().sum());
+        let offsets = arrow_buffer::OffsetBuffer::from_lengths(lengths);
         let item = Arc::new(Field::new("element", items.data_type().clone(), true));
-        let list = ListArray::new(item, offsets, Arc::new(items), None);
+        let valid = nulls.then(|| NullBuffer::from_iter((0..rows).map(|i| i % 8 != 5)));
+        ListArray::new(item, offsets, Arc::new(items), valid)
+    }
+
+    #[test]
+    fn structs_holding_lists_of_structs_and_maps_decode_as_the_parquet_crate_reads_them() {
+        use arrow_array::builder::{Int64Builder, MapBuilder};
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            for (struct_nulls, nulls, items_first) in [
+                (false, false, true),
+                (true, true, true),
+                (true, true, false),
+            ] {
+                let case =
+                    format!("{version:?}, nulls {struct_nulls} {nulls}, first {items_first}");
+                // Items of string, int64 and int32 fields (the crate's
+                // booleans left out).
+                let items = struct_column(20_000, nulls, nulls, false);
+                let keep = [0, 1, 2, 4].map(|k| items.column(k).clone());
+                let fields: Vec<_> = [0, 1, 2, 4].map(|k| items.fields()[k].clone()).into();
+                let items =
+                    StructArray::new(Fields::from(fields), keep.into(), items.nulls().cloned());
+                let list = in_lists(items, nulls);
+                let rows = list.len();
+                let mut map = MapBuilder::new(None, StringBuilder::new(), Int64Builder::new());
+                for i in 0..rows {
+                    for k in 0..i % 3 {
+                        map.keys().append_value(format!("k{k}"));
+                        map.values()
+                            .append_option((k != 1 || !nulls).then_some(i as i64));
+                    }
+                    map.append(!nulls || i % 6 != 1).unwrap();
+                }
+                let map = map.finish();
+                let n: ArrayRef = Arc::new(Int64Array::from_iter_values(0..rows as i64));
+                let mut fields = vec![
+                    (
+                        Field::new("items", list.data_type().clone(), true),
+                        Arc::new(list) as ArrayRef,
+                    ),
+                    (
+                        Field::new("m", map.data_type().clone(), true),
+                        Arc::new(map),
+                    ),
+                ];
+                let at = if items_first { fields.len() } else { 0 };
+                fields.insert(at, (Field::new("n", DataType::Int64, false), n));
+                let (fields, children): (Vec<_>, Vec<_>) = fields.into_iter().unzip();
+                let nulls =
+                    struct_nulls.then(|| NullBuffer::from_iter((0..rows).map(|i| i % 7 != 2)));
+                let array = StructArray::new(Fields::from(fields), children, nulls);
+                let (ours, theirs) = decoded_both_ways(array, true, version, true);
+                let ours = ours.unwrap_or_else(|| panic!("not taken: {case}"));
+                assert_eq!(ours.to_data(), theirs.to_data(), "{case}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_struct_holding_a_list_of_structs_holding_a_struct_is_left_to_the_parquet_crate() {
+        let inner = struct_column(40, false, false, false);
+        let items = StructArray::new(
+            Fields::from(vec![Field::new("s", inner.data_type().clone(), true)]),
+            vec![Arc::new(inner) as ArrayRef],
+            None,
+        );
+        let list = in_lists(items, false);
         let with_list = StructArray::new(
             Fields::from(vec![Field::new("l", list.data_type().clone(), true)]),
             vec![Arc::new(list) as ArrayRef],
