@@ -107,9 +107,9 @@ def write_seeds() -> list[Seed]:
     )
     structs = pa.StructArray.from_arrays([ints, strings], ["a", "b"])
     # A struct holding a list (its validity from the list's levels), lists
-    # of structs holding a list, and a map: fastingest's nested decoders.
+    # of structs holding a list, and a map, alone and in the struct:
+    # fastingest's nested decoders.
     struct_nulls = pa.array([i % 5 == 2 for i in range(n)])
-    holding = pa.StructArray.from_arrays([lists, ints], ["l", "n"], mask=struct_nulls)
     item = pa.struct([("k", pa.int64()), ("v", pa.list_(pa.int64()))])
     items = pa.array(
         [
@@ -121,6 +121,9 @@ def write_seeds() -> list[Seed]:
     maps = pa.array(
         [None if i % 5 == 0 else [(f"k{j}", i + j) for j in range(i % 4)] for i in range(n)],
         pa.map_(pa.string(), pa.int64()),
+    )
+    holding = pa.StructArray.from_arrays(
+        [lists, ints, items, maps], ["l", "n", "items", "m"], mask=struct_nulls
     )
     flags = pa.array(rng.random(n) < 0.5)
     stamps = pa.array(rng.integers(0, 10**12, n), pa.timestamp("ms"))
