@@ -106,25 +106,6 @@ def write_seeds() -> list[Seed]:
         pa.list_(pa.list_(pa.int64())),
     )
     structs = pa.StructArray.from_arrays([ints, strings], ["a", "b"])
-    # A struct holding a list (its validity from the list's levels), lists
-    # of structs holding a list, and a map, alone and in the struct:
-    # fastingest's nested decoders.
-    struct_nulls = pa.array([i % 5 == 2 for i in range(n)])
-    item = pa.struct([("k", pa.int64()), ("v", pa.list_(pa.int64()))])
-    items = pa.array(
-        [
-            None if i % 6 == 0 else [{"k": i, "v": [i, j][: (i + j) % 3]} for j in range(i % 3)]
-            for i in range(n)
-        ],
-        pa.list_(item),
-    )
-    maps = pa.array(
-        [None if i % 5 == 0 else [(f"k{j}", i + j) for j in range(i % 4)] for i in range(n)],
-        pa.map_(pa.string(), pa.int64()),
-    )
-    holding = pa.StructArray.from_arrays(
-        [lists, ints, items, maps], ["l", "n", "items", "m"], mask=struct_nulls
-    )
     flags = pa.array(rng.random(n) < 0.5)
     stamps = pa.array(rng.integers(0, 10**12, n), pa.timestamp("ms"))
     table = pa.table(
@@ -138,9 +119,6 @@ def write_seeds() -> list[Seed]:
             "st": structs,
             "b": flags,
             "t": stamps,
-            "holding": holding,
-            "items": items,
-            "m": maps,
         }
     )
     seeds: list[Seed] = []
@@ -169,6 +147,50 @@ def write_seeds() -> list[Seed]:
         buf = io.BytesIO()
         orc.write_table(flat, buf, compression=codec, stripe_size=4096, batch_size=64)
         seeds.append(Seed(f"{codec}.orc", "orc", buf.getvalue()))
+    return seeds
+
+
+def nested_seeds() -> list[Seed]:
+    """Small files of the nested shapes fastingest's own decoders take: a
+    struct holding a list, a list of structs and a map (its validity from
+    the first's levels), lists of structs holding a list, maps. Kept apart
+    from `write_seeds`, whose inputs earlier findings are replayed from."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 300
+    ints = pa.array(range(n), pa.int64())
+    lists = pa.array([[i, i + 1][: i % 3] for i in range(n)], pa.list_(pa.int32()))
+    item = pa.struct([("k", pa.int64()), ("v", pa.list_(pa.int64()))])
+    items = pa.array(
+        [
+            None if i % 6 == 0 else [{"k": i, "v": [i, j][: (i + j) % 3]} for j in range(i % 3)]
+            for i in range(n)
+        ],
+        pa.list_(item),
+    )
+    maps = pa.array(
+        [None if i % 5 == 0 else [(f"k{j}", i + j) for j in range(i % 4)] for i in range(n)],
+        pa.map_(pa.string(), pa.int64()),
+    )
+    holding = pa.StructArray.from_arrays(
+        [items, lists, ints, maps],
+        ["items", "l", "n", "m"],
+        mask=pa.array([i % 5 == 2 for i in range(n)]),
+    )
+    # `i` and `s` for the filtered read (`drive`), which keeps a tenth of
+    # the rows: the nested columns decoded under a selection.
+    strings = pa.array([f"s{i % 17}" for i in range(n)])
+    table = pa.table({"i": ints, "s": strings, "holding": holding, "items": items, "m": maps})
+    seeds = []
+    for name, options in [
+        ("nested-dict", {"compression": "snappy"}),
+        ("nested-plain-v2", {"use_dictionary": False, "data_page_version": "2.0"}),
+    ]:
+        buf = io.BytesIO()
+        pq.write_table(table, buf, row_group_size=100, data_page_size=512, **options)
+        data = buf.getvalue()
+        seeds.append(Seed(f"{name}.parquet", "parquet", data, parquet_page_offsets(data)))
     return seeds
 
 
@@ -528,7 +550,7 @@ def worker(args: argparse.Namespace) -> None:
 
 
 def load_seeds(args: argparse.Namespace) -> list[Seed]:
-    seeds = write_seeds()
+    seeds = write_seeds() + nested_seeds()
     if args.corpora:
         seeds += corpus_seeds(Path(args.corpora))
     return seeds
