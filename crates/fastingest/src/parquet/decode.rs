@@ -5,7 +5,7 @@
 use std::ops::Range;
 use std::sync::Arc;
 
-use arrow_array::{ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_buffer::BooleanBuffer;
 use arrow_schema::{DataType, Schema};
 use bytes::Bytes;
@@ -378,12 +378,11 @@ pub(super) fn decode_flat_columns(
         // whole: under a selection, every row is decoded, then the selected
         // ones kept (the crate's reader took twice the time and memory of
         // the whole read for a tenth of the rows).
-        let whole = leaves
+        let every_field = leaves
             .iter()
             .all(|&l| file.projection.mask.leaf_included(l));
-        let keep = selection.cloned();
         if let DataType::Struct(_) = field.data_type() {
-            let Some(shape) = whole
+            let Some(shape) = every_field
                 .then(|| structs::shape(descr, root, &leaves, field))
                 .flatten()
             else {
@@ -394,6 +393,7 @@ pub(super) fn decode_flat_columns(
             };
             let metadata = Arc::clone(metadata);
             let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
+            let keep = selection.cloned();
             roots.push((root, leaves[0]));
             parts.push(Box::new(move || {
                 let group = metadata.row_group(rg);
@@ -407,7 +407,7 @@ pub(super) fn decode_flat_columns(
                     })
                     .collect();
                 let array = structs::decode(&shape, chunks, rows, threads)?;
-                selected(array, keep.as_ref())
+                flat::selected_rows(array, keep.as_ref())
             }));
             continue;
         }
@@ -416,7 +416,7 @@ pub(super) fn decode_flat_columns(
             // or strings is a single leaf's: below).
             let root_node = &descr.root_schema().get_fields()[root];
             let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
-            let items = whole
+            let items = every_field
                 .then(|| {
                     lists::struct_items(root_node, &columns, field.data_type(), field.is_nullable())
                 })
@@ -424,6 +424,7 @@ pub(super) fn decode_flat_columns(
             if let Some(items) = items {
                 if let Some(held) = whole_chunks(group, &leaves, spans, &mut unit_bytes) {
                     let metadata = Arc::clone(metadata);
+                    let keep = selection.cloned();
                     roots.push((root, leaves[0]));
                     parts.push(Box::new(move || {
                         let group = metadata.row_group(rg);
@@ -432,7 +433,7 @@ pub(super) fn decode_flat_columns(
                             .map(|(leaf, bytes)| (bytes, group.column(leaf).clone()))
                             .collect();
                         let array = lists::decode_struct_items(chunks, &items, rows, threads)?;
-                        selected(array, keep.as_ref())
+                        flat::selected_rows(array, keep.as_ref())
                     }));
                 }
                 continue;
@@ -534,16 +535,6 @@ pub(super) fn decode_flat_columns(
         }
     }
     Ok(done)
-}
-
-/// The rows of `array` that `selection` sets (all without one).
-fn selected(array: ArrayRef, selection: Option<&BooleanBuffer>) -> flat::Decoded<ArrayRef> {
-    match selection {
-        None => Ok(array),
-        Some(keep) if keep.len() != array.len() => Err(flat::Failure::Unsupported),
-        Some(keep) => arrow_select::filter::filter(&array, &BooleanArray::new(keep.clone(), None))
-            .map_err(|e| flat::Failure::Corrupt(e.to_string())),
-    }
 }
 
 /// The whole column chunks of `leaves` in `spans` (leaf and bytes, in

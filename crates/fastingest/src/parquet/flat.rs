@@ -653,6 +653,23 @@ pub(crate) fn gather_present<T>(decode: impl FnOnce() -> T) -> (T, Present) {
     (decoded, present)
 }
 
+/// The rows of `array` that `selection` sets (all of them without one):
+/// a column decoded whole under a row selection, cut after.
+pub(crate) fn selected_rows(
+    array: ArrayRef,
+    selection: Option<&BooleanBuffer>,
+) -> Decoded<ArrayRef> {
+    match selection {
+        None => Ok(array),
+        Some(keep) if keep.len() != array.len() => Err(Failure::Unsupported),
+        Some(keep) => arrow_select::filter::filter(
+            &array,
+            &arrow_array::BooleanArray::new(keep.clone(), None),
+        )
+        .map_err(|e| Failure::Corrupt(e.to_string())),
+    }
+}
+
 /// Sets the validity of the struct at level `k + 1` for [`gather_present`]
 /// to hand back: from a field whose levels are not a bit per row (a list,
 /// see [`super::lists::Shape::gather`]).

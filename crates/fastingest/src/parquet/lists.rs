@@ -33,8 +33,8 @@ use arrow_array::types::{
     UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{
-    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, LargeListArray, ListArray, MapArray,
-    OffsetSizeTrait, PrimitiveArray, StructArray,
+    Array, ArrayRef, ArrowPrimitiveType, LargeListArray, ListArray, MapArray, OffsetSizeTrait,
+    PrimitiveArray, StructArray,
 };
 use arrow_buffer::{BooleanBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, FieldRef, Fields, TimeUnit as ArrowTimeUnit};
@@ -727,10 +727,7 @@ pub(crate) fn decode_column(
         numeric => numeric_values!(numeric, values, return Err(Failure::Unsupported)),
     };
     match (selection, sparse) {
-        (Some(keep), None) => {
-            arrow_select::filter::filter(&array, &BooleanArray::new(keep.clone(), None))
-                .map_err(|e| Failure::Corrupt(e.to_string()))
-        }
+        (Some(keep), None) => flat::selected_rows(array, Some(keep)),
         _ => Ok(array),
     }
 }
