@@ -153,8 +153,9 @@ def write_seeds() -> list[Seed]:
 def nested_seeds() -> list[Seed]:
     """Small files of the nested shapes fastingest's own decoders take: a
     struct holding a list, a list of structs and a map (its validity from
-    the first's levels), lists of structs holding a list, maps. Kept apart
-    from `write_seeds`, whose inputs earlier findings are replayed from."""
+    the first's levels), lists of structs holding a list or a struct, maps,
+    lists of booleans. Kept apart from `write_seeds`, whose inputs earlier
+    findings are replayed from."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -178,10 +179,37 @@ def nested_seeds() -> list[Seed]:
         ["items", "l", "n", "m"],
         mask=pa.array([i % 5 == 2 for i in range(n)]),
     )
+    # Lists of booleans, and lists of structs holding a struct (booleans
+    # and strings, a required field in it).
+    flags = pa.array(
+        [None if i % 7 == 1 else [j % 2 == 0 for j in range(i % 4)] for i in range(n)],
+        pa.list_(pa.bool_()),
+    )
+    pair = pa.struct([("x", pa.bool_()), pa.field("y", pa.string(), nullable=False)])
+    deep = pa.array(
+        [
+            [
+                {"k": i, "p": None if j == 1 else {"x": i % 3 == 0, "y": f"y{j}"}}
+                for j in range(i % 3)
+            ]
+            for i in range(n)
+        ],
+        pa.list_(pa.struct([("k", pa.int64()), ("p", pair)])),
+    )
     # `i` and `s` for the filtered read (`drive`), which keeps a tenth of
     # the rows: the nested columns decoded under a selection.
     strings = pa.array([f"s{i % 17}" for i in range(n)])
-    table = pa.table({"i": ints, "s": strings, "holding": holding, "items": items, "m": maps})
+    table = pa.table(
+        {
+            "i": ints,
+            "s": strings,
+            "holding": holding,
+            "items": items,
+            "m": maps,
+            "flags": flags,
+            "deep": deep,
+        }
+    )
     seeds = []
     for name, options in [
         ("nested-dict", {"compression": "snappy"}),

@@ -18,13 +18,9 @@ from .test_flat_decode import TYPES
 
 ROWS = 3_000
 
-# The flat decoder's types but booleans and decimals: the list decoder
-# takes the same ones.
-ITEMS = {
-    name: kind
-    for name, kind in TYPES.items()
-    if not (pa.types.is_boolean(kind) or pa.types.is_decimal(kind))
-}
+# The flat decoder's types but decimals: the list decoder takes the same
+# ones.
+ITEMS = {name: kind for name, kind in TYPES.items() if not pa.types.is_decimal(kind)}
 
 
 def list_type(item: pa.DataType, depth: int, nullable: bool, large: bool = False) -> pa.DataType:
@@ -43,6 +39,8 @@ def is_list(kind: pa.DataType) -> bool:
 
 def leaf_values(item: pa.DataType, n: int, rng: np.random.Generator) -> list:
     """`n` Python values of `item`, extremes included."""
+    if pa.types.is_boolean(item):
+        return [bool(x) for x in rng.integers(0, 2, n)]
     if pa.types.is_floating(item):
         return [float(x) for x in rng.normal(size=n)]
     if item in (pa.string(), pa.binary(), pa.large_string(), pa.large_binary()):
@@ -366,7 +364,7 @@ def test_structs_holding_lists(tmp_path, page_version, dictionary):
     write_and_check_reads(
         path, data, kept, dictionary=dictionary, page_version=page_version, row_group_size=1_100
     )
-    # Only some of a struct's fields: the crate's, the same.
+    # Only some of a struct's fields (`parquet/projected.rs`).
     some = ["list_first.w", "deep"]
     assert fastingest.read_parquet(str(path), columns=some).equals(
         pq.read_table(path, columns=some)
@@ -419,3 +417,119 @@ def test_maps(tmp_path, page_version, dictionary):
         page_version=page_version,
         row_group_size=600,
     )
+
+
+def nested_items(rng: np.random.Generator, n: int) -> pa.Array:
+    """`n` structs {id: int64 required, p: {x: float64, y: {s: string, n:
+    int64 required}}, w: list<int32>}, nulls at every level (the required
+    fields inside nullable structs)."""
+
+    def maybe(make, share=0.12):
+        return None if rng.random() < share else make()
+
+    words = leaf_values(pa.string(), 40, rng)
+
+    def y():
+        return {"s": maybe(lambda: words[rng.integers(0, 40)]), "n": int(rng.integers(0, 99))}
+
+    def item(i):
+        return {
+            "id": i,
+            "p": maybe(lambda: {"x": maybe(lambda: float(rng.normal())), "y": maybe(y)}),
+            "w": maybe(lambda: [int(v) for v in rng.integers(0, 9, rng.integers(0, 3))]),
+        }
+
+    y_type = pa.struct([("s", pa.string()), pa.field("n", pa.int64(), nullable=False)])
+    kind = pa.struct(
+        [
+            pa.field("id", pa.int64(), nullable=False),
+            ("p", pa.struct([("x", pa.float64()), ("y", y_type)])),
+            ("w", pa.list_(pa.int32())),
+        ]
+    )
+    return pa.array([maybe(lambda i=i: item(i)) for i in range(n)], type=kind)
+
+
+@pytest.mark.parametrize("page_version", ["1.0", "2.0"])
+@pytest.mark.parametrize("dictionary", [True, False])
+def test_lists_of_structs_holding_structs(tmp_path, page_version, dictionary):
+    # Lists whose items are structs holding structs (`lists.rs`,
+    # `ItemNode::Struct`), as a column and as a struct's field, with nulls
+    # and empties at every level.
+    rng = np.random.default_rng(53 + int(dictionary))
+    items = nested_items(rng, 5_000)
+    lengths = rng.integers(0, 4, ROWS)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    null_lists = pa.array(rng.random(ROWS) < 0.1)
+    lists = pa.ListArray.from_arrays(
+        pa.array(offsets), items.slice(0, int(offsets[-1])), mask=null_lists
+    )
+    around = pa.StructArray.from_arrays(
+        [pa.array(np.arange(ROWS)), lists], ["n", "l"], mask=pa.array(rng.random(ROWS) < 0.1)
+    )
+    data = pa.table({"id": pa.array(np.arange(ROWS)), "lists": lists, "around": around})
+    kept = [("id", ">=", 500), ("id", "<", 2_000)]
+    write_and_check_reads(
+        tmp_path / "t.parquet",
+        data,
+        kept,
+        dictionary=dictionary,
+        page_version=page_version,
+        row_group_size=1_300,
+    )
+
+
+@pytest.mark.parametrize("page_version", ["1.0", "2.0"])
+@pytest.mark.parametrize("dictionary", [True, False])
+def test_struct_fields_read_in_part(tmp_path, page_version, dictionary):
+    # Dotted paths into a struct (`parquet/projected.rs`): the struct cut to
+    # the fields asked for, at any depth, beside lists, maps and lists of
+    # structs read whole, filtered and streamed: pyarrow's answer.
+    rng = np.random.default_rng(67 + int(dictionary))
+
+    def mask(share):
+        return pa.array(rng.random(ROWS) < share)
+
+    n = pa.array(np.where(rng.random(ROWS) < 0.1, None, np.arange(ROWS)), type=pa.int64())
+    ints = column(list_type(pa.int32(), 1, True), True, rng)
+    words = pa.array(leaf_values(pa.string(), ROWS, rng))
+    mapped = pa.array(
+        [None if i % 9 == 4 else [("k", i), ("j", -i)][: i % 3] for i in range(ROWS)],
+        pa.map_(pa.string(), pa.int64()),
+    )
+    listed = pa.ListArray.from_arrays(
+        pa.array(np.arange(0, 2 * ROWS + 1, 2, dtype=np.int32)), nested_items(rng, 2 * ROWS)
+    )
+    inner = pa.StructArray.from_arrays([words, n], ["w", "n"], mask=mask(0.1))
+    s = pa.StructArray.from_arrays(
+        [n, words, inner, ints, mapped, listed],
+        ["a", "b", "inner", "ints", "m", "items"],
+        mask=mask(0.1),
+    )
+    data = pa.table({"id": pa.array(np.arange(ROWS)), "s": s})
+    path = tmp_path / "t.parquet"
+    write_and_compare(
+        path,
+        data,
+        use_dictionary=dictionary,
+        data_page_version=page_version,
+        data_page_size=2048,
+        row_group_size=1_100,
+    )
+    kept = [("id", ">=", 300), ("id", "<", 2_500)]
+    for columns in [
+        ["s.a"],
+        ["s.b", "id"],
+        ["s.inner.n"],
+        ["s.inner.w", "s.a"],
+        ["s.ints"],
+        ["s.m", "s.b"],
+        ["s.items", "s.inner"],
+        ["s.inner.n", "s.items", "s.ints", "id"],
+    ]:
+        expected = pq.read_table(path, columns=columns)
+        assert fastingest.read_parquet(str(path), columns=columns).equals(expected), columns
+        filtered = fastingest.read_parquet(str(path), columns=columns, filters=kept)
+        assert filtered.equals(pq.read_table(path, columns=columns, filters=kept)), columns
+        batches = list(fastingest.iter_batches(str(path), columns=columns))
+        assert pa.Table.from_batches(batches).equals(expected), columns

@@ -104,6 +104,46 @@ def test_nested_columns_by_name_and_dotted_path(tmp_path, typed_table):
         )
 
 
+def test_dotted_paths_sharing_a_name_each_return_their_own_field(tmp_path):
+    # `a.f`, `b.f` and `f` all come back as a column named `f`: each must be
+    # its own (all three were once the first one asked for), in one file, a
+    # directory of them, and streamed.
+    a = pa.StructArray.from_arrays([pa.array([1, 2, 3])], ["f"])
+    b = pa.StructArray.from_arrays([pa.array(["x", None, "z"])], ["f"])
+    table = pa.table({"a": a, "b": b, "f": pa.array([7.0, 8.0, 9.0])})
+    folder = tmp_path / "d"
+    folder.mkdir()
+    pq.write_table(table, folder / "1.parquet")
+    pq.write_table(table, folder / "2.parquet")
+    one = folder / "1.parquet"
+    for cols in (["a.f", "b.f"], ["b.f", "a.f"], ["f", "a.f"], ["b.f", "f", "a.f"]):
+        want = pq.read_table(one, columns=cols)
+        assert_tables_equal(fastingest.read_parquet(one, columns=cols), want)
+        streamed = pa.Table.from_batches(list(fastingest.iter_batches(one, columns=cols)))
+        assert_tables_equal(streamed, want)
+        both = fastingest.read_parquet(folder, columns=cols)
+        assert_tables_equal(both, pa.concat_tables([want, want]))
+
+
+def test_a_required_field_of_a_nullable_struct_is_returned_nullable(tmp_path):
+    # A null struct makes its fields null: a field asked for by path is
+    # nullable whatever it says (pyarrow keeps `not null` on a column that
+    # holds nulls; Arrow refuses that).
+    inner = pa.struct([pa.field("h", pa.int32(), nullable=False)])
+    kind = pa.struct([pa.field("f", pa.int32(), nullable=False), pa.field("g", inner, False)])
+    schema = pa.schema([("s", kind), pa.field("r", kind, nullable=False)])
+    s = pa.array([{"f": 1, "g": {"h": 1}}, None, {"f": 3, "g": {"h": 2}}], type=kind)
+    r = pa.array([{"f": 4, "g": {"h": 5}}] * 3, type=kind)
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"s": s, "r": r}, schema=schema), path)
+    got = fastingest.read_parquet(path, columns=["s.f", "s.g.h", "s.g", "r.f"])
+    assert [f.nullable for f in got.schema] == [True, True, True, False]
+    assert got.column(0).to_pylist() == [1, None, 3]
+    assert got.column(1).to_pylist() == [1, None, 2]
+    assert got.column(2).to_pylist() == [{"h": 1}, None, {"h": 2}]
+    assert got.column(3).to_pylist() == [4, 4, 4]
+
+
 def test_row_groups_match_pyarrow(numeric_file):
     want = pq.ParquetFile(numeric_file).read_row_groups([3, 1], columns=["id", "x"])
     got = fastingest.read_parquet(numeric_file, row_groups=[3, 1], columns=["id", "x"])

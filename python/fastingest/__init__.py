@@ -199,7 +199,7 @@ _OPTIONS_DOC = """
     date statistics):
 
     - ``columns``: top-level names or dotted paths into structs, returned in
-      this order.
+      this order (``"s.x"`` as a column ``x``, nullable where ``s`` is).
     - ``filters``: pyarrow's DNF, e.g. ``[("a", ">", 1)]``; rows to keep. Row
       groups (and pages) whose statistics rule them out are not fetched.
     - ``row_groups``: indices into the file (a single file only).

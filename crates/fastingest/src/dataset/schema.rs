@@ -90,12 +90,17 @@ impl DatasetSchema {
                     Some(columns) => {
                         let all: Vec<FieldRef> = in_files.iter().chain(&keys).cloned().collect();
                         if requested_order {
-                            columns.iter().filter_map(|c| find(&all, c)).collect()
+                            let mut seen = Seen::default();
+                            columns
+                                .iter()
+                                .filter_map(|c| find(&all, c, &mut seen))
+                                .collect()
                         } else {
                             // The files' order, then the keys in the order asked.
                             let asked = |f: &FieldRef| columns.contains(f.name());
                             let keys = keys.into_iter().filter(asked).collect::<Vec<_>>();
-                            let keys = columns.iter().filter_map(|c| find(&keys, c));
+                            let mut seen = Seen::default();
+                            let keys = columns.iter().filter_map(|c| find(&keys, c, &mut seen));
                             in_files.into_iter().chain(keys).collect()
                         }
                     }
@@ -119,13 +124,17 @@ impl DatasetSchema {
     pub fn conform(&self, file: usize, batch: RecordBatch, location: &str) -> Result<RecordBatch> {
         let rows = batch.num_rows();
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.origins.len());
+        let mut seen = Seen::default();
         for (field, origin) in self.schema.fields().iter().zip(&self.origins) {
+            // The n-th column of a name is the batch's n-th of that name
+            // (two struct fields asked for by path may share one).
+            let nth = seen.next(field.name());
             let column = match (origin, &self.partitions) {
                 (Origin::Key(k), Some(p)) => p
                     .column(file, *k, rows)
                     .map_err(|e| Error::from_arrow(location, e))?,
-                _ => match batch.column_by_name(field.name()) {
-                    Some(c) => Arc::clone(c),
+                _ => match nth_named(batch.schema().fields(), field.name(), nth) {
+                    Some(at) => Arc::clone(batch.column(at)),
                     None => new_null_array(field.data_type(), rows),
                 },
             };
@@ -156,10 +165,42 @@ fn names(schema: &Schema) -> Vec<String> {
 }
 
 /// A requested column among `fields`: by name, or a dotted struct path by
-/// its last part (the field the format returns for it).
-fn find(fields: &[FieldRef], column: &str) -> Option<FieldRef> {
-    let by_name = |n: &str| fields.iter().find(|f| f.name() == n).cloned();
-    by_name(column).or_else(|| column.rsplit_once('.').and_then(|(_, leaf)| by_name(leaf)))
+/// its last part (the field the format returns for it). Columns asked for
+/// in turn take the fields of one name in turn (`seen`): `a.f` and `b.f`
+/// are both returned as `f`, the first and the second.
+fn find(fields: &[FieldRef], column: &str, seen: &mut Seen) -> Option<FieldRef> {
+    let name = match fields.iter().any(|f| f.name() == column) {
+        true => column,
+        false => column.rsplit_once('.')?.1,
+    };
+    let at = nth_named(fields, name, seen.next(name))?;
+    Some(Arc::clone(&fields[at]))
+}
+
+/// How many columns of each name were met so far.
+#[derive(Default)]
+struct Seen(Vec<(String, usize)>);
+
+impl Seen {
+    /// How many of `name` were met before this one (which now counts).
+    fn next(&mut self, name: &str) -> usize {
+        match self.0.iter_mut().find(|(n, _)| n == name) {
+            Some((_, count)) => {
+                *count += 1;
+                *count - 1
+            }
+            None => {
+                self.0.push((name.to_string(), 1));
+                0
+            }
+        }
+    }
+}
+
+/// The position of the `nth` (from 0) of `fields` named `name`.
+fn nth_named(fields: &[FieldRef], name: &str, nth: usize) -> Option<usize> {
+    let mut named = fields.iter().enumerate().filter(|(_, f)| f.name() == name);
+    named.nth(nth).map(|(at, _)| at)
 }
 
 /// Every file's returned columns (partition keys left out), in order of
@@ -169,11 +210,13 @@ fn union_of_files(files: &[&dyn Planned], is_key: &dyn Fn(&str) -> bool) -> Resu
     let mut defined_in: Vec<&str> = Vec::new();
     for file in files {
         let location = file.source().location();
+        // A file's n-th column of a name is the dataset's n-th of it.
+        let mut seen = Seen::default();
         for field in file.schema().fields() {
             if is_key(field.name()) {
                 continue;
             }
-            match fields.iter().position(|f| f.name() == field.name()) {
+            match nth_named(&fields, field.name(), seen.next(field.name())) {
                 Some(j) if !fields[j].data_type().equals_datatype(field.data_type()) => {
                     return Err(Error::SchemaMismatch {
                         location: location.to_string(),

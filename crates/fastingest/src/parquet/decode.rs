@@ -19,7 +19,7 @@ use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use parquet::schema::types::ColumnDescriptor;
 
 use super::format::PreparedFile;
-use super::{flat, lists, pages, structs};
+use super::{flat, lists, pages, projected, structs};
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
 use crate::pipeline::decode_threads::{self, Part};
@@ -370,29 +370,32 @@ pub(super) fn decode_flat_columns(
         let leaves: Vec<usize> = (0..descr.num_columns())
             .filter(|&l| descr.get_column_root_idx(l) == root)
             .collect();
-        let Some(field) = fields.get(root) else {
+        let (Some(full), Some(&first_leaf)) = (fields.get(root), leaves.first()) else {
             continue;
         };
-        // A struct or a list of structs is decoded here only with every
-        // field of it (only some fields, it is the crate's), each chunk
+        // The field as the projection reads it: a struct (or a list of
+        // structs) only some of whose fields are asked for holds only
+        // those, its schema node too.
+        let included = |l: usize| file.projection.mask.leaf_included(l);
+        let full_node = &descr.root_schema().get_fields()[root];
+        let Some((root_node, field)) = projected::cut_to(full_node, full, first_leaf, &included)
+        else {
+            continue;
+        };
+        let leaves: Vec<usize> = leaves.into_iter().filter(|&l| included(l)).collect();
+        let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
+        // A struct or a list of structs is decoded here with each chunk
         // whole: under a selection, every row is decoded, then the selected
         // ones kept (the crate's reader took twice the time and memory of
         // the whole read for a tenth of the rows).
-        let every_field = leaves
-            .iter()
-            .all(|&l| file.projection.mask.leaf_included(l));
         if let DataType::Struct(_) = field.data_type() {
-            let Some(shape) = every_field
-                .then(|| structs::shape(descr, root, &leaves, field))
-                .flatten()
-            else {
+            let Some(shape) = structs::shape(&root_node, &columns, &field) else {
                 continue;
             };
             let Some(held) = whole_chunks(group, &leaves, spans, &mut unit_bytes) else {
                 continue;
             };
             let metadata = Arc::clone(metadata);
-            let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
             let keep = selection.cloned();
             roots.push((root, leaves[0]));
             parts.push(Box::new(move || {
@@ -414,13 +417,8 @@ pub(super) fn decode_flat_columns(
         if let DataType::List(_) | DataType::LargeList(_) | DataType::Map(..) = field.data_type() {
             // A list of structs of flat fields, or a map (a list of numbers
             // or strings is a single leaf's: below).
-            let root_node = &descr.root_schema().get_fields()[root];
-            let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
-            let items = every_field
-                .then(|| {
-                    lists::struct_items(root_node, &columns, field.data_type(), field.is_nullable())
-                })
-                .flatten();
+            let items =
+                lists::struct_items(&root_node, &columns, field.data_type(), field.is_nullable());
             if let Some(items) = items {
                 if let Some(held) = whole_chunks(group, &leaves, spans, &mut unit_bytes) {
                     let metadata = Arc::clone(metadata);
@@ -448,8 +446,7 @@ pub(super) fn decode_flat_columns(
         let list = if flat::decodes(&column, &target) {
             None
         } else {
-            let root_node = &descr.root_schema().get_fields()[root];
-            match lists::shape(root_node, &column, &target, field.is_nullable()) {
+            match lists::shape(&root_node, &column, &target, field.is_nullable()) {
                 Some(shape) => Some(shape),
                 None => continue,
             }
@@ -604,7 +601,10 @@ pub(super) fn merge(
     let mut from_rest = 0;
     for root in projected_roots(file) {
         if let Some((_, array)) = direct.iter().find(|(r, _)| *r == root) {
-            fields.push(schema.field(root).clone());
+            // Typed as decoded: a struct read in part holds only the fields
+            // asked for, as the crate's batches type it.
+            let field = schema.field(root).clone();
+            fields.push(field.with_data_type(array.data_type().clone()));
             columns.push(Arc::clone(array));
         } else if let Some(batch) = rest.filter(|b| from_rest < b.num_columns()) {
             fields.push(batch.schema().field(from_rest).clone());

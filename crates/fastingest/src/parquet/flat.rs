@@ -799,9 +799,25 @@ impl Bits {
         }
     }
 
+    /// The `n` (≤ 64) bits from bit `i` on, the first lowest (none past
+    /// the end).
+    #[inline]
+    pub(super) fn bits_at(&self, i: usize, n: usize) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        let (at, shift) = (i >> 6, i & 63);
+        let low = self.words.get(at).map_or(0, |w| w >> shift);
+        let high = match shift != 0 && shift + n > 64 {
+            true => self.words.get(at + 1).map_or(0, |w| w << (64 - shift)),
+            false => 0,
+        };
+        (low | high) & low_bits(n)
+    }
+
     /// Appends the `n` (≤ 64) low bits of `word`.
     #[inline]
-    fn append_word(&mut self, word: u64, n: usize) {
+    pub(super) fn append_word(&mut self, word: u64, n: usize) {
         if n == 0 {
             return;
         }
@@ -880,7 +896,7 @@ impl Bits {
         self.len = len;
     }
 
-    fn finish(self) -> BooleanBuffer {
+    pub(super) fn finish(self) -> BooleanBuffer {
         BooleanBuffer::new(Buffer::from_vec(self.words), 0, self.len)
     }
 
@@ -1503,6 +1519,39 @@ fn all_below(chunk: &[u32], width: u8, entries: usize) -> bool {
     chunk.iter().all(|&i| (i as usize) < entries)
 }
 
+/// Appends a page's `valid` booleans, `encoding`-encoded in `values`
+/// (plain: bit-packed; RLE: a 4-byte length, then runs of 1-bit values), to
+/// `dense`.
+pub(super) fn append_booleans(
+    encoding: Encoding,
+    values: &[u8],
+    valid: usize,
+    dense: &mut Bits,
+) -> Decoded<()> {
+    match encoding {
+        Encoding::PLAIN => {
+            if values.len() * 8 < valid {
+                return Err(Failure::Corrupt(format!(
+                    "{valid} booleans in {} bytes",
+                    values.len()
+                )));
+            }
+            dense.append_packed(values, valid);
+        }
+        Encoding::RLE => {
+            let len = values
+                .get(..4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+                .filter(|len| 4 + len <= values.len())
+                .ok_or_else(|| Failure::Corrupt("RLE booleans cut off".into()))?;
+            read_levels(&values[4..4 + len], valid, dense)?;
+        }
+        // (No writer we know encodes booleans with a dictionary.)
+        _ => return Err(Failure::Unsupported),
+    }
+    Ok(())
+}
+
 /// A flat boolean column: plain (bit-packed) or RLE-encoded values.
 fn decode_booleans(
     mut pages: ChunkPages,
@@ -1538,27 +1587,7 @@ fn decode_booleans(
         };
         let values = &page.buf[page.values..];
         let mut dense = Bits::with_capacity(valid);
-        match page.encoding {
-            Encoding::PLAIN => {
-                if values.len() * 8 < valid {
-                    return Err(Failure::Corrupt(format!(
-                        "{valid} booleans in {} bytes",
-                        values.len()
-                    )));
-                }
-                dense.append_packed(values, valid);
-            }
-            Encoding::RLE => {
-                // A 4-byte length, then runs of 1-bit values.
-                let len = values
-                    .get(..4)
-                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-                    .filter(|len| 4 + len <= values.len())
-                    .ok_or_else(|| Failure::Corrupt("RLE booleans cut off".into()))?;
-                read_levels(&values[4..4 + len], valid, &mut dense)?;
-            }
-            _ => return Err(Failure::Unsupported),
-        }
+        append_booleans(page.encoding, values, valid, &mut dense)?;
         match &validity {
             Some(validity) if valid != page.rows => {
                 // A word of the validity at a time: the next valid values
@@ -1614,6 +1643,33 @@ mod tests {
                 x % 64 < per_64
             })
             .collect()
+    }
+
+    #[test]
+    fn bits_at_any_offset_and_count_are_those_pushed() {
+        let pushed = random_bits(300, 29, 5);
+        let mut bits = Bits::with_capacity(0);
+        for &b in &pushed {
+            bits.push(b);
+        }
+        for start in [0, 1, 5, 63, 64, 65, 127, 200, 250, 299, 300] {
+            for n in [0, 1, 7, 32, 63, 64] {
+                let word = bits.bits_at(start, n);
+                for k in 0..n {
+                    let want = pushed.get(start + k).copied().unwrap_or(false);
+                    assert_eq!(
+                        (word >> k) & 1 == 1,
+                        want,
+                        "bit {k} from {start}, {n} of them"
+                    );
+                }
+                assert_eq!(
+                    word >> n.min(63) >> u32::from(n == 64),
+                    0,
+                    "no bits past {n}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -33,8 +33,8 @@ use arrow_array::types::{
     UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{
-    Array, ArrayRef, ArrowPrimitiveType, LargeListArray, ListArray, MapArray, OffsetSizeTrait,
-    PrimitiveArray, StructArray,
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, LargeListArray, ListArray, MapArray,
+    OffsetSizeTrait, PrimitiveArray, StructArray,
 };
 use arrow_buffer::{BooleanBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, FieldRef, Fields, TimeUnit as ArrowTimeUnit};
@@ -240,7 +240,8 @@ fn walk_lists<'a>(
 fn leaf_values_taken(column: &ColumnDescriptor, ty: &DataType) -> bool {
     let numeric = matches!(
         ty,
-        DataType::Int8
+        DataType::Boolean
+            | DataType::Int8
             | DataType::Int16
             | DataType::Int32
             | DataType::Int64
@@ -290,6 +291,8 @@ pub(crate) struct StructItems {
     /// it cannot be).
     struct_present: Option<u8>,
     fields: Fields,
+    /// The items' struct's fields: leaves, or structs of them.
+    children: Vec<ItemNode>,
     leaves: Vec<StructLeaf>,
     /// For a list of structs that is a field of structs
     /// ([`super::structs`]): the structs' validity to gather from its first
@@ -304,7 +307,23 @@ impl StructItems {
     }
 }
 
-/// One field of a [`StructItems`] list's struct.
+/// A field of a [`StructItems`] list's struct: a leaf, or a struct within
+/// it (of flat fields and such structs).
+#[derive(Clone)]
+enum ItemNode {
+    Leaf(usize),
+    Struct {
+        fields: Fields,
+        /// The definition level from which it is not null (none: it
+        /// cannot be); its first leaf's levels say it.
+        present_from: Option<u8>,
+        first_leaf: usize,
+        children: Vec<ItemNode>,
+    },
+}
+
+/// One leaf of a [`StructItems`] list's struct (a field, or a field of a
+/// struct within it).
 #[derive(Clone)]
 struct StructLeaf {
     /// The Arrow type of its values (a list field's items').
@@ -314,6 +333,9 @@ struct StructLeaf {
     /// A list field's own list levels, below the items' lists; empty for a
     /// flat field.
     own_lists: Vec<ListLevel>,
+    /// The levels from which the structs within the item whose first leaf
+    /// this is are not null (their validity comes from its levels).
+    gives: Vec<u8>,
 }
 
 /// The layout of top-level field `root` (the file's schema node, Arrow
@@ -343,71 +365,138 @@ pub(crate) fn struct_items_within(
         return None;
     };
     let element = walked.element;
-    let children = element.get_fields();
-    if !element.is_group()
-        || is_list(element)
-        || fields.is_empty()
-        || children.len() != fields.len()
-        || columns.len() != fields.len()
-    {
+    if !element.is_group() || is_list(element) {
         return None;
     }
     let base = walked.def.checked_add(u8::from(walked.optional))?;
-    let mut leaves = Vec::with_capacity(fields.len());
-    for ((child, field), column) in children.iter().zip(fields.iter()).zip(columns) {
-        if let DataType::List(_) | DataType::LargeList(_) = field.data_type() {
-            // A list of numbers or strings, its levels below the struct's.
-            let own = walk_lists(child, field.data_type(), field.is_nullable(), base)?;
-            let max_def = own.def.checked_add(u8::from(own.optional))?;
-            let lists = walked.lists.len() + own.lists.len();
-            let taken = !own.element.is_group()
-                && child.name() == field.name()
-                && leaf_values_taken(column, own.item_type)
-                && levels_match(column, max_def, lists);
-            if !taken {
-                return None;
-            }
-            leaves.push(StructLeaf {
-                data_type: own.item_type.clone(),
-                nullable: own.optional,
-                max_def,
-                own_lists: own.lists,
-            });
-            continue;
-        }
-        let optional = match repetition(child)? {
-            Repetition::OPTIONAL => true,
-            Repetition::REQUIRED => false,
-            Repetition::REPEATED => return None,
-        };
-        let max_def = base.checked_add(u8::from(optional))?;
-        let taken = !child.is_group()
-            && child.name() == field.name()
-            && optional == field.is_nullable()
-            && leaf_values_taken(column, field.data_type())
-            && levels_match(column, max_def, walked.lists.len());
-        if !taken {
-            return None;
-        }
-        leaves.push(StructLeaf {
-            data_type: field.data_type().clone(),
-            nullable: optional,
-            max_def,
-            own_lists: Vec::new(),
-        });
-    }
+    let mut walk = ItemWalk {
+        columns,
+        item_lists: &walked.lists,
+        leaves: Vec::with_capacity(columns.len()),
+    };
+    let children = walk.fields(element, fields, base, true)?;
+    let leaves = walk.leaves;
     // A flat field gives the items' lists and the struct's validity.
-    if leaves.iter().all(|leaf| !leaf.own_lists.is_empty()) {
+    if leaves.len() != columns.len() || leaves.iter().all(|leaf| !leaf.own_lists.is_empty()) {
         return None;
     }
     Some(StructItems {
         slot_from: walked.def,
         struct_present: walked.optional.then_some(base),
         fields: fields.clone(),
+        children,
         leaves,
         lists: walked.lists,
         gather: 0,
     })
+}
+
+/// The leaves of a list's items' struct as they are walked, and the
+/// columns they take, in order.
+struct ItemWalk<'a> {
+    columns: &'a [Arc<ColumnDescriptor>],
+    item_lists: &'a [ListLevel],
+    leaves: Vec<StructLeaf>,
+}
+
+impl ItemWalk<'_> {
+    /// The nodes of the fields (Arrow `fields`) of struct `node`, whose
+    /// fields are there from definition level `base`. List fields only
+    /// `in_items` (the items' struct itself, not a struct within it).
+    fn fields(
+        &mut self,
+        node: &Type,
+        fields: &Fields,
+        base: u8,
+        in_items: bool,
+    ) -> Option<Vec<ItemNode>> {
+        let children = node.get_fields();
+        if fields.is_empty() || children.len() != fields.len() {
+            return None;
+        }
+        children
+            .iter()
+            .zip(fields.iter())
+            .map(|(child, field)| self.field(child, field, base, in_items))
+            .collect()
+    }
+
+    fn field(
+        &mut self,
+        child: &Type,
+        field: &arrow_schema::Field,
+        base: u8,
+        in_items: bool,
+    ) -> Option<ItemNode> {
+        if child.name() != field.name() {
+            return None;
+        }
+        let at = self.leaves.len();
+        let column = self.columns.get(at)?;
+        if let DataType::List(_) | DataType::LargeList(_) = field.data_type() {
+            // A list of numbers or strings, its levels below the struct's.
+            let own = walk_lists(child, field.data_type(), field.is_nullable(), base)?;
+            let max_def = own.def.checked_add(u8::from(own.optional))?;
+            let lists = self.item_lists.len() + own.lists.len();
+            let taken = in_items
+                && !own.element.is_group()
+                && leaf_values_taken(column, own.item_type)
+                && levels_match(column, max_def, lists);
+            if !taken {
+                return None;
+            }
+            self.leaves.push(StructLeaf {
+                data_type: own.item_type.clone(),
+                nullable: own.optional,
+                max_def,
+                own_lists: own.lists,
+                gives: Vec::new(),
+            });
+            return Some(ItemNode::Leaf(at));
+        }
+        let optional = match repetition(child)? {
+            Repetition::OPTIONAL => true,
+            Repetition::REQUIRED => false,
+            Repetition::REPEATED => return None,
+        };
+        if optional != field.is_nullable() {
+            return None;
+        }
+        let level = base.checked_add(u8::from(optional))?;
+        if let DataType::Struct(fields) = field.data_type() {
+            // A struct within the item: its validity from its first leaf's
+            // levels, which must be a flat field's.
+            if !child.is_group() || is_list(child) || is_map(child) {
+                return None;
+            }
+            let children = self.fields(child, fields, level, false)?;
+            let first = self.leaves.get_mut(at)?;
+            let present_from = optional.then_some(level);
+            if let Some(from) = present_from {
+                first.gives.push(from);
+            }
+            return Some(ItemNode::Struct {
+                fields: fields.clone(),
+                present_from,
+                first_leaf: at,
+                children,
+            });
+        }
+        let taken = !child.is_group()
+            && leaf_values_taken(column, field.data_type())
+            && levels_match(column, level, self.item_lists.len());
+        if !taken {
+            return None;
+        }
+        self.leaves.push(StructLeaf {
+            data_type: field.data_type().clone(),
+            nullable: optional,
+            max_def: level,
+            own_lists: Vec::new(),
+            gives: Vec::new(),
+        });
+        Some(ItemNode::Leaf(at))
+    }
 }
 
 /// Decodes a row group's list of structs of `rows` rows from its fields'
@@ -443,7 +532,7 @@ pub(crate) fn decode_struct_items(
             Shape {
                 lists,
                 leaf: leaf.data_type.clone(),
-                leaf_nullable: leaf.nullable,
+                leaf_nullable: has_holes(leaf, items),
                 max_def: leaf.max_def,
                 gather: 0,
             }
@@ -481,6 +570,9 @@ pub(crate) fn decode_struct_items(
     let order = std::iter::once(reference).chain((0..read.len()).filter(|&i| i != reference));
     let mut first: Option<(Levels, Assembled)> = None;
     let mut struct_validity = None;
+    // The validity of the structs within the items, by their first leaf and
+    // the level from which they are not null.
+    let mut within: Vec<(usize, u8, Bits)> = Vec::new();
     let mut children: Vec<Option<ArrayRef>> = vec![None; read.len()];
     for at in order {
         let field = read[at].take().ok_or(Failure::Unsupported)?;
@@ -505,6 +597,13 @@ pub(crate) fn decode_struct_items(
                     struct_validity =
                         Some(slot_bits(&levels.defs, items.slot_from, present, slots)?);
                 }
+                for &from in &leaf.gives {
+                    within.push((
+                        at,
+                        from,
+                        slot_bits(&levels.defs, items.slot_from, from, slots)?,
+                    ));
+                }
                 let validity = built.leaf_validity.take();
                 first = Some((levels, built));
                 (validity, slots)
@@ -521,8 +620,14 @@ pub(crate) fn decode_struct_items(
                     return Err(disagree());
                 }
                 let slots = built.leaf_slots;
-                let validity = leaf
-                    .nullable
+                for &from in &leaf.gives {
+                    within.push((
+                        at,
+                        from,
+                        slot_bits(&levels.defs, items.slot_from, from, slots)?,
+                    ));
+                }
+                let validity = has_holes(leaf, items)
                     .then(|| slot_bits(&levels.defs, items.slot_from, leaf.max_def, slots))
                     .transpose()?;
                 (validity, slots)
@@ -539,12 +644,13 @@ pub(crate) fn decode_struct_items(
     let Some((_, built)) = first else {
         return Err(Failure::Unsupported);
     };
-    let children = children
-        .into_iter()
-        .collect::<Option<Vec<_>>>()
-        .ok_or(Failure::Unsupported)?;
+    let fields = items
+        .children
+        .iter()
+        .map(|node| build_item(node, &mut children, &mut within))
+        .collect::<Decoded<Vec<_>>>()?;
     let nulls = struct_validity.and_then(Bits::into_nulls);
-    let array = StructArray::try_new(items.fields.clone(), children, nulls)
+    let array = StructArray::try_new(items.fields.clone(), fields, nulls)
         .map_err(|e| Failure::Corrupt(e.to_string()))?;
     let lists = Shape {
         lists: items.lists.clone(),
@@ -554,6 +660,57 @@ pub(crate) fn decode_struct_items(
         gather: 0,
     };
     wrap(&lists, built, Arc::new(array))
+}
+
+/// The array of a field of the items' struct, from its leaves' arrays
+/// `leaves` (each taken once) and the validity of the structs within the
+/// items (`within`, each taken once).
+fn build_item(
+    node: &ItemNode,
+    leaves: &mut [Option<ArrayRef>],
+    within: &mut Vec<(usize, u8, Bits)>,
+) -> Decoded<ArrayRef> {
+    let (fields, present_from, first_leaf, children) = match node {
+        ItemNode::Leaf(at) => {
+            return leaves
+                .get_mut(*at)
+                .and_then(Option::take)
+                .ok_or(Failure::Unsupported)
+        }
+        ItemNode::Struct {
+            fields,
+            present_from,
+            first_leaf,
+            children,
+        } => (fields, present_from, first_leaf, children),
+    };
+    let nulls = match present_from {
+        None => None,
+        Some(from) => {
+            let at = within
+                .iter()
+                .position(|(leaf, level, _)| leaf == first_leaf && level == from)
+                .ok_or(Failure::Unsupported)?;
+            within.swap_remove(at).2.into_nulls()
+        }
+    };
+    let arrays = children
+        .iter()
+        .map(|child| build_item(child, leaves, within))
+        .collect::<Decoded<Vec<_>>>()?;
+    let array = StructArray::try_new(fields.clone(), arrays, nulls)
+        .map_err(|e| Failure::Corrupt(e.to_string()))?;
+    Ok(Arc::new(array))
+}
+
+/// Whether a flat field `leaf` of the items' structs has item slots
+/// without a value: where it is null, or where a struct around it is (a
+/// required field of a nullable struct too).
+fn has_holes(leaf: &StructLeaf, items: &StructItems) -> bool {
+    match leaf.own_lists.is_empty() {
+        true => leaf.max_def > items.slot_from,
+        false => leaf.nullable,
+    }
 }
 
 fn disagree() -> Failure {
@@ -651,6 +808,14 @@ fn read_leaf(
         };
     }
     Ok(match &shape.leaf {
+        DataType::Boolean => {
+            let mut leaf = Booleans::new(expected);
+            let levels = read_pages(pages, shape, expected, &mut leaf)?;
+            let count = leaf.len();
+            let finish: FinishLeaf =
+                Box::new(move |validity, slots| leaf.into_array(validity, slots));
+            (levels, count, finish)
+        }
         DataType::Utf8 => bytes_leaf::<i32>(pages, shape, expected, true)?,
         DataType::Binary => bytes_leaf::<i32>(pages, shape, expected, false)?,
         DataType::LargeUtf8 => bytes_leaf::<i64>(pages, shape, expected, true)?,
@@ -720,6 +885,7 @@ pub(crate) fn decode_column(
         };
     }
     let array = match &shape.leaf {
+        DataType::Boolean => lists_of_booleans(pages, shape, rows, levels, sparse)?,
         DataType::Utf8 => lists_of_bytes::<i32>(pages, shape, rows, levels, true, sparse)?,
         DataType::Binary => lists_of_bytes::<i32>(pages, shape, rows, levels, false, sparse)?,
         DataType::LargeUtf8 => lists_of_bytes::<i64>(pages, shape, rows, levels, true, sparse)?,
@@ -836,6 +1002,112 @@ impl<V: Copy, F: Fn([u8; N]) -> V, const N: usize> Leaf for Numbers<V, F, N> {
             _ => Err(Failure::Unsupported),
         }
     }
+}
+
+/// Booleans, a bit each.
+struct Booleans {
+    values: Bits,
+}
+
+impl Booleans {
+    fn new(expected: usize) -> Self {
+        Booleans {
+            values: Bits::with_capacity(expected),
+        }
+    }
+
+    /// Keeps the values in `runs` (in order), drops the others.
+    fn keep_runs(&mut self, runs: &[Range<usize>]) {
+        let mut kept = Bits::with_capacity(runs.iter().map(|r| r.len()).sum());
+        for run in runs {
+            let mut at = run.start;
+            while at < run.end {
+                let n = (run.end - at).min(64);
+                kept.append_word(self.values.bits_at(at, n), n);
+                at += n;
+            }
+        }
+        self.values = kept;
+    }
+
+    /// The array of `slots` item slots, the values in the valid ones as
+    /// `validity` says (none: all valid), false under the nulls.
+    fn into_array(self, validity: Option<Bits>, slots: usize) -> Decoded<ArrayRef> {
+        let values = match &validity {
+            Some(valid) if self.values.len() != slots => {
+                // A word of the validity at a time: as many values as it
+                // has set bits, moved to them (at once where all are set).
+                let mut spread = Bits::with_capacity(slots);
+                let mut next = 0;
+                for (set, n) in valid.words_in(0, slots) {
+                    let count = set.count_ones() as usize;
+                    let mut values = self.values.bits_at(next, count);
+                    next += count;
+                    let word = match count == n {
+                        true => values,
+                        false => {
+                            let (mut word, mut left) = (0u64, set);
+                            while left != 0 {
+                                word |= (values & 1) << left.trailing_zeros();
+                                values >>= 1;
+                                left &= left - 1;
+                            }
+                            word
+                        }
+                    };
+                    spread.append_word(word, n);
+                }
+                spread
+            }
+            _ => self.values,
+        };
+        if values.len() != slots {
+            return Err(Failure::Corrupt(format!(
+                "{} booleans for {slots} item slots",
+                values.len()
+            )));
+        }
+        let nulls = validity.and_then(Bits::into_nulls);
+        Ok(Arc::new(BooleanArray::new(values.finish(), nulls)))
+    }
+}
+
+impl Leaf for Booleans {
+    fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    fn dictionary(&mut self, _page: &[u8], _count: usize) -> Decoded<()> {
+        Err(Failure::Unsupported)
+    }
+
+    fn append(
+        &mut self,
+        encoding: Encoding,
+        values: &[u8],
+        valid: usize,
+        _scratch: &mut Vec<u32>,
+    ) -> Decoded<()> {
+        flat::append_booleans(encoding, values, valid, &mut self.values)
+    }
+}
+
+/// A list column of booleans.
+fn lists_of_booleans(
+    mut pages: ChunkPages,
+    shape: &Shape,
+    rows: usize,
+    expected: usize,
+    selection: Option<&BooleanBuffer>,
+) -> Decoded<ArrayRef> {
+    let mut leaf = Booleans::new(expected);
+    let (mut built, runs) = read_lists(&mut pages, shape, rows, expected, &mut leaf, selection)?;
+    if let Some(runs) = runs {
+        leaf.keep_runs(&runs);
+    }
+    let validity = built.leaf_validity.take();
+    let array = leaf.into_array(validity, built.leaf_slots)?;
+    wrap(shape, built, array)
 }
 
 /// A list column's repetition and definition levels, every page's appended.
@@ -1148,8 +1420,6 @@ fn assemble(
     rows: usize,
     kept: Option<&KeptEntries>,
 ) -> Decoded<Assembled> {
-    let depth = shape.lists.len();
-    let max_def = shape.max_def;
     let every = 0..reps.len();
     let (rows, entries) = match kept {
         Some(kept) => (kept.rows, kept.entries.as_slice()),
@@ -1178,16 +1448,57 @@ fn assemble(
             .then(|| Bits::with_capacity(levels.min(MOST_RESERVED)));
         (lists, leaf_validity)
     });
-    let mut leaf_slots = 0usize;
     if reps.first().is_some_and(|&r| r != 0) {
         return Err(first_not_a_row());
     }
+    let leaf_slots = match (lists.as_mut_slice(), shape.lists.as_slice()) {
+        ([list], [level]) => assemble_one_level(
+            reps,
+            defs,
+            entries,
+            level.present,
+            shape.max_def,
+            list,
+            &mut leaf_validity,
+        )?,
+        ([outer, inner], [outer_level, inner_level]) => assemble_two_levels(
+            reps,
+            defs,
+            entries,
+            [outer_level.present, inner_level.present],
+            shape.max_def,
+            [outer, inner],
+            &mut leaf_validity,
+        )?,
+        (lists, _) => assemble_levels(reps, defs, entries, shape, lists, &mut leaf_validity)?,
+    };
+    Ok(Assembled {
+        lists,
+        leaf_validity,
+        leaf_slots,
+        rows,
+    })
+}
+
+/// [`assemble`]'s walk down the levels of `shape` (lists `lists`) for each
+/// level entry of `entries`. Returns the leaf slots.
+fn assemble_levels(
+    reps: &[u8],
+    defs: &[u8],
+    entries: &[Range<usize>],
+    shape: &Shape,
+    lists: &mut [ListOut],
+    leaf_validity: &mut Option<Bits>,
+) -> Decoded<usize> {
+    let depth = shape.lists.len();
+    let max_def = shape.max_def;
+    let mut leaf_slots = 0usize;
     for range in entries {
         for (&r, &d) in reps[range.clone()].iter().zip(&defs[range.clone()]) {
             let r = usize::from(r);
             // Most entries are one more value of the innermost list.
             if r == depth && d == max_def {
-                if let Some(v) = &mut leaf_validity {
+                if let Some(v) = leaf_validity {
                     v.push(true);
                 }
                 leaf_slots += 1;
@@ -1195,9 +1506,7 @@ fn assemble(
             }
             // Continuing a list needs that list to be there with items.
             if r > 0 && d < shape.lists[r - 1].present + 1 {
-                return Err(Failure::Corrupt(format!(
-                    "repetition level {r} continues a list that definition level {d} says is empty"
-                )));
+                return Err(continues_empty(r, d));
             }
             let mut level = r;
             while level < depth {
@@ -1218,22 +1527,129 @@ fn assemble(
                 level += 1;
             }
             if level == depth {
-                if let Some(v) = &mut leaf_validity {
+                if let Some(v) = leaf_validity {
                     v.push(d == max_def);
                 }
                 leaf_slots += 1;
             }
         }
     }
-    if i32::try_from(leaf_slots).is_err() {
+    match i32::try_from(leaf_slots) {
+        Ok(_) => Ok(leaf_slots),
+        Err(_) => Err(Failure::Unsupported),
+    }
+}
+
+/// [`assemble`] for one list level (`list<T>`, a list of structs, a map:
+/// most list columns), without the walk down the levels: each entry
+/// starts a row (repetition level 0) or adds an item to its list. Returns
+/// the leaf slots. (A list of booleans, 1 M rows, steady: 25.9 → 19.7 ms a
+/// read; the walk compiled for a depth known in advance gained nothing on
+/// one level.)
+fn assemble_one_level(
+    reps: &[u8],
+    defs: &[u8],
+    entries: &[Range<usize>],
+    present: u8,
+    max_def: u8,
+    list: &mut ListOut,
+    leaf_validity: &mut Option<Bits>,
+) -> Decoded<usize> {
+    // No more lists than entries: their offsets fit i32 when they do.
+    if i32::try_from(reps.len()).is_err() {
         return Err(Failure::Unsupported);
     }
-    Ok(Assembled {
-        lists,
-        leaf_validity,
-        leaf_slots,
-        rows,
-    })
+    let mut slots = 0usize;
+    for range in entries {
+        for (&r, &d) in reps[range.clone()].iter().zip(&defs[range.clone()]) {
+            if r == 0 {
+                list.offsets.push(slots as i32);
+                if let Some(v) = &mut list.validity {
+                    v.push(d >= present);
+                }
+                if d <= present {
+                    continue; // null or empty
+                }
+            } else if d <= present {
+                return Err(continues_empty(r, d));
+            }
+            if let Some(v) = leaf_validity {
+                v.push(d == max_def);
+            }
+            slots += 1;
+        }
+    }
+    match i32::try_from(slots) {
+        Ok(_) => Ok(slots),
+        Err(_) => Err(Failure::Unsupported),
+    }
+}
+
+/// [`assemble`] for two list levels (`list<list<T>>`, a list field of a
+/// list's structs), without the walk: an entry starts a row (repetition
+/// level 0: an outer list, then an inner one if the outer has items), an
+/// inner list (1), or adds an item (2). Returns the leaf slots.
+fn assemble_two_levels(
+    reps: &[u8],
+    defs: &[u8],
+    entries: &[Range<usize>],
+    [outer_present, inner_present]: [u8; 2],
+    max_def: u8,
+    [outer, inner]: [&mut ListOut; 2],
+    leaf_validity: &mut Option<Bits>,
+) -> Decoded<usize> {
+    if i32::try_from(reps.len()).is_err() {
+        return Err(Failure::Unsupported);
+    }
+    let mut slots = 0usize;
+    for range in entries {
+        for (&r, &d) in reps[range.clone()].iter().zip(&defs[range.clone()]) {
+            match r {
+                0 => {
+                    outer.offsets.push(inner.offsets.len() as i32);
+                    if let Some(v) = &mut outer.validity {
+                        v.push(d >= outer_present);
+                    }
+                    if d <= outer_present {
+                        continue; // null or empty
+                    }
+                }
+                1 if d <= outer_present => return Err(continues_empty(r, d)),
+                1 => {}
+                _ if d <= inner_present => return Err(continues_empty(r, d)),
+                _ => {
+                    if let Some(v) = leaf_validity {
+                        v.push(d == max_def);
+                    }
+                    slots += 1;
+                    continue;
+                }
+            }
+            inner.offsets.push(slots as i32);
+            if let Some(v) = &mut inner.validity {
+                v.push(d >= inner_present);
+            }
+            if d <= inner_present {
+                continue; // null or empty
+            }
+            if let Some(v) = leaf_validity {
+                v.push(d == max_def);
+            }
+            slots += 1;
+        }
+    }
+    match i32::try_from(slots) {
+        Ok(_) => Ok(slots),
+        Err(_) => Err(Failure::Unsupported),
+    }
+}
+
+/// A list continued (repetition level `r`) where definition level `d` says
+/// it is null or empty.
+fn continues_empty(r: impl std::fmt::Display, d: u8) -> Failure {
+    Failure::Corrupt(format!(
+        "repetition level {r} continues a list that definition level {d} says is empty"
+    ))
 }
 
 /// The level entries of the rows a selection keeps, and which of the
@@ -1455,6 +1871,55 @@ mod tests {
             list(shape, 0, 0, &mut next, &mut out);
         }
         out
+    }
+
+    #[test]
+    fn one_or_two_list_levels_build_what_the_walk_down_the_levels_builds() {
+        for (depth, nullable) in [(1, false), (1, true), (2, false), (2, true)] {
+            let shape = int_lists(depth, nullable);
+            for seed in 0..20 {
+                let (reps, defs) = random_levels(&shape, 500, seed);
+                let one = assemble(&reps, &defs, &shape, 500, None).unwrap();
+                let mut lists: Vec<ListOut> = (0..depth)
+                    .map(|_| ListOut {
+                        offsets: Vec::new(),
+                        validity: nullable.then(|| Bits::with_capacity(0)),
+                    })
+                    .collect();
+                let mut leaf_validity = shape.leaf_nullable.then(|| Bits::with_capacity(0));
+                let every = 0..reps.len();
+                let slots = assemble_levels(
+                    &reps,
+                    &defs,
+                    std::slice::from_ref(&every),
+                    &shape,
+                    &mut lists,
+                    &mut leaf_validity,
+                )
+                .unwrap();
+                let walked = Assembled {
+                    lists,
+                    leaf_validity,
+                    leaf_slots: slots,
+                    rows: 500,
+                };
+                let case = format!("depth {depth}, nullable {nullable}, seed {seed}");
+                assert_eq!(rows_of(&one), rows_of(&walked), "{case}");
+                // A list continued where its definition level says it is
+                // empty: refused both ways.
+                for level in 0..depth {
+                    let empty = shape.lists[level].present;
+                    let at = (1..reps.len())
+                        .find(|&i| usize::from(reps[i]) <= level && defs[i] == empty);
+                    if let Some(at) = at {
+                        let mut bad = reps.clone();
+                        bad[at] = level as u8 + 1;
+                        let refused = assemble(&bad, &defs, &shape, 500, None).is_err();
+                        assert!(refused, "{case}, an empty list at level {level} continued");
+                    }
+                }
+            }
+        }
     }
 
     /// Each row of `built` written out (`null`, `[...]`, `v` a valid leaf
@@ -1847,6 +2312,100 @@ mod tests {
     }
 
     #[test]
+    fn lists_of_structs_holding_structs_decode_as_the_parquet_crate_reads_them() {
+        use arrow_array::{Float64Array, Int64Array, StringArray, StructArray};
+        use arrow_buffer::NullBuffer;
+        use parquet::file::properties::WriterVersion;
+        let items = 4_000;
+        // Items {id: int64 required, p: {x: float64, y: {s: string, n:
+        // int64 required}}}: nulls at each level when `nulls`, the
+        // required fields inside nullable structs.
+        let item = |nulls: bool| {
+            let null = |i: usize, k: usize| nulls && (i + k).is_multiple_of(7);
+            let y = StructArray::new(
+                Fields::from(vec![
+                    Field::new("s", DataType::Utf8, true),
+                    Field::new("n", DataType::Int64, false),
+                ]),
+                vec![
+                    Arc::new(StringArray::from_iter(
+                        (0..items).map(|i| (!null(i, 1)).then(|| format!("s{}", i % 19))),
+                    )) as ArrayRef,
+                    Arc::new(Int64Array::from_iter_values(
+                        (0..items).map(|i| i as i64 * 3),
+                    )),
+                ],
+                nulls.then(|| NullBuffer::from_iter((0..items).map(|i| i % 5 != 2))),
+            );
+            let p = StructArray::new(
+                Fields::from(vec![
+                    Field::new("x", DataType::Float64, true),
+                    Field::new("y", y.data_type().clone(), true),
+                ]),
+                vec![
+                    Arc::new(Float64Array::from_iter(
+                        (0..items).map(|i| (!null(i, 3)).then_some(i as f64 / 4.0)),
+                    )) as ArrayRef,
+                    Arc::new(y),
+                ],
+                nulls.then(|| NullBuffer::from_iter((0..items).map(|i| i % 9 != 4))),
+            );
+            StructArray::new(
+                Fields::from(vec![
+                    Field::new("id", DataType::Int64, false),
+                    Field::new("p", p.data_type().clone(), true),
+                ]),
+                vec![
+                    Arc::new(Int64Array::from_iter_values(0..items as i64)) as ArrayRef,
+                    Arc::new(p),
+                ],
+                nulls.then(|| NullBuffer::from_iter((0..items).map(|i| i % 11 != 6))),
+            )
+        };
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            for dictionary in [false, true] {
+                for nulls in [false, true] {
+                    let case = format!("{version:?}, dictionary {dictionary}, nulls {nulls}");
+                    let list = in_lists(item(nulls), nulls);
+                    assert_taken_as_the_crate_reads(list, version, dictionary, &case);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_list_of_structs_whose_struct_field_starts_with_a_list_is_left_to_the_parquet_crate() {
+        // A struct within the items takes its validity from its first leaf,
+        // which must be a flat field's.
+        use arrow_array::{Int32Array, StructArray};
+        let points = ListArray::from_iter_primitive::<Int32Type, _, _>(
+            (0..50).map(|i| Some(vec![Some(i); i as usize % 3])),
+        );
+        let inner = StructArray::new(
+            Fields::from(vec![Field::new("points", points.data_type().clone(), true)]),
+            vec![Arc::new(points) as ArrayRef],
+            None,
+        );
+        let values = StructArray::new(
+            Fields::from(vec![
+                Field::new("n", DataType::Int32, true),
+                Field::new("inner", inner.data_type().clone(), true),
+            ]),
+            vec![
+                Arc::new(Int32Array::from_iter_values(0..50)) as ArrayRef,
+                Arc::new(inner),
+            ],
+            None,
+        );
+        let (ours, _) = struct_items_both_ways(
+            Arc::new(in_lists(values, false)),
+            parquet::file::properties::WriterVersion::PARQUET_1_0,
+            false,
+        );
+        assert!(ours.is_none());
+    }
+
+    #[test]
     fn a_list_of_structs_of_lists_alone_is_left_to_the_parquet_crate() {
         // No flat field to give the items' lists: the crate's.
         use arrow_array::StructArray;
@@ -1867,6 +2426,62 @@ mod tests {
             false,
         );
         assert!(ours.is_none());
+    }
+
+    #[test]
+    fn lists_of_booleans_decode_as_the_parquet_crate_reads_them() {
+        use arrow_array::builder::{BooleanBuilder, ListBuilder};
+        use parquet::arrow::ArrowSchemaConverter;
+        use parquet::file::properties::{WriterProperties, WriterVersion};
+        let rows = 5_000;
+        // Lists of lists of booleans, nulls and empties at every level.
+        let mut lists = ListBuilder::new(ListBuilder::new(BooleanBuilder::new()));
+        for i in 0..rows {
+            for k in 0..i % 4 {
+                for j in 0..(i + k) % 5 {
+                    let value = (i * 7 + j * 3) % 5 < 2;
+                    lists
+                        .values()
+                        .values()
+                        .append_option((j % 4 != 3).then_some(value));
+                }
+                lists.values().append((i + k) % 6 != 1);
+            }
+            lists.append(i % 9 != 2);
+        }
+        let list = lists.finish();
+        let batch =
+            arrow_array::RecordBatch::try_from_iter([("l", Arc::new(list) as ArrayRef)]).unwrap();
+        let schema = batch.schema();
+        let descr = ArrowSchemaConverter::new().convert(&schema).unwrap();
+        let field = schema.field(0);
+        let root = &descr.root_schema().get_fields()[0];
+        let shape = shape(
+            root,
+            &descr.column(0),
+            field.data_type(),
+            field.is_nullable(),
+        )
+        .expect("lists of booleans are taken");
+        // Plain (bit-packed) values in v1 pages, RLE ones in v2 pages.
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            let props = WriterProperties::builder()
+                .set_writer_version(version)
+                .set_data_page_size_limit(1024)
+                .set_write_batch_size(128)
+                .build();
+            let file = crate::parquet::written::written(&batch, props);
+            let (meta, chunk) = crate::parquet::written::first_chunk(&file);
+            let column = meta.row_group(0).column(0);
+            let theirs = crate::parquet::written::read_by_crate(file.clone(), rows);
+            let ours = decode_column(chunk.clone(), column, &shape, rows, None).unwrap();
+            assert_eq!(ours.to_data(), theirs.column(0).to_data(), "{version:?}");
+            // A sparse selection (its rows' lists built alone).
+            let keep = BooleanBuffer::from_iter((0..rows).map(|i| i % 40 < 2));
+            let ours = decode_column(chunk, column, &shape, rows, Some(&keep)).unwrap();
+            let expected = flat::selected_rows(Arc::clone(theirs.column(0)), Some(&keep)).unwrap();
+            assert_eq!(ours.to_data(), expected.to_data(), "{version:?}, selected");
+        }
     }
 
     /// `list` written as column "l" with the default properties: its schema,

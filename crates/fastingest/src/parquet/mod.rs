@@ -18,6 +18,7 @@ pub(super) mod lists;
 mod memo;
 mod mistyped;
 mod pages;
+mod projected;
 mod prune;
 mod quirks;
 mod select;

@@ -257,18 +257,28 @@ fn resolve_path(schema: &Schema, name: &str) -> Option<OutputColumn> {
     Some(OutputColumn { path: parts })
 }
 
+/// The field of the column at `path` in `decoded`. A field within a
+/// nullable struct is nullable, whatever it says: a null struct makes it
+/// null (see [`extract_column`]), and Arrow refuses nulls in a field that
+/// may not hold them (pyarrow keeps the field's own flag, and its table
+/// holds nulls it says it cannot).
 fn output_field(decoded: &Schema, path: &[String]) -> Option<FieldRef> {
     let mut field: FieldRef = decoded
         .field_with_name(&path[0])
         .ok()
         .map(|f| Arc::new(f.clone()))?;
+    let mut in_nullable = false;
     for p in &path[1..] {
+        in_nullable |= field.is_nullable();
         field = match field.data_type() {
             DataType::Struct(children) => children.iter().find(|c| c.name() == p)?.clone(),
             _ => return None,
         };
     }
-    Some(field)
+    Some(match in_nullable && !field.is_nullable() {
+        true => Arc::new(field.as_ref().clone().with_nullable(true)),
+        false => field,
+    })
 }
 
 /// Builds the output batch from a decoded one.

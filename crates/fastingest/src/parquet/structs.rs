@@ -22,10 +22,11 @@ use arrow_schema::{DataType, Field, Fields};
 use bytes::Bytes;
 use parquet::basic::Repetition;
 use parquet::file::metadata::ColumnChunkMetaData;
-use parquet::schema::types::{ColumnDescriptor, SchemaDescriptor, Type};
+use parquet::schema::types::{ColumnDescriptor, Type};
 
 use super::flat::{self, Decoded, Definition, Failure, Present, MOST_STRUCT_LEVELS};
 use super::lists;
+use super::projected;
 use crate::pipeline::decode_threads::{self, Part};
 
 /// How a top-level struct of flat fields (and structs of them) is laid out
@@ -78,25 +79,23 @@ enum Node {
     Leaf(usize),
 }
 
-/// The shape of top-level field `root` (Arrow `field`, its leaves
-/// `leaves` in schema order) when this module decodes it; `None` for any
-/// other field (left to the `parquet` crate).
+/// The shape of top-level field `node` (Arrow `field`, its leaves'
+/// `columns` in schema order; both cut to a projection's leaves, see
+/// [`super::projected`]) when this module decodes it; `None` for any other
+/// field (left to the `parquet` crate).
 pub(crate) fn shape(
-    descr: &SchemaDescriptor,
-    root: usize,
-    leaves: &[usize],
+    node: &Type,
+    columns: &[Arc<ColumnDescriptor>],
     field: &Field,
 ) -> Option<StructShape> {
-    let node = descr.root_schema().get_fields().get(root)?;
     let mut shape = StructShape {
         root: Node::Leaf(0),
-        definitions: Vec::with_capacity(leaves.len()),
-        types: Vec::with_capacity(leaves.len()),
-        kinds: Vec::with_capacity(leaves.len()),
+        definitions: Vec::with_capacity(columns.len()),
+        types: Vec::with_capacity(columns.len()),
+        kinds: Vec::with_capacity(columns.len()),
         columns: 0,
     };
-    let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
-    shape.root = walk(node, field, 0, &columns, &mut shape)?;
+    shape.root = walk(node, field, 0, columns, &mut shape)?;
     // A list that is a struct's first field gives that struct's validity.
     for (kind, definition) in shape.kinds.iter_mut().zip(&shape.definitions) {
         match kind {
@@ -106,7 +105,7 @@ pub(crate) fn shape(
         }
     }
     let top_is_struct = matches!(shape.root, Node::Struct { .. });
-    (top_is_struct && shape.columns == leaves.len()).then_some(shape)
+    (top_is_struct && shape.columns == columns.len()).then_some(shape)
 }
 
 /// The node for schema node `node` (Arrow `field`), inside structs whose
@@ -134,7 +133,7 @@ fn walk(
         if usize::from(outer) > MOST_STRUCT_LEVELS {
             return None;
         }
-        let (first, count) = (shape.columns, leaf_count(node));
+        let (first, count) = (shape.columns, projected::leaf_count(node));
         let list = match (count, columns.get(first)) {
             (1, Some(column)) => {
                 lists::shape_within(node, column, field.data_type(), optional, outer)
@@ -204,14 +203,6 @@ fn push_leaf(
     shape.types.push(field.data_type().clone());
     shape.kinds.push(kind);
     Node::Leaf(at)
-}
-
-/// How many columns (primitive leaves) schema node `node` holds.
-fn leaf_count(node: &Type) -> usize {
-    match node.is_group() {
-        true => node.get_fields().iter().map(|f| leaf_count(f)).sum(),
-        false => 1,
-    }
 }
 
 /// One leaf's column chunk: its bytes (the whole chunk), its metadata and
@@ -421,7 +412,9 @@ mod tests {
         let (file, meta, descr) = crate::parquet::written::written_and_parsed(&batch, props);
         let leaves: Vec<usize> = (1..descr.num_columns()).collect();
         let field = schema.field(1);
-        let ours = shape(&descr, 1, &leaves, field).map(|shape| {
+        let columns: Vec<_> = leaves.iter().map(|&l| descr.column(l)).collect();
+        let node = &descr.root_schema().get_fields()[1];
+        let ours = shape(node, &columns, field).map(|shape| {
             let group = meta.row_group(0);
             let chunks = leaves
                 .iter()
@@ -656,14 +649,8 @@ mod tests {
             ] {
                 let case =
                     format!("{version:?}, nulls {struct_nulls} {nulls}, first {items_first}");
-                // Items of string, int64 and int32 fields (the crate's
-                // booleans left out).
-                let items = struct_column(20_000, nulls, nulls, false);
-                let keep = [0, 1, 2, 4].map(|k| items.column(k).clone());
-                let fields: Vec<_> = [0, 1, 2, 4].map(|k| items.fields()[k].clone()).into();
-                let items =
-                    StructArray::new(Fields::from(fields), keep.into(), items.nulls().cloned());
-                let list = in_lists(items, nulls);
+                // Items of string, int64, double, boolean and int32 fields.
+                let list = in_lists(struct_column(20_000, nulls, nulls, false), nulls);
                 let rows = list.len();
                 let mut map = MapBuilder::new(None, StringBuilder::new(), Int64Builder::new());
                 for i in 0..rows {
@@ -700,21 +687,35 @@ mod tests {
     }
 
     #[test]
-    fn a_struct_holding_a_list_of_structs_holding_a_struct_is_left_to_the_parquet_crate() {
-        let inner = struct_column(40, false, false, false);
-        let items = StructArray::new(
-            Fields::from(vec![Field::new("s", inner.data_type().clone(), true)]),
-            vec![Arc::new(inner) as ArrayRef],
-            None,
-        );
-        let list = in_lists(items, false);
-        let with_list = StructArray::new(
-            Fields::from(vec![Field::new("l", list.data_type().clone(), true)]),
-            vec![Arc::new(list) as ArrayRef],
-            None,
-        );
-        let (ours, _) = decoded_both_ways(with_list, true, WriterVersion::PARQUET_1_0, false);
-        assert!(ours.is_none());
+    fn a_struct_holding_lists_of_structs_holding_structs_decodes_as_the_crate_reads_it() {
+        for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+            for nulls in [false, true] {
+                let case = format!("{version:?}, nulls {nulls}");
+                // Numbers, strings and booleans, in structs in structs in
+                // lists in a struct.
+                let inner = struct_column(3_000, nulls, nulls, false);
+                let items = StructArray::new(
+                    Fields::from(vec![
+                        Field::new("n", DataType::Int64, false),
+                        Field::new("s", inner.data_type().clone(), true),
+                    ]),
+                    vec![
+                        Arc::new(Int64Array::from_iter_values(0..3_000)) as ArrayRef,
+                        Arc::new(inner),
+                    ],
+                    nulls.then(|| NullBuffer::from_iter((0..3_000).map(|i| i % 6 != 1))),
+                );
+                let list = in_lists(items, nulls);
+                let with_list = StructArray::new(
+                    Fields::from(vec![Field::new("l", list.data_type().clone(), true)]),
+                    vec![Arc::new(list) as ArrayRef],
+                    None,
+                );
+                let (ours, theirs) = decoded_both_ways(with_list, true, version, true);
+                let ours = ours.unwrap_or_else(|| panic!("not taken: {case}"));
+                assert_eq!(ours.to_data(), theirs.to_data(), "{case}");
+            }
+        }
     }
 
     #[test]
