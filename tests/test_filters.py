@@ -365,3 +365,26 @@ def test_orc_filters_follow_the_same_rules(tmp_path):
         if got != want:
             wrong.append((column, op, literal, got, want))
     assert not wrong
+
+
+@pytest.mark.parametrize("kind", [pa.decimal128(38, 5), pa.decimal256(50, 5)])
+def test_a_float_against_wide_decimals_keeps_the_rows_the_exact_comparison_keeps(tmp_path, kind):
+    # 6543605981154.28 is the double 6543605981154.2802734375; decimals
+    # just below and above it must fall on their side (a float cast to the
+    # column's units rounded it by 60 units and dropped ...154.27976).
+    near = ["6543605981154.27976", "6543605981154.28027", "6543605981154.28028", "-1.5"]
+    values = [Decimal(v) for v in near] + [None]
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"d": pa.array(values, kind)}), path)
+    literal = 6543605981154.28
+    exact = Decimal(literal)
+    for op, keep in [
+        ("<", lambda v: v < exact),
+        ("<=", lambda v: v <= exact),
+        (">", lambda v: v > exact),
+        (">=", lambda v: v >= exact),
+        ("==", lambda v: v == exact),
+        ("!=", lambda v: v != exact),
+    ]:
+        got = fastingest.read_parquet(path, filters=[("d", op, literal)]).column("d").to_pylist()
+        assert got == [v for v in values if v is not None and keep(v)], op

@@ -23,9 +23,10 @@ use arrow_array::types::{
     TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{
-    make_array, new_null_array, Array, ArrayRef, ArrowPrimitiveType, Decimal128Array, Float64Array,
-    Int32Array, Int64Array, UInt64Array,
+    make_array, new_null_array, Array, ArrayRef, ArrowPrimitiveType, Decimal128Array,
+    Decimal256Array, Float64Array, Int32Array, Int64Array, UInt64Array,
 };
+use arrow_buffer::i256;
 use arrow_cast::{cast_with_options, CastOptions};
 use arrow_ord::cmp;
 use arrow_schema::{ArrowError, DataType, TimeUnit};
@@ -62,6 +63,12 @@ pub(super) fn restate(
     if literal.is_null(0) {
         return Ok(Restated::Compare(op, new_null_array(column, 1)));
     }
+    // A float against decimals, exactly: the cast (and the cast back) of a
+    // float of more than ~15 digits to a decimal rounds both ways
+    // (`x < 6543605981154.28` over decimal(50, 5) dropped 6543605981154.27976).
+    if let Some(neighbours) = float_in_decimals(literal, column)? {
+        return Ok(by_neighbours(neighbours, op));
+    }
     if let Some(exact) = round_trip(literal, column) {
         return Ok(Restated::Compare(op, exact));
     }
@@ -69,7 +76,13 @@ pub(super) fn restate(
         // Neither a number nor a time: the cast decides (strings, ...).
         return Ok(Restated::Compare(op, cast_literal(literal, column)?));
     };
-    Ok(match (neighbours, op) {
+    Ok(by_neighbours(neighbours, op))
+}
+
+/// `column op literal` where the literal's neighbours in the column's type
+/// are `neighbours`.
+fn by_neighbours(neighbours: Neighbours, op: CmpOp) -> Restated {
+    match (neighbours, op) {
         (Neighbours::Exactly(value), op) => Restated::Compare(op, value),
         // NaN: ordered before, after or equal to nothing.
         (Neighbours::Unordered, op) => Restated::Always(op == CmpOp::NotEq),
@@ -83,7 +96,78 @@ pub(super) fn restate(
             Some(a) => Restated::Compare(CmpOp::GtEq, a),
             None => Restated::Always(false),
         },
-    })
+    }
+}
+
+/// The neighbours of a float literal among a decimal column's values,
+/// found exactly: every finite float is a finite decimal fraction, written
+/// out in full (`{:.1100}` prints every digit of any f64, 1074 at most after
+/// the point) and cut at the column's scale. `None` for other literals or
+/// columns.
+fn float_in_decimals(
+    literal: &ArrayRef,
+    column: &DataType,
+) -> Result<Option<Neighbours>, ArrowError> {
+    let (&precision, &scale) = match column {
+        DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => (p, s),
+        _ => return Ok(None),
+    };
+    let Some(f) = float(literal.as_ref()) else {
+        return Ok(None);
+    };
+    if f.is_nan() {
+        return Ok(Some(Neighbours::Unordered));
+    }
+    let ten = i256::from_i128(10);
+    let max = ten
+        .checked_pow(u32::from(precision))
+        .map_or(i256::MAX, |p| p - i256::ONE);
+    let as_column = |v: i256| -> Result<ArrayRef, ArrowError> {
+        Ok(match column {
+            DataType::Decimal128(..) => {
+                let v = v
+                    .to_i128()
+                    .ok_or_else(|| ArrowError::ComputeError(format!("{v} is not a {column}")))?;
+                Arc::new(Decimal128Array::from(vec![v]).with_precision_and_scale(precision, scale)?)
+            }
+            _ => {
+                Arc::new(Decimal256Array::from(vec![v]).with_precision_and_scale(precision, scale)?)
+            }
+        })
+    };
+    // |f| in units of the column (10^-scale), cut toward zero, and whether
+    // digits were cut; past the widest decimal, saturated.
+    let written = format!("{:.1100}", f.abs());
+    let (whole, fraction) = written.split_once('.').unwrap_or((&written, ""));
+    let digits: String = whole.chars().chain(fraction.chars()).collect();
+    let point = i64::try_from(whole.len()).unwrap_or(i64::MAX) + i64::from(scale);
+    let kept = usize::try_from(point.clamp(0, digits.len() as i64)).unwrap_or(0);
+    let (units, cut) = digits.split_at(kept);
+    let inexact = cut.bytes().any(|b| b != b'0');
+    let units = units.trim_start_matches('0');
+    let magnitude = match units.len() {
+        0 => i256::ZERO,
+        n if n > 76 || f.is_infinite() => i256::MAX,
+        _ => i256::from_string(units).unwrap_or(i256::MAX),
+    };
+    let step = i256::from(i8::from(inexact));
+    let (floor, ceil) = match f.is_sign_negative() {
+        false => (magnitude, magnitude.checked_add(step).unwrap_or(i256::MAX)),
+        true => {
+            let negated = i256::ZERO - magnitude;
+            (negated.checked_sub(step).unwrap_or(i256::MIN), negated)
+        }
+    };
+    let min = i256::ZERO - max;
+    if floor == ceil && floor >= min && floor <= max {
+        return Ok(Some(Neighbours::Exactly(as_column(floor)?)));
+    }
+    let below = (floor >= min).then(|| floor.min(max));
+    let above = (ceil <= max).then(|| ceil.max(min));
+    Ok(Some(Neighbours::Between {
+        below: below.map(as_column).transpose()?,
+        above: above.map(as_column).transpose()?,
+    }))
 }
 
 /// The literal cast to `column`, where casting it back gives it again.
@@ -500,6 +584,63 @@ mod tests {
         let decimal = DataType::Decimal128(5, 2);
         assert_eq!(restated(CmpOp::Gt, i64s(-1000), &decimal), "GtEq -999.99");
         assert_eq!(restated(CmpOp::Eq, i64s(1), &decimal), "Eq 1.00");
+    }
+
+    #[test]
+    fn floats_against_decimals_are_compared_exactly() {
+        // 6543605981154.28 is the double 6543605981154.2802734375: over
+        // decimal(50, 5) its neighbours are .28027 and .28028 (a cast
+        // through f64 units put it at .27968, dropping .27976).
+        let wide = DataType::Decimal256(50, 5);
+        let f = 6543605981154.28;
+        assert_eq!(
+            restated(CmpOp::Lt, f64s(f), &wide),
+            "LtEq 6543605981154.28027"
+        );
+        assert_eq!(
+            restated(CmpOp::Gt, f64s(f), &wide),
+            "GtEq 6543605981154.28028"
+        );
+        assert_eq!(restated(CmpOp::Eq, f64s(f), &wide), "always false");
+        assert_eq!(
+            restated(CmpOp::Lt, f64s(-f), &wide),
+            "LtEq -6543605981154.28028"
+        );
+        let narrow = DataType::Decimal128(38, 10);
+        assert_eq!(
+            restated(CmpOp::LtEq, f64s(f), &narrow),
+            "LtEq 6543605981154.2802734375"
+        );
+        assert_eq!(
+            restated(CmpOp::Eq, f64s(f), &narrow),
+            "Eq 6543605981154.2802734375"
+        );
+        // 0.1 is a little more than 0.1.
+        let cents = DataType::Decimal128(5, 2);
+        assert_eq!(restated(CmpOp::Gt, f64s(0.1), &cents), "GtEq 0.11");
+        assert_eq!(restated(CmpOp::LtEq, f64s(0.1), &cents), "LtEq 0.10");
+        assert_eq!(restated(CmpOp::Eq, f64s(2.5), &cents), "Eq 2.50");
+        assert_eq!(restated(CmpOp::Eq, f64s(-0.0), &cents), "Eq 0.00");
+        // Past the column's range, infinities, NaN, a negative scale.
+        assert_eq!(restated(CmpOp::Lt, f64s(1e300), &cents), "LtEq 999.99");
+        assert_eq!(restated(CmpOp::Gt, f64s(1e300), &cents), "always false");
+        assert_eq!(
+            restated(CmpOp::Gt, f64s(-1e300), &wide),
+            "GtEq -999999999999999999999999999999999999999999999.99999"
+        );
+        assert_eq!(
+            restated(CmpOp::Lt, f64s(f64::NEG_INFINITY), &wide),
+            "always false"
+        );
+        assert_eq!(
+            restated(CmpOp::Lt, f64s(f64::INFINITY), &cents),
+            "LtEq 999.99"
+        );
+        assert_eq!(restated(CmpOp::NotEq, f64s(f64::NAN), &wide), "always true");
+        let hundreds = DataType::Decimal128(5, -2);
+        assert_eq!(restated(CmpOp::Lt, f64s(250.0), &hundreds), "LtEq 200");
+        assert_eq!(restated(CmpOp::Eq, f64s(300.0), &hundreds), "Eq 300");
+        assert_eq!(restated(CmpOp::Gt, f64s(1e-300), &cents), "GtEq 0.01");
     }
 
     #[test]
