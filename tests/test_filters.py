@@ -388,3 +388,26 @@ def test_a_float_against_wide_decimals_keeps_the_rows_the_exact_comparison_keeps
     ]:
         got = fastingest.read_parquet(path, filters=[("d", op, literal)]).column("d").to_pylist()
         assert got == [v for v in values if v is not None and keep(v)], op
+
+
+@pytest.mark.parametrize("kind", [pa.decimal128(20, 5), pa.decimal256(50, 5)])
+@pytest.mark.parametrize(
+    "literal", [Decimal("1.234564"), Decimal("-1.234565"), Decimal("1.23456"), 1, -2]
+)
+def test_decimal_and_integer_literals_against_decimals_compare_exactly(tmp_path, kind, literal):
+    # A literal of more digits than the column's scale is between two of its
+    # values (a cast rounded 1.234564 to 1.23456, which `==` then matched).
+    values = [Decimal(v) for v in ["1.23456", "1.23457", "-1.23457", "-1.23456", "1.00000"]]
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"d": pa.array([*values, None], kind)}), path)
+    ops = {
+        "<": lambda v: v < literal,
+        "<=": lambda v: v <= literal,
+        ">": lambda v: v > literal,
+        ">=": lambda v: v >= literal,
+        "==": lambda v: v == literal,
+        "!=": lambda v: v != literal,
+    }
+    for op, keep in ops.items():
+        got = fastingest.read_parquet(path, filters=[("d", op, literal)]).column("d").to_pylist()
+        assert got == [v for v in values if keep(v)], op

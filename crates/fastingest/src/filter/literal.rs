@@ -16,11 +16,12 @@ use std::sync::Arc;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::{
-    Date32Type, Date64Type, Decimal128Type, DurationMicrosecondType, DurationMillisecondType,
-    DurationNanosecondType, DurationSecondType, Float16Type, Float32Type, Float64Type, Int16Type,
-    Int32Type, Int64Type, Int8Type, Time32MillisecondType, Time32SecondType, Time64MicrosecondType,
-    Time64NanosecondType, TimestampMicrosecondType, TimestampMillisecondType,
-    TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+    Date32Type, Date64Type, Decimal128Type, Decimal256Type, DurationMicrosecondType,
+    DurationMillisecondType, DurationNanosecondType, DurationSecondType, Float16Type, Float32Type,
+    Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, Time32MillisecondType,
+    Time32SecondType, Time64MicrosecondType, Time64NanosecondType, TimestampMicrosecondType,
+    TimestampMillisecondType, TimestampNanosecondType, TimestampSecondType, UInt16Type, UInt32Type,
+    UInt64Type, UInt8Type,
 };
 use arrow_array::{
     make_array, new_null_array, Array, ArrayRef, ArrowPrimitiveType, Decimal128Array,
@@ -63,10 +64,11 @@ pub(super) fn restate(
     if literal.is_null(0) {
         return Ok(Restated::Compare(op, new_null_array(column, 1)));
     }
-    // A float against decimals, exactly: the cast (and the cast back) of a
-    // float of more than ~15 digits to a decimal rounds both ways
-    // (`x < 6543605981154.28` over decimal(50, 5) dropped 6543605981154.27976).
-    if let Some(neighbours) = float_in_decimals(literal, column)? {
+    // A number against decimals, exactly: the cast (and the cast back) of a
+    // float of more than ~15 digits, or of a decimal of a finer scale, to
+    // the column's decimal rounds (`x < 6543605981154.28` over decimal(50,
+    // 5) dropped 6543605981154.27976; `x == 1.234564` matched 1.23456).
+    if let Some(neighbours) = number_in_decimals(literal, column)? {
         return Ok(by_neighbours(neighbours, op));
     }
     if let Some(exact) = round_trip(literal, column) {
@@ -99,12 +101,11 @@ fn by_neighbours(neighbours: Neighbours, op: CmpOp) -> Restated {
     }
 }
 
-/// The neighbours of a float literal among a decimal column's values,
-/// found exactly: every finite float is a finite decimal fraction, written
-/// out in full (`{:.1100}` prints every digit of any f64, 1074 at most after
-/// the point) and cut at the column's scale. `None` for other literals or
-/// columns.
-fn float_in_decimals(
+/// The neighbours of a number literal (float, integer, decimal) among a
+/// decimal column's values, found exactly from the literal written out in
+/// full ([`written_out`]) and cut at the column's scale. `None` for other
+/// literals or columns.
+fn number_in_decimals(
     literal: &ArrayRef,
     column: &DataType,
 ) -> Result<Option<Neighbours>, ArrowError> {
@@ -112,16 +113,13 @@ fn float_in_decimals(
         DataType::Decimal128(p, s) | DataType::Decimal256(p, s) => (p, s),
         _ => return Ok(None),
     };
-    let Some(f) = float(literal.as_ref()) else {
+    let Some(written) = written_out(literal.as_ref()) else {
         return Ok(None);
     };
-    if f.is_nan() {
-        return Ok(Some(Neighbours::Unordered));
-    }
-    let ten = i256::from_i128(10);
-    let max = ten
+    let max = i256::from_i128(10)
         .checked_pow(u32::from(precision))
         .map_or(i256::MAX, |p| p - i256::ONE);
+    let min = i256::ZERO - max;
     let as_column = |v: i256| -> Result<ArrayRef, ArrowError> {
         Ok(match column {
             DataType::Decimal128(..) => {
@@ -135,30 +133,45 @@ fn float_in_decimals(
             }
         })
     };
-    // |f| in units of the column (10^-scale), cut toward zero, and whether
-    // digits were cut; past the widest decimal, saturated.
-    let written = format!("{:.1100}", f.abs());
-    let (whole, fraction) = written.split_once('.').unwrap_or((&written, ""));
+    let (negative, whole, fraction) = match written {
+        Written::Finite {
+            negative,
+            whole,
+            fraction,
+        } => (negative, whole, fraction),
+        Written::NaN => return Ok(Some(Neighbours::Unordered)),
+        Written::Infinite { negative } => {
+            let (below, above) = match negative {
+                false => (Some(as_column(max)?), None),
+                true => (None, Some(as_column(min)?)),
+            };
+            return Ok(Some(Neighbours::Between { below, above }));
+        }
+    };
+    // The magnitude in units of the column (10^-scale), cut toward zero,
+    // and whether digits were cut; past the widest decimal, saturated.
     let digits: String = whole.chars().chain(fraction.chars()).collect();
     let point = i64::try_from(whole.len()).unwrap_or(i64::MAX) + i64::from(scale);
     let kept = usize::try_from(point.clamp(0, digits.len() as i64)).unwrap_or(0);
     let (units, cut) = digits.split_at(kept);
+    // A literal of fewer digits after its point than the column's scale:
+    // its units end in zeros.
+    let zeros = usize::try_from(point - kept as i64).unwrap_or(0);
     let inexact = cut.bytes().any(|b| b != b'0');
     let units = units.trim_start_matches('0');
-    let magnitude = match units.len() {
+    let magnitude = match units.len() + zeros * usize::from(!units.is_empty()) {
         0 => i256::ZERO,
-        n if n > 76 || f.is_infinite() => i256::MAX,
-        _ => i256::from_string(units).unwrap_or(i256::MAX),
+        n if n > 76 => i256::MAX,
+        _ => i256::from_string(&format!("{units}{}", "0".repeat(zeros))).unwrap_or(i256::MAX),
     };
     let step = i256::from(i8::from(inexact));
-    let (floor, ceil) = match f.is_sign_negative() {
+    let (floor, ceil) = match negative {
         false => (magnitude, magnitude.checked_add(step).unwrap_or(i256::MAX)),
         true => {
             let negated = i256::ZERO - magnitude;
             (negated.checked_sub(step).unwrap_or(i256::MIN), negated)
         }
     };
-    let min = i256::ZERO - max;
     if floor == ceil && floor >= min && floor <= max {
         return Ok(Some(Neighbours::Exactly(as_column(floor)?)));
     }
@@ -168,6 +181,80 @@ fn float_in_decimals(
         below: below.map(as_column).transpose()?,
         above: above.map(as_column).transpose()?,
     }))
+}
+
+/// A number literal written out in decimal digits, exactly.
+enum Written {
+    Finite {
+        negative: bool,
+        /// The digits before the point, and after it.
+        whole: String,
+        fraction: String,
+    },
+    Infinite {
+        negative: bool,
+    },
+    NaN,
+}
+
+/// `literal`'s one value written out exactly: a float in full (every
+/// finite f64 is a finite decimal fraction; `{:.1100}` prints every digit
+/// of any of them, 1074 at most after the point), an integer, a decimal's
+/// digits with its point; `None` for other types.
+fn written_out(literal: &dyn Array) -> Option<Written> {
+    let split = |negative: bool, digits: String, scale: i64| {
+        // `digits` (no sign) times 10^-scale.
+        let (whole, fraction) = match scale {
+            s if s <= 0 => (
+                format!("{digits}{}", "0".repeat((-s) as usize)),
+                String::new(),
+            ),
+            s => {
+                let s = s as usize;
+                let padded = format!("{}{digits}", "0".repeat(s.saturating_sub(digits.len())));
+                let (w, f) = padded.split_at(padded.len() - s);
+                (w.to_string(), f.to_string())
+            }
+        };
+        Written::Finite {
+            negative,
+            whole,
+            fraction,
+        }
+    };
+    if let Some(f) = float(literal) {
+        return Some(match f {
+            f if f.is_nan() => Written::NaN,
+            f if f.is_infinite() => Written::Infinite { negative: f < 0.0 },
+            f => {
+                let text = format!("{:.1100}", f.abs());
+                let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+                Written::Finite {
+                    negative: f.is_sign_negative() && f != 0.0,
+                    whole: whole.to_string(),
+                    fraction: fraction.to_string(),
+                }
+            }
+        });
+    }
+    if let Some(n) = integer(literal) {
+        return Some(split(n < 0, n.unsigned_abs().to_string(), 0));
+    }
+    let (value, scale) = match literal.data_type() {
+        DataType::Decimal128(_, s) => (
+            i256::from_i128(literal.as_primitive::<Decimal128Type>().value(0)),
+            *s,
+        ),
+        DataType::Decimal256(_, s) => (literal.as_primitive::<Decimal256Type>().value(0), *s),
+        _ => return None,
+    };
+    let negative = value < i256::ZERO;
+    let text = value.to_string();
+    Some(split(
+        negative,
+        text.trim_start_matches('-').to_string(),
+        i64::from(scale),
+    ))
 }
 
 /// The literal cast to `column`, where casting it back gives it again.
@@ -252,8 +339,8 @@ fn neighbours(literal: &ArrayRef, column: &DataType) -> Result<Option<Neighbours
     }))
 }
 
-/// A column type whose values are integers in some unit: integers,
-/// decimals (units of 10^-scale), times (ticks).
+/// A column type whose values are integers in some unit: integers, times
+/// (ticks).
 struct Domain {
     min: i128,
     max: i128,
@@ -276,10 +363,7 @@ impl Domain {
             DataType::UInt16 => (0, u16::MAX.into()),
             DataType::UInt32 => (0, u32::MAX.into()),
             DataType::UInt64 => (0, u64::MAX.into()),
-            DataType::Decimal128(precision, _) => {
-                let max = 10i128.checked_pow(u32::from(*precision))? - 1;
-                (-max, max)
-            }
+            // (Decimals: `number_in_decimals`.)
             _ => return None,
         };
         Some(Domain { min, max })
@@ -292,9 +376,6 @@ impl Domain {
             DataType::UInt64 => Arc::new(UInt64Array::from(vec![
                 u64::try_from(v).map_err(|_| out_of_range())?
             ])),
-            DataType::Decimal128(p, s) => {
-                Arc::new(Decimal128Array::from(vec![v]).with_precision_and_scale(*p, *s)?)
-            }
             DataType::Date32 | DataType::Time32(_) => {
                 let v = i32::try_from(v).map_err(|_| out_of_range())?;
                 let data = Int32Array::from(vec![v]).into_data().into_builder();
@@ -339,7 +420,6 @@ impl Value {
             return Some(Value::Ratio(raw.checked_mul(nanos)?, ticks));
         }
         let units = match column {
-            DataType::Decimal128(_, s) => scale(*s)?,
             t if t.is_integer() => 1,
             _ => return None,
         };
@@ -641,6 +721,58 @@ mod tests {
         assert_eq!(restated(CmpOp::Lt, f64s(250.0), &hundreds), "LtEq 200");
         assert_eq!(restated(CmpOp::Eq, f64s(300.0), &hundreds), "Eq 300");
         assert_eq!(restated(CmpOp::Gt, f64s(1e-300), &cents), "GtEq 0.01");
+    }
+
+    #[test]
+    fn decimals_and_integers_against_wide_decimals_are_compared_exactly() {
+        let wide = DataType::Decimal256(50, 5);
+        let finer: ArrayRef = Arc::new(
+            Decimal128Array::from(vec![1_234_564])
+                .with_precision_and_scale(7, 6)
+                .unwrap(),
+        );
+        // 1.234564: between 1.23456 and 1.23457, equal to neither (a cast
+        // rounded it to 1.23456, which `==` then matched).
+        assert_eq!(
+            restated(CmpOp::Eq, Arc::clone(&finer), &wide),
+            "always false"
+        );
+        assert_eq!(
+            restated(CmpOp::Lt, Arc::clone(&finer), &wide),
+            "LtEq 1.23456"
+        );
+        assert_eq!(
+            restated(CmpOp::Gt, Arc::clone(&finer), &wide),
+            "GtEq 1.23457"
+        );
+        let negative: ArrayRef = Arc::new(
+            Decimal256Array::from(vec![i256::from_i128(-1_234_564)])
+                .with_precision_and_scale(60, 6)
+                .unwrap(),
+        );
+        assert_eq!(restated(CmpOp::Lt, negative, &wide), "LtEq -1.23457");
+        let coarse: ArrayRef = Arc::new(
+            Decimal128Array::from(vec![12])
+                .with_precision_and_scale(3, -2)
+                .unwrap(),
+        );
+        assert_eq!(restated(CmpOp::Eq, coarse, &wide), "Eq 1200.00000");
+        assert_eq!(restated(CmpOp::Eq, i64s(-7), &wide), "Eq -7.00000");
+        // Integers past a narrow decimal's range: all rows or none, not an
+        // error from the cast.
+        let narrow = DataType::Decimal256(40, 30);
+        assert_eq!(
+            restated(CmpOp::Lt, i64s(10_i64.pow(15)), &narrow),
+            format!("LtEq {}.{}", "9".repeat(10), "9".repeat(30))
+        );
+        assert_eq!(
+            restated(CmpOp::Gt, i64s(10_i64.pow(15)), &narrow),
+            "always false"
+        );
+        assert_eq!(
+            restated(CmpOp::Eq, i64s(3), &DataType::Decimal128(5, 2)),
+            "Eq 3.00"
+        );
     }
 
     #[test]
