@@ -6,6 +6,7 @@
 //! types is an error naming both files. With `schema=`, that schema is the
 //! dataset's: columns are cast to it, and those it lacks are left out.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow_array::{new_null_array, ArrayRef, RecordBatch, RecordBatchOptions};
@@ -124,16 +125,20 @@ impl DatasetSchema {
     pub fn conform(&self, file: usize, batch: RecordBatch, location: &str) -> Result<RecordBatch> {
         let rows = batch.num_rows();
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.origins.len());
-        let mut seen = Seen::default();
+        // The batch's columns by name, each name's first last (popped
+        // first): the n-th column of a name is the batch's n-th of it (two
+        // struct fields asked for by path may share one).
+        let schema = batch.schema();
+        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (at, f) in schema.fields().iter().enumerate().rev() {
+            by_name.entry(f.name().as_str()).or_default().push(at);
+        }
         for (field, origin) in self.schema.fields().iter().zip(&self.origins) {
-            // The n-th column of a name is the batch's n-th of that name
-            // (two struct fields asked for by path may share one).
-            let nth = seen.next(field.name());
             let column = match (origin, &self.partitions) {
                 (Origin::Key(k), Some(p)) => p
                     .column(file, *k, rows)
                     .map_err(|e| Error::from_arrow(location, e))?,
-                _ => match nth_named(batch.schema().fields(), field.name(), nth) {
+                _ => match by_name.get_mut(field.name().as_str()).and_then(Vec::pop) {
                     Some(at) => Arc::clone(batch.column(at)),
                     None => new_null_array(field.data_type(), rows),
                 },

@@ -183,6 +183,24 @@ fn number_in_decimals(
     }))
 }
 
+/// How many digits finite `f` has after the point, written out exactly: as
+/// `m × 2^e` with `m` odd, `-e` when `e < 0` (each halving adds one), else
+/// none. At most 1074; printing that many loses nothing, and printing no
+/// more keeps a filter's restating cheap (it runs for every page's
+/// statistics): 0.1 has 55, 6543605981154.28 has 10.
+fn fraction_digits(f: f64) -> usize {
+    let bits = f.to_bits();
+    let (mantissa, exponent) = match (bits >> 52) & 0x7ff {
+        0 => (bits & ((1 << 52) - 1), -1074i64),
+        e => ((bits & ((1 << 52) - 1)) | (1 << 52), e as i64 - 1075),
+    };
+    if mantissa == 0 {
+        return 0;
+    }
+    let exponent = exponent + i64::from(mantissa.trailing_zeros());
+    usize::try_from(-exponent).unwrap_or(0)
+}
+
 /// A number literal written out in decimal digits, exactly.
 enum Written {
     Finite {
@@ -198,9 +216,8 @@ enum Written {
 }
 
 /// `literal`'s one value written out exactly: a float in full (every
-/// finite f64 is a finite decimal fraction; `{:.1100}` prints every digit
-/// of any of them, 1074 at most after the point), an integer, a decimal's
-/// digits with its point; `None` for other types.
+/// finite f64 is a finite decimal fraction: see [`fraction_digits`]), an
+/// integer, a decimal's digits with its point; `None` for other types.
 fn written_out(literal: &dyn Array) -> Option<Written> {
     let split = |negative: bool, digits: String, scale: i64| {
         // `digits` (no sign) times 10^-scale.
@@ -227,7 +244,8 @@ fn written_out(literal: &dyn Array) -> Option<Written> {
             f if f.is_nan() => Written::NaN,
             f if f.is_infinite() => Written::Infinite { negative: f < 0.0 },
             f => {
-                let text = format!("{:.1100}", f.abs());
+                let digits = fraction_digits(f);
+                let text = format!("{:.digits$}", f.abs());
                 let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
                 Written::Finite {
                     negative: f.is_sign_negative() && f != 0.0,
@@ -721,6 +739,29 @@ mod tests {
         assert_eq!(restated(CmpOp::Lt, f64s(250.0), &hundreds), "LtEq 200");
         assert_eq!(restated(CmpOp::Eq, f64s(300.0), &hundreds), "Eq 300");
         assert_eq!(restated(CmpOp::Gt, f64s(1e-300), &cents), "GtEq 0.01");
+    }
+
+    #[test]
+    fn a_float_is_written_out_to_its_last_digit_and_no_further() {
+        for (f, digits) in [
+            (0.1, 55),
+            (0.5, 1),
+            (2.0, 0),
+            (1e300, 0),
+            (6543605981154.28, 10),
+            (-0.375, 3),
+            (f64::MIN_POSITIVE, 1022),
+            (5e-324, 1074),
+            (0.0, 0),
+        ] {
+            assert_eq!(fraction_digits(f), digits, "{f:e}");
+            // One more digit is a zero: nothing was cut.
+            let text = format!("{:.*}", digits + 1, f);
+            assert!(text.ends_with('0'), "{f:e}: {text}");
+            if digits > 0 {
+                assert!(!format!("{:.*}", digits, f).ends_with('0'), "{f:e}");
+            }
+        }
     }
 
     #[test]
