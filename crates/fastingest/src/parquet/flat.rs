@@ -720,8 +720,9 @@ pub(super) fn each_run(
 }
 
 /// A bitmap appended to 64 bits at a time (validity, booleans). Bits past
-/// `len` in the last word are always zero.
-#[derive(Default)]
+/// `len` in the last word are always zero (so two bitmaps of the same bits
+/// compare equal).
+#[derive(Default, PartialEq)]
 pub(crate) struct Bits {
     words: Vec<u64>,
     len: usize,

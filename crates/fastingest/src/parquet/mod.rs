@@ -14,6 +14,7 @@ mod hybrid;
 mod int96;
 mod late;
 mod leaf_paths;
+mod level_masks;
 pub(super) mod lists;
 mod memo;
 mod mistyped;
