@@ -136,6 +136,72 @@ pub(crate) fn unpack_chunks<E>(
     Ok(())
 }
 
+/// Appends the first `n` values of `width` bits from `bytes` (LSB first)
+/// to `out`, a byte each, when `width` is 1 or 2 (the repetition and
+/// definition levels of most nested columns) and `bytes` holds them: a
+/// table look-up per input byte, where unpacking to `u32` and narrowing
+/// after cost a pass more. Returns false, with nothing appended, otherwise.
+pub(crate) fn unpack_narrow_to_bytes(bytes: &[u8], width: u8, n: usize, out: &mut Vec<u8>) -> bool {
+    let per_byte = match width {
+        1 => 8,
+        2 => 4,
+        _ => return false,
+    };
+    let Some(src) = bytes.get(..n.div_ceil(per_byte)) else {
+        return false;
+    };
+    // Exactly `n` more: a buffer sized to its column's levels must not
+    // grow (doubled) for the last byte's values past the run's end.
+    out.reserve(n);
+    let (whole, rest) = src.split_at(n / per_byte);
+    if width == 1 {
+        for &b in whole {
+            out.extend_from_slice(&ONE_BIT_VALUES[usize::from(b)].to_le_bytes());
+        }
+        if let Some(&b) = rest.first() {
+            out.extend_from_slice(&ONE_BIT_VALUES[usize::from(b)].to_le_bytes()[..n % 8]);
+        }
+    } else {
+        for &b in whole {
+            out.extend_from_slice(&TWO_BIT_VALUES[usize::from(b)].to_le_bytes());
+        }
+        if let Some(&b) = rest.first() {
+            out.extend_from_slice(&TWO_BIT_VALUES[usize::from(b)].to_le_bytes()[..n % 4]);
+        }
+    }
+    true
+}
+
+/// For each byte, its eight 1-bit values as bytes (the first lowest).
+const ONE_BIT_VALUES: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut i = 0;
+        while i < 8 {
+            table[b] |= ((b as u64 >> i) & 1) << (8 * i);
+            i += 1;
+        }
+        b += 1;
+    }
+    table
+};
+
+/// For each byte, its four 2-bit values as bytes (the first lowest).
+const TWO_BIT_VALUES: [u32; 256] = {
+    let mut table = [0u32; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut i = 0;
+        while i < 4 {
+            table[b] |= ((b as u32 >> (2 * i)) & 3) << (8 * i);
+            i += 1;
+        }
+        b += 1;
+    }
+    table
+};
+
 /// Unpacks the first `out.len()` values of `width` bits from `bytes`
 /// (LSB first), which must hold them.
 pub(crate) fn unpack(bytes: &[u8], width: u8, out: &mut [u32]) {
@@ -340,6 +406,39 @@ fn unpack_any(bytes: &[u8], width: u8, out: &mut [u32]) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn narrow_values_unpack_to_bytes_as_to_u32() {
+        let bytes: Vec<u8> = (0..64u32).map(|i| (i * 37 + 11) as u8).collect();
+        for width in 1..=3u8 {
+            for n in [0, 1, 3, 4, 7, 8, 9, 31, 100, 200] {
+                if n * usize::from(width) > bytes.len() * 8 {
+                    continue;
+                }
+                let mut wide = vec![0u32; n];
+                unpack(&bytes, width, &mut wide);
+                let mut out = vec![9u8];
+                let taken = unpack_narrow_to_bytes(&bytes, width, n, &mut out);
+                assert_eq!(taken, width <= 2, "width {width}");
+                if taken {
+                    let want: Vec<u8> = std::iter::once(9)
+                        .chain(wide.iter().map(|&v| v as u8))
+                        .collect();
+                    assert_eq!(out, want, "width {width}, {n} values");
+                } else {
+                    assert_eq!(out, vec![9u8]);
+                }
+            }
+        }
+        // A buffer with room for exactly the values is not grown.
+        let mut out = Vec::with_capacity(13);
+        assert!(unpack_narrow_to_bytes(&bytes, 1, 13, &mut out));
+        assert_eq!(out.capacity(), 13);
+        // Bytes that do not hold the values: nothing appended.
+        let mut out = Vec::new();
+        assert!(!unpack_narrow_to_bytes(&[0xff], 2, 5, &mut out));
+        assert!(out.is_empty());
+    }
+
     use super::*;
 
     /// Packs `values` of `width` bits LSB first (the test's own writer).

@@ -48,7 +48,7 @@ use super::flat::{
     self, dictionary_of, each_run, gather, i32_of, next_page_with, numeric_values, plain, scatter,
     Bits, Decoded, Failure, NextPage, MOST_STRUCT_LEVELS,
 };
-use super::hybrid::{unpack_chunks, Run};
+use super::hybrid::{unpack_chunks, unpack_narrow_to_bytes, Run};
 use super::level_masks::{kept_bits, ones_below, set_bits, LevelBlock, MOST_LEVEL};
 use super::pages::ChunkPages;
 use crate::memory::reserve_unfaulted;
@@ -1425,6 +1425,17 @@ fn read_levels(
             out.extend(std::iter::repeat_n(value as u8, n));
             Ok(())
         }
+        Run::Packed { bytes, .. } if unpack_narrow_to_bytes(bytes, width, n, out) => {
+            // Only two bits can pass a most level (of 2, at 3).
+            if u32::from(max) >= (1 << width) - 1 {
+                return Ok(());
+            }
+            let at = out.len() - n;
+            match out[at..].iter().copied().max() {
+                Some(highest) if highest > max => Err(too_high(u32::from(highest))),
+                _ => Ok(()),
+            }
+        }
         Run::Packed { bytes, .. } => unpack_chunks(bytes, width, n, scratch, |chunk| {
             let highest = chunk.iter().copied().max().unwrap_or(0);
             if highest > u32::from(max) {
@@ -2127,6 +2138,31 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn bit_packed_levels_are_read_as_written_and_checked_against_the_most() {
+        let mut scratch = Vec::new();
+        // One bit-packed group of eight 2-bit levels: 0 1 2 2 1 0 2 1.
+        let mut out = Vec::new();
+        read_levels(&[0x03, 164, 97], 2, 8, 2, &mut out, &mut scratch).unwrap();
+        assert_eq!(out, [0, 1, 2, 2, 1, 0, 2, 1]);
+        // Six of them: the run's last two are not read.
+        out.clear();
+        read_levels(&[0x03, 164, 97], 2, 6, 2, &mut out, &mut scratch).unwrap();
+        assert_eq!(out, [0, 1, 2, 2, 1, 0]);
+        // A 3 where the most level is 2: refused; where it is 3: read.
+        assert!(read_levels(&[0x03, 167, 97], 2, 8, 2, &mut out, &mut scratch).is_err());
+        out.clear();
+        read_levels(&[0x03, 167, 97], 2, 8, 3, &mut out, &mut scratch).unwrap();
+        assert_eq!(out, [3, 1, 2, 2, 1, 0, 2, 1]);
+        // One bit: 1 0 1 1 0 0 0 1.
+        out.clear();
+        read_levels(&[0x03, 0b1000_1101], 1, 8, 1, &mut out, &mut scratch).unwrap();
+        assert_eq!(out, [1, 0, 1, 1, 0, 0, 0, 1]);
+        // Three bits (unpacked the wide way): a 6 past a most level of 5.
+        let packed = [0x03, 0b0000_0110, 0, 0];
+        assert!(read_levels(&packed, 3, 8, 5, &mut out, &mut scratch).is_err());
     }
 
     #[test]
