@@ -163,7 +163,7 @@ pub(crate) fn unpack_narrow_to_bytes(bytes: &[u8], width: u8, n: usize, out: &mu
         }
     } else {
         for &b in whole {
-            out.extend_from_slice(&TWO_BIT_VALUES[usize::from(b)].to_le_bytes());
+            out.extend_from_slice(&TWO_BIT_VALUES[usize::from(b)].to_le_bytes()[..4]);
         }
         if let Some(&b) = rest.first() {
             out.extend_from_slice(&TWO_BIT_VALUES[usize::from(b)].to_le_bytes()[..n % 4]);
@@ -172,35 +172,27 @@ pub(crate) fn unpack_narrow_to_bytes(bytes: &[u8], width: u8, n: usize, out: &mu
     true
 }
 
-/// For each byte, its eight 1-bit values as bytes (the first lowest).
-const ONE_BIT_VALUES: [u64; 256] = {
+/// For each byte, its 1-bit values as bytes (the first lowest).
+const ONE_BIT_VALUES: [u64; 256] = values_of_bytes(1);
+/// For each byte, its 2-bit values as bytes, in the low four.
+const TWO_BIT_VALUES: [u64; 256] = values_of_bytes(2);
+
+/// For each byte, its `width`-bit values (8 / `width` of them) as bytes,
+/// the first lowest.
+const fn values_of_bytes(width: u32) -> [u64; 256] {
     let mut table = [0u64; 256];
     let mut b = 0;
     while b < 256 {
         let mut i = 0;
-        while i < 8 {
-            table[b] |= ((b as u64 >> i) & 1) << (8 * i);
+        while i < 8 / width {
+            let value = (b as u64 >> (width * i)) & ((1 << width) - 1);
+            table[b] |= value << (8 * i);
             i += 1;
         }
         b += 1;
     }
     table
-};
-
-/// For each byte, its four 2-bit values as bytes (the first lowest).
-const TWO_BIT_VALUES: [u32; 256] = {
-    let mut table = [0u32; 256];
-    let mut b = 0;
-    while b < 256 {
-        let mut i = 0;
-        while i < 4 {
-            table[b] |= ((b as u32 >> (2 * i)) & 3) << (8 * i);
-            i += 1;
-        }
-        b += 1;
-    }
-    table
-};
+}
 
 /// Unpacks the first `out.len()` values of `width` bits from `bytes`
 /// (LSB first), which must hold them.

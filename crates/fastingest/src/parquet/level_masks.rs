@@ -121,6 +121,17 @@ pub(super) fn ones_below(mask: u64, at: usize) -> usize {
     (mask & super::flat::low_bits(at)).count_ones() as usize
 }
 
+/// A small deterministic generator of test inputs (xorshift).
+#[cfg(test)]
+pub(super) fn test_numbers(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -134,13 +145,7 @@ mod tests {
 
     #[test]
     fn masks_are_the_comparisons_entry_by_entry() {
-        let mut seed = 7u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = test_numbers(7);
         for _ in 0..2_000 {
             let len = (next() % 65) as usize;
             let most = [1u8, 2, 3, 7, 63, 127][(next() % 6) as usize];
@@ -162,13 +167,7 @@ mod tests {
 
     #[test]
     fn kept_bits_close_up_the_bits_left_out() {
-        let mut seed = 11u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = test_numbers(11);
         for _ in 0..2_000 {
             let len = (next() % 65) as usize;
             let live = super::super::flat::low_bits(len);

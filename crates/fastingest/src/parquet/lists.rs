@@ -2167,13 +2167,7 @@ mod tests {
 
     #[test]
     fn slot_bits_are_those_of_the_slot_entries_one_by_one() {
-        let mut seed = 3u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = super::super::level_masks::test_numbers(3);
         for round in 0..300 {
             let len = (next() % 300) as usize;
             let most = 1 + (next() % 5) as u8;
