@@ -474,6 +474,10 @@ impl<O: OffsetSizeTrait> super::lists::Leaf for Values<O> {
             _ => Err(Failure::Unsupported),
         }
     }
+
+    fn project(&mut self, done: usize, expected: usize) {
+        reserve_projected(&mut self.bytes, done, expected);
+    }
 }
 
 /// What a chunk's values will take, guessed before its first data page
@@ -500,13 +504,26 @@ fn first_guess(ahead: PagesAhead, dictionary: Option<&Dictionary>) -> usize {
 /// Grows `bytes` at once to what all `rows` rows will take at the bytes per
 /// row of the `done` so far (plus a [`BLOCK`]), so that a chunk's values are
 /// not copied again and again as they outgrow their buffer page by page.
+///
+/// `rows` is the footer's claim: past [`FIRST_GUESS_MAX`], the projection
+/// is held to [`MOST_PROJECTED`] times the bytes written, so that a footer
+/// claiming millions of rows for a page of one long value does not reserve
+/// (and fault in) gigabytes.
 fn reserve_projected(bytes: &mut Vec<u8>, done: usize, rows: usize) {
     if done == 0 || done >= rows {
         return;
     }
     let projected = (bytes.len() as u128 * rows as u128 / done as u128) as usize;
-    reserve_about(bytes, projected);
+    let most = bytes
+        .len()
+        .saturating_mul(MOST_PROJECTED)
+        .max(FIRST_GUESS_MAX);
+    reserve_about(bytes, projected.min(most));
 }
+
+/// How many times the bytes written a projection may reach (see
+/// [`reserve_projected`]).
+const MOST_PROJECTED: usize = 16;
 
 /// Grows `bytes` to about `projected` bytes of values, with an eighth to
 /// spare (a projection a little short would otherwise double the buffer,
@@ -1469,6 +1486,81 @@ mod tests {
                 _ => Some(format!("a longer, plain value {i:06}")),
             })
             .collect()
+    }
+
+    #[test]
+    fn a_footers_claim_of_rows_reserves_at_most_a_bounded_multiple_of_the_bytes_written() {
+        // One row of 1,000 bytes, of a claimed billion: 64 MiB at most.
+        let mut bytes = vec![7u8; 1_000];
+        reserve_projected(&mut bytes, 1, 1_000_000_000);
+        assert!(bytes.capacity() <= FIRST_GUESS_MAX + FIRST_GUESS_MAX / 8 + BLOCK);
+        assert!(bytes.capacity() >= FIRST_GUESS_MAX);
+        // 8 MiB written for 1 row of 100: 16 times that at most.
+        let mut bytes = vec![7u8; 8 << 20];
+        reserve_projected(&mut bytes, 1, 100);
+        let most = MOST_PROJECTED * (8 << 20);
+        assert!(bytes.capacity() <= most + most / 8 + BLOCK);
+        assert!(bytes.capacity() >= most);
+        // A projection within both bounds is taken as it is.
+        let mut bytes = vec![7u8; 1 << 20];
+        reserve_projected(&mut bytes, 10, 40);
+        assert!(bytes.capacity() >= 4 << 20);
+        assert!(bytes.capacity() <= (4 << 20) + (4 << 19) + BLOCK);
+    }
+
+    #[test]
+    fn a_list_columns_values_are_sized_from_the_first_pages_not_doubled_page_by_page() {
+        use arrow_array::builder::{ListBuilder, StringBuilder};
+        use arrow_array::Array;
+        use parquet::arrow::ArrowSchemaConverter;
+        use parquet::file::properties::WriterProperties;
+        let rows = 20_000;
+        let mut lists = ListBuilder::new(StringBuilder::new());
+        for i in 0..rows {
+            for j in 0..i % 5 {
+                lists
+                    .values()
+                    .append_option((j != 3).then(|| format!("value {}", (i * 7 + j) % 3_000)));
+            }
+            lists.append(i % 11 != 4);
+        }
+        let list = lists.finish();
+        let batch =
+            arrow_array::RecordBatch::try_from_iter([("l", Arc::new(list) as ArrayRef)]).unwrap();
+        let schema = batch.schema();
+        let descr = ArrowSchemaConverter::new().convert(&schema).unwrap();
+        let field = schema.field(0);
+        let root = &descr.root_schema().get_fields()[0];
+        let shape = crate::parquet::lists::shape(
+            root,
+            &descr.column(0),
+            field.data_type(),
+            field.is_nullable(),
+        )
+        .expect("lists of strings are taken");
+        for dictionary in [true, false] {
+            let props = WriterProperties::builder()
+                .set_dictionary_enabled(dictionary)
+                .set_data_page_size_limit(1024)
+                .set_write_batch_size(64)
+                .build();
+            let file = crate::parquet::written::written(&batch, props);
+            let (meta, chunk) = crate::parquet::written::first_chunk(&file);
+            let column = meta.row_group(0).column(0);
+            let theirs = crate::parquet::written::read_by_crate(file.clone(), rows);
+            REGROWN.with(|n| n.set(0));
+            let ours =
+                crate::parquet::lists::decode_column(chunk, column, &shape, rows, None).unwrap();
+            assert_eq!(ours.to_data(), theirs.column(0).to_data(), "{dictionary}");
+            // Sized to the whole chunk once the first page is in (its own
+            // values may grow the buffer a few times); doubled as the
+            // values came, the buffer grew 7 times.
+            let regrown = REGROWN.with(|n| n.get());
+            assert!(
+                regrown <= 3,
+                "regrown {regrown} times (dictionary {dictionary})"
+            );
+        }
     }
 
     #[test]

@@ -985,6 +985,13 @@ pub(super) trait Leaf {
         valid: usize,
         scratch: &mut Vec<u32>,
     ) -> Decoded<()>;
+
+    /// Told after each page that `done` of the chunk's `expected` level
+    /// entries are read: room for the rest at the rate so far. Numbers and
+    /// booleans have room for `expected` from the start; variable-length
+    /// values grow as they come, and a buffer grown page by page (doubled,
+    /// the old ones freed) held about twice its values at the read's peak.
+    fn project(&mut self, _done: usize, _expected: usize) {}
 }
 
 /// Numbers of `N`-byte physical values, `convert`ed.
@@ -1395,6 +1402,7 @@ fn read_pages(
             .filter(|&&d| d == shape.max_def)
             .count();
         leaf.append(page.encoding, &buf[page.values..], valid, &mut scratch)?;
+        leaf.project(out.defs.len(), expected);
     }
     Ok(out)
 }
