@@ -373,6 +373,9 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
 pub(super) struct Values<O> {
     utf8: bool,
     bytes: Vec<u8>,
+    /// `0`, then each value's end: the array's offsets as they are when no
+    /// item is null, which then become the array's without a copy (a
+    /// second buffer of that size, at the read's peak).
     ends: Vec<O>,
     dictionary: Option<Dictionary>,
     indices: Vec<u32>,
@@ -382,10 +385,12 @@ impl<O: OffsetSizeTrait> Values<O> {
     /// Values of a chunk of about `expected` levels, for an array with
     /// offsets of type `O`.
     pub(super) fn new(utf8: bool, expected: usize) -> Self {
+        let mut ends = Vec::with_capacity(expected.saturating_add(1));
+        ends.push(O::usize_as(0));
         Values {
             utf8,
             bytes: Vec::new(),
-            ends: Vec::with_capacity(expected),
+            ends,
             dictionary: None,
             indices: Vec::new(),
         }
@@ -394,22 +399,20 @@ impl<O: OffsetSizeTrait> Values<O> {
     /// Keeps the values at the positions of `runs` (in order, apart) only:
     /// those of a list column's selected rows.
     pub(super) fn keep_runs(&mut self, runs: &[std::ops::Range<usize>]) {
-        let end_of = |i: usize| {
-            if i == 0 {
-                0
-            } else {
-                self.ends[i - 1].as_usize()
-            }
-        };
+        // Value `i` is `bytes[ends[i]..ends[i + 1]]`.
         let held: usize = runs.iter().map(|r| r.len()).sum();
         let mut bytes = Vec::new();
-        let mut ends = Vec::with_capacity(held);
+        let mut ends = Vec::with_capacity(held + 1);
+        ends.push(O::usize_as(0));
         for run in runs {
-            let (from, to) = (end_of(run.start), end_of(run.end));
+            let (from, to) = (
+                self.ends[run.start].as_usize(),
+                self.ends[run.end].as_usize(),
+            );
             let base = bytes.len();
             bytes.extend_from_slice(&self.bytes[from..to]);
             ends.extend(
-                self.ends[run.clone()]
+                self.ends[run.start + 1..=run.end]
                     .iter()
                     .map(|e| O::usize_as(base + e.as_usize() - from)),
             );
@@ -421,20 +424,29 @@ impl<O: OffsetSizeTrait> Values<O> {
     /// The array of `slots` items whose `validity` (none: all valid) says
     /// which hold the values, in order.
     pub(super) fn into_array(self, validity: Option<Bits>, slots: usize) -> Decoded<ArrayRef> {
-        let mut offsets = Vec::with_capacity(slots + 1);
-        offsets.push(O::usize_as(0));
-        match &validity {
-            Some(validity) => spread(validity, 0, slots, &self.ends, &mut offsets),
-            None => offsets.extend_from_slice(&self.ends),
-        }
         // `lists` checked the values against the valid slots.
+        let offsets = match &validity {
+            Some(validity) => {
+                let mut offsets = Vec::with_capacity(slots + 1);
+                offsets.push(O::usize_as(0));
+                spread(validity, 0, slots, &self.ends[1..], &mut offsets);
+                offsets
+            }
+            None if self.ends.len() == slots + 1 => self.ends,
+            None => {
+                return Err(Failure::Corrupt(format!(
+                    "{} values for {slots} items",
+                    self.ends.len() - 1
+                )))
+            }
+        };
         finish(offsets, self.bytes, validity, self.utf8)
     }
 }
 
 impl<O: OffsetSizeTrait> super::lists::Leaf for Values<O> {
     fn len(&self) -> usize {
-        self.ends.len()
+        self.ends.len() - 1
     }
 
     fn dictionary(&mut self, page: &[u8], count: usize) -> Decoded<()> {
@@ -1486,6 +1498,43 @@ mod tests {
                 _ => Some(format!("a longer, plain value {i:06}")),
             })
             .collect()
+    }
+
+    #[test]
+    fn a_list_leaf_without_nulls_hands_its_ends_over_as_the_offsets() {
+        use super::super::lists::Leaf;
+        use arrow_array::Array;
+        let page = plain_page(&[b"ab", b"", b"cde"]);
+        let leaf = || {
+            let mut leaf = Values::<i32>::new(true, 3);
+            leaf.append(Encoding::PLAIN, &page, 3, &mut Vec::new())
+                .unwrap();
+            leaf
+        };
+        let values = leaf();
+        assert_eq!(values.len(), 3);
+        let ends = values.ends.as_ptr();
+        let array = values.into_array(None, 3).unwrap();
+        let strings = array.as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(strings, &StringArray::from(vec!["ab", "", "cde"]));
+        // The same buffer, not a copy of it.
+        assert_eq!(strings.offsets().inner().inner().as_ptr(), ends.cast());
+        // With a null item the offsets are spread from the ends.
+        let mut validity = Bits::with_capacity(4);
+        for valid in [true, false, true, true] {
+            validity.push(valid);
+        }
+        let array = leaf().into_array(Some(validity), 4).unwrap();
+        let strings = array.as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(
+            strings,
+            &StringArray::from(vec![Some("ab"), None, Some(""), Some("cde")])
+        );
+        // A count of values that is not the items' is refused.
+        assert!(matches!(
+            leaf().into_array(None, 4),
+            Err(Failure::Corrupt(_))
+        ));
     }
 
     #[test]
