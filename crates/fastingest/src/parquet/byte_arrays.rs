@@ -424,15 +424,17 @@ impl<O: OffsetSizeTrait> Values<O> {
     /// The array of `slots` items whose `validity` (none: all valid) says
     /// which hold the values, in order.
     pub(super) fn into_array(self, validity: Option<Bits>, slots: usize) -> Decoded<ArrayRef> {
-        // `lists` checked the values against the valid slots.
+        // `lists` checked the values against the valid slots: a value for
+        // every slot means no slot is null, whatever `validity` holds (a
+        // nullable leaf has it, all set, when none is).
         let offsets = match &validity {
+            _ if self.ends.len() == slots + 1 => self.ends,
             Some(validity) => {
                 let mut offsets = Vec::with_capacity(slots + 1);
                 offsets.push(O::usize_as(0));
                 spread(validity, 0, slots, &self.ends[1..], &mut offsets);
                 offsets
             }
-            None if self.ends.len() == slots + 1 => self.ends,
             None => {
                 return Err(Failure::Corrupt(format!(
                     "{} values for {slots} items",
@@ -1518,6 +1520,15 @@ mod tests {
         let strings = array.as_any().downcast_ref::<StringArray>().unwrap();
         assert_eq!(strings, &StringArray::from(vec!["ab", "", "cde"]));
         // The same buffer, not a copy of it.
+        assert_eq!(strings.offsets().inner().inner().as_ptr(), ends.cast());
+        // So too with a nullable leaf's validity, all set.
+        let values = leaf();
+        let ends = values.ends.as_ptr();
+        let mut validity = Bits::with_capacity(3);
+        validity.append_n(3, true);
+        let array = values.into_array(Some(validity), 3).unwrap();
+        let strings = array.as_any().downcast_ref::<StringArray>().unwrap();
+        assert_eq!(strings, &StringArray::from(vec!["ab", "", "cde"]));
         assert_eq!(strings.offsets().inner().inner().as_ptr(), ends.cast());
         // With a null item the offsets are spread from the ends.
         let mut validity = Bits::with_capacity(4);
