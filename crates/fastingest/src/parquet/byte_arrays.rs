@@ -26,8 +26,8 @@ use parquet::basic::Encoding;
 
 use super::flat::{
     dictionary_indices, dictionary_of, keep_selected as keep_selected_values,
-    kept_dictionary_indices, low_bits, next_page, page_levels, page_values, Bits, Decoded,
-    Definition, Failure, Indices, NextPage,
+    kept_dictionary_indices, low_bits, next_page, page_levels, page_values, spread_in_place, Bits,
+    Decoded, Definition, Failure, Indices, NextPage,
 };
 use super::pages::{ChunkPages, PagesAhead};
 use crate::blocks::{pad_entries, BLOCK};
@@ -430,10 +430,15 @@ impl<O: OffsetSizeTrait> Values<O> {
         let offsets = match &validity {
             _ if self.ends.len() == slots + 1 => self.ends,
             Some(validity) => {
-                let mut offsets = Vec::with_capacity(slots + 1);
-                offsets.push(O::usize_as(0));
-                spread(validity, 0, slots, &self.ends[1..], &mut offsets);
-                offsets
+                let mut ends = self.ends;
+                // In place, as the values of a list of numbers are.
+                if !spread_in_place(&mut ends, validity, slots) {
+                    let mut offsets = Vec::with_capacity(slots + 1);
+                    offsets.push(O::usize_as(0));
+                    spread(validity, 0, slots, &ends[1..], &mut offsets);
+                    ends = offsets;
+                }
+                ends
             }
             None => {
                 return Err(Failure::Corrupt(format!(

@@ -962,6 +962,78 @@ pub(super) fn scatter<T: Copy + Default>(
     }
 }
 
+/// [`scatter`] in place: moves the values of `values` (one per valid slot
+/// of `validity`'s first `slots` bits, in order) to their slots, growing
+/// the vector to `slots`, with no second buffer of the column's size.
+/// From the back, a word of the bitmap at a time: a value moves to a slot
+/// at or after its own index, so each is read before it is written over.
+/// What is under a null is unspecified. False, and `values` untouched, when
+/// the bitmap is not `slots` long or its valid slots are not as many as the
+/// values.
+pub(super) fn scatter_in_place<T: Copy + Default>(
+    values: &mut Vec<T>,
+    validity: &Bits,
+    slots: usize,
+) -> bool {
+    if validity.len() != slots || validity.count_ones(0) != values.len() {
+        return false;
+    }
+    let mut k = values.len();
+    values.resize(slots, T::default());
+    let mut end = slots;
+    while end > 0 {
+        let start = (end - 1) & !63;
+        let n = end - start;
+        let word = validity.bits_at(start, n);
+        if word == low_bits(n) {
+            values.copy_within(k - n..k, start);
+            k -= n;
+        } else {
+            for j in (0..n).rev() {
+                // Not valid: `k` stays, and the slot takes whatever is at
+                // `k` (at or before it: not yet moved).
+                k -= ((word >> j) & 1) as usize;
+                values[start + j] = values[k];
+            }
+        }
+        end = start;
+    }
+    true
+}
+
+/// The offsets of `slots` slots from `ends` (`0`, then the end of each
+/// valid slot's value, in order), made in place: a null slot ends where the
+/// slot before it did. As [`scatter_in_place`], from the back; false, and
+/// `ends` untouched, when the counts disagree.
+pub(super) fn spread_in_place<O: Copy>(ends: &mut Vec<O>, validity: &Bits, slots: usize) -> bool {
+    if ends.is_empty() || validity.len() != slots || validity.count_ones(0) != ends.len() - 1 {
+        return false;
+    }
+    // Slot `i` ends at `ends[k]`, `k` the valid slots up to and with it.
+    let mut k = ends.len() - 1;
+    ends.resize(slots + 1, ends[0]);
+    let mut end = slots;
+    while end > 0 {
+        let start = (end - 1) & !63;
+        let n = end - start;
+        let word = validity.bits_at(start, n);
+        if word == low_bits(n) {
+            ends.copy_within(k + 1 - n..k + 1, start + 1);
+            k -= n;
+        } else if word == 0 {
+            let last = ends[k];
+            ends[start + 1..end + 1].fill(last);
+        } else {
+            for j in (0..n).rev() {
+                ends[start + j + 1] = ends[k];
+                k -= ((word >> j) & 1) as usize;
+            }
+        }
+        end = start;
+    }
+    true
+}
+
 /// A flat numeric column of Arrow type `target`: values converted from
 /// `N`-byte little-endian physical values by `convert`, dictionary-encoded
 /// or plain.
@@ -1974,6 +2046,67 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn values_and_ends_spread_in_place_as_they_are_into_a_new_buffer() {
+        use crate::parquet::level_masks::test_numbers;
+        // Each slot's validity from its index and a random number.
+        let patterns: [fn(usize, u64) -> bool; 6] = [
+            |_, _| true,
+            |_, _| false,
+            |i, _| i % 7 != 0 && i % 11 != 3,
+            |i, _| (i / 64) % 3 != 1,
+            |_, r| r % 10 != 0,
+            |_, r| r % 2 == 0,
+        ];
+        let mut next = test_numbers(7);
+        for slots in [0, 1, 5, 63, 64, 65, 127, 128, 129, 1_000] {
+            for pattern in &patterns {
+                let bits: Vec<bool> = (0..slots).map(|i| pattern(i, next())).collect();
+                let mut validity = Bits::with_capacity(slots);
+                for &b in &bits {
+                    validity.push(b);
+                }
+                let valid = bits.iter().filter(|b| **b).count();
+                // Values: those of the valid slots land in them, in order.
+                let dense: Vec<u32> = (1..=valid as u32).collect();
+                let mut values = dense.clone();
+                assert!(scatter_in_place(&mut values, &validity, slots));
+                assert_eq!(values.len(), slots);
+                let landed: Vec<u32> = bits
+                    .iter()
+                    .zip(&values)
+                    .filter(|(b, _)| **b)
+                    .map(|(_, v)| *v)
+                    .collect();
+                assert_eq!(landed, dense, "{slots} slots");
+                // Ends: a null slot ends where the one before it did.
+                let mut ends: Vec<i32> = vec![0];
+                for v in 0..valid {
+                    ends.push(ends[v] + (v % 5) as i32);
+                }
+                let mut want = vec![0];
+                let mut k = 0;
+                for &b in &bits {
+                    k += usize::from(b);
+                    want.push(ends[k]);
+                }
+                let mut spread = ends.clone();
+                assert!(spread_in_place(&mut spread, &validity, slots));
+                assert_eq!(spread, want, "{slots} slots");
+            }
+        }
+        // Counts that disagree leave the buffers as they were.
+        let mut validity = Bits::with_capacity(3);
+        validity.append_n(3, true);
+        let mut values = vec![1u8, 2];
+        assert!(!scatter_in_place(&mut values, &validity, 3));
+        assert_eq!(values, [1, 2]);
+        let mut ends = vec![0, 1, 2];
+        assert!(!spread_in_place(&mut ends, &validity, 3));
+        assert!(!spread_in_place(&mut ends, &validity, 4));
+        assert_eq!(ends, [0, 1, 2]);
     }
 
     #[test]

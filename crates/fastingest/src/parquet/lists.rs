@@ -46,7 +46,7 @@ use parquet::schema::types::{ColumnDescriptor, Type};
 use super::byte_arrays;
 use super::flat::{
     self, dictionary_of, each_run, gather, i32_of, next_page_with, numeric_values, plain, scatter,
-    Bits, Decoded, Failure, NextPage, MOST_STRUCT_LEVELS,
+    scatter_in_place, Bits, Decoded, Failure, NextPage, MOST_STRUCT_LEVELS,
 };
 use super::hybrid::{unpack_chunks, unpack_narrow_to_bytes, Run};
 use super::level_masks::{kept_bits, ones_below, set_bits, LevelBlock, MOST_LEVEL};
@@ -1209,9 +1209,17 @@ fn in_slots<T: Copy + Default>(
 ) -> (Vec<T>, Option<arrow_buffer::NullBuffer>) {
     match validity {
         Some(validity) if values.len() != slots => {
-            let mut out = Vec::with_capacity(slots);
-            scatter(&validity, 0, slots, &values, &mut out);
-            (out, validity.into_nulls())
+            let mut values = values;
+            // In place: a second buffer of the column's size was most of a
+            // list column's peak beside its output (`list<int64>` with a
+            // tenth of its items null: 112 MiB over the imports for 35 MiB
+            // returned).
+            if !scatter_in_place(&mut values, &validity, slots) {
+                let mut out = Vec::with_capacity(slots);
+                scatter(&validity, 0, slots, &values, &mut out);
+                values = out;
+            }
+            (values, validity.into_nulls())
         }
         Some(validity) => (values, validity.into_nulls()),
         None => (values, None),
