@@ -374,8 +374,10 @@ def difference(got: pa.Table, want: pa.Table) -> str | None:
         return f"schema: fastingest {got.schema} | pyarrow {want.schema}"
     if got.num_rows != want.num_rows:
         return f"{got.num_rows} rows, pyarrow {want.num_rows}"
-    for name in got.column_names:
-        mine, theirs = got[name].to_pylist(), want[name].to_pylist()
+    # By position: dotted paths into structs name their columns by the last
+    # field, so two of them may share a name ("s.f0" and "s.f0.f0").
+    for at, name in enumerate(got.column_names):
+        mine, theirs = got.column(at).to_pylist(), want.column(at).to_pylist()
         bad = [i for i, (p, q) in enumerate(zip(mine, theirs, strict=True)) if not _same(p, q)]
         if bad:
             i = bad[0]
