@@ -1577,7 +1577,6 @@ mod tests {
     fn a_list_columns_values_are_sized_from_the_first_pages_not_doubled_page_by_page() {
         use arrow_array::builder::{ListBuilder, StringBuilder};
         use arrow_array::Array;
-        use parquet::arrow::ArrowSchemaConverter;
         use parquet::file::properties::WriterProperties;
         let rows = 20_000;
         let mut lists = ListBuilder::new(StringBuilder::new());
@@ -1592,17 +1591,7 @@ mod tests {
         let list = lists.finish();
         let batch =
             arrow_array::RecordBatch::try_from_iter([("l", Arc::new(list) as ArrayRef)]).unwrap();
-        let schema = batch.schema();
-        let descr = ArrowSchemaConverter::new().convert(&schema).unwrap();
-        let field = schema.field(0);
-        let root = &descr.root_schema().get_fields()[0];
-        let shape = crate::parquet::lists::shape(
-            root,
-            &descr.column(0),
-            field.data_type(),
-            field.is_nullable(),
-        )
-        .expect("lists of strings are taken");
+        let shape = crate::parquet::lists::shape_of_first_column(&batch);
         for dictionary in [true, false] {
             let props = WriterProperties::builder()
                 .set_dictionary_enabled(dictionary)

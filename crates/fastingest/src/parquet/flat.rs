@@ -980,11 +980,7 @@ pub(super) fn scatter_in_place<T: Copy + Default>(
     }
     let mut k = values.len();
     values.resize(slots, T::default());
-    let mut end = slots;
-    while end > 0 {
-        let start = (end - 1) & !63;
-        let n = end - start;
-        let word = validity.bits_at(start, n);
+    for (start, n, word) in words_from_back(validity, slots) {
         if word == low_bits(n) {
             values.copy_within(k - n..k, start);
             k -= n;
@@ -996,9 +992,23 @@ pub(super) fn scatter_in_place<T: Copy + Default>(
                 values[start + j] = values[k];
             }
         }
-        end = start;
     }
     true
+}
+
+/// The first `len` bits of `validity` as words, the last first: (the
+/// word's first bit, how many, the bits), aligned to 64.
+fn words_from_back(validity: &Bits, len: usize) -> impl Iterator<Item = (usize, usize, u64)> + '_ {
+    let mut end = len;
+    std::iter::from_fn(move || {
+        if end == 0 {
+            return None;
+        }
+        let start = (end - 1) & !63;
+        let n = end - start;
+        end = start;
+        Some((start, n, validity.bits_at(start, n)))
+    })
 }
 
 /// The offsets of `slots` slots from `ends` (`0`, then the end of each
@@ -1012,24 +1022,19 @@ pub(super) fn spread_in_place<O: Copy>(ends: &mut Vec<O>, validity: &Bits, slots
     // Slot `i` ends at `ends[k]`, `k` the valid slots up to and with it.
     let mut k = ends.len() - 1;
     ends.resize(slots + 1, ends[0]);
-    let mut end = slots;
-    while end > 0 {
-        let start = (end - 1) & !63;
-        let n = end - start;
-        let word = validity.bits_at(start, n);
+    for (start, n, word) in words_from_back(validity, slots) {
         if word == low_bits(n) {
             ends.copy_within(k + 1 - n..k + 1, start + 1);
             k -= n;
         } else if word == 0 {
             let last = ends[k];
-            ends[start + 1..end + 1].fill(last);
+            ends[start + 1..start + n + 1].fill(last);
         } else {
             for j in (0..n).rev() {
                 ends[start + j + 1] = ends[k];
                 k -= ((word >> j) & 1) as usize;
             }
         }
-        end = start;
     }
     true
 }

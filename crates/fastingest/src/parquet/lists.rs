@@ -1888,6 +1888,24 @@ fn count_of(levels: &[u8], level: u8) -> usize {
     levels.iter().filter(|&&l| l == level).count()
 }
 
+/// The shape of `batch`'s first column, a list the decoders here take (for
+/// tests, here and in `byte_arrays`).
+#[cfg(test)]
+pub(crate) fn shape_of_first_column(batch: &arrow_array::RecordBatch) -> Shape {
+    use parquet::arrow::ArrowSchemaConverter;
+    let schema = batch.schema();
+    let descr = ArrowSchemaConverter::new().convert(&schema).unwrap();
+    let field = schema.field(0);
+    let root = &descr.root_schema().get_fields()[0];
+    shape(
+        root,
+        &descr.column(0),
+        field.data_type(),
+        field.is_nullable(),
+    )
+    .expect("the list is taken")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2618,7 +2636,6 @@ mod tests {
     #[test]
     fn lists_of_booleans_decode_as_the_parquet_crate_reads_them() {
         use arrow_array::builder::{BooleanBuilder, ListBuilder};
-        use parquet::arrow::ArrowSchemaConverter;
         use parquet::file::properties::{WriterProperties, WriterVersion};
         let rows = 5_000;
         // Lists of lists of booleans, nulls and empties at every level.
@@ -2639,17 +2656,7 @@ mod tests {
         let list = lists.finish();
         let batch =
             arrow_array::RecordBatch::try_from_iter([("l", Arc::new(list) as ArrayRef)]).unwrap();
-        let schema = batch.schema();
-        let descr = ArrowSchemaConverter::new().convert(&schema).unwrap();
-        let field = schema.field(0);
-        let root = &descr.root_schema().get_fields()[0];
-        let shape = shape(
-            root,
-            &descr.column(0),
-            field.data_type(),
-            field.is_nullable(),
-        )
-        .expect("lists of booleans are taken");
+        let shape = shape_of_first_column(&batch);
         // Plain (bit-packed) values in v1 pages, RLE ones in v2 pages.
         for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
             let props = WriterProperties::builder()
