@@ -1,21 +1,30 @@
 """Files as other writers lay them out: polars writes zstd, its own page
 sizes, and ``large_string`` / ``large_list`` into the file's Arrow schema
-(so pyarrow, and fastingest, return those types). The suite's files are all
-pyarrow's; these are what a polars user points fastingest at.
+(so pyarrow, and fastingest, return those types); v2 writers (DuckDB's
+``PARQUET_VERSION v2``, Spark's, feature stores) pick other encodings than
+dictionary and plain. The suite's files are all pyarrow's defaults; these
+are what a polars or DuckDB user points fastingest at.
 
-Three files, made once into ``benches/data/writers/`` from a fixed seed:
-- ``lineitem``: 6 M rows shaped like TPC-H ``lineitem`` (keys, prices,
-  dates, flags of 2-7 values, a comment of 100,000 distinct values);
-- ``lists``: 2 M rows of ``large_list<int64>``, ``large_list<large_string>``
-  (500 tags) and a float;
-- ``smallint``: 10 M rows of int8/int16/uint8/uint16/bool, 10 % nulls.
+Six files, made once into ``benches/data/writers/`` from a fixed seed:
+- polars' ``lineitem``: 6 M rows shaped like TPC-H ``lineitem`` (keys,
+  prices, dates, flags of 2-7 values, a comment of 100,000 distinct values);
+- polars' ``lists``: 2 M rows of ``large_list<int64>``,
+  ``large_list<large_string>`` (500 tags) and a float;
+- polars' ``smallint``: 10 M rows of int8/int16/uint8/uint16/bool, 10 %
+  nulls;
+- pyarrow's ``features``: 2 M rows of 12 float32/float64 columns,
+  BYTE_STREAM_SPLIT, zstd;
+- pyarrow's ``embeddings``: 250,000 rows of an id and a 128-float
+  ``list<float32>``, its items BYTE_STREAM_SPLIT, zstd;
+- pyarrow's ``delta``: 3 M rows of two strings as DELTA_BYTE_ARRAY (one
+  sorted) and two integers as DELTA_BINARY_PACKED, snappy.
 
 Readers fastingest, polars and pyarrow, interleaved (A B C, then C B A),
 each round in fresh processes, local disk, page cache warm. Per reader: the
 read timed in a fresh process (after the imports), steady state (the
 median of reads 3-8 of one process) and the fresh process's peak RSS.
 
-    python benches/bench_writers.py [--rounds 5] [--files lineitem,lists,smallint]
+    python benches/bench_writers.py [--rounds 5] [--files lineitem,lists,smallint,...]
 """
 
 from __future__ import annotations
@@ -31,6 +40,15 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "writers"
 READERS = ["fastingest", "polars", "pyarrow"]
+# Who writes each file.
+WRITERS = {
+    "lineitem": "polars",
+    "lists": "polars",
+    "smallint": "polars",
+    "features": "pyarrow",
+    "embeddings": "pyarrow",
+    "delta": "pyarrow",
+}
 
 # Run in a child: one reader, `reads` reads of one file; prints the times
 # and the process's peak RSS.
@@ -57,7 +75,63 @@ print(json.dumps({"times": times, "peak_mib": peak}))
 
 
 def make(name: str, path: Path) -> None:
-    """Writes file `name` with polars, from a fixed seed."""
+    """Writes file `name` with its writer, from a fixed seed."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    if WRITERS.get(name) == "pyarrow":
+        make_with_pyarrow(name, partial)
+    else:
+        polars_frame(name).write_parquet(partial)
+    partial.replace(path)
+
+
+def make_with_pyarrow(name: str, path: Path) -> None:
+    """Writes pyarrow file `name`, in the encodings v2 writers choose."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(20261130)
+    if name == "features":
+        rows = 2_000_000
+        table = pa.table(
+            {
+                f"f{i}": (rng.normal(size=rows) * (i + 1)).astype(
+                    np.float32 if i % 2 else np.float64
+                )
+                for i in range(12)
+            }
+        )
+        options = {"use_byte_stream_split": True, "compression": "zstd"}
+    elif name == "embeddings":
+        rows, width = 250_000, 128
+        offsets = pa.array(np.arange(0, rows * width + 1, width, dtype=np.int32))
+        items = pa.array(rng.normal(size=rows * width).astype(np.float32))
+        table = pa.table({"id": np.arange(rows), "emb": pa.ListArray.from_arrays(offsets, items)})
+        options = {"use_byte_stream_split": ["emb.list.element"], "compression": "zstd"}
+    elif name == "delta":
+        rows = 3_000_000
+        words = np.array([f"user-{i:07d}-{'x' * (i % 23)}" for i in range(200_000)])
+        table = pa.table(
+            {
+                "url": words[rng.integers(0, len(words), rows)],
+                "sorted": np.sort(words[rng.integers(0, len(words), rows)]),
+                "k": np.cumsum(rng.integers(0, 100, rows)),
+                "v": rng.integers(-1000, 1000, rows).astype(np.int32),
+            }
+        )
+        encodings = ["DELTA_BYTE_ARRAY"] * 2 + ["DELTA_BINARY_PACKED"] * 2
+        options = {
+            "column_encoding": dict(zip(table.column_names, encodings, strict=True)),
+            "compression": "snappy",
+        }
+    else:
+        raise SystemExit(f"unknown file {name!r}")
+    pq.write_table(table, path, use_dictionary=False, **options)
+
+
+def polars_frame(name: str):
+    """Polars file `name`'s frame."""
     import numpy as np
     import polars as pl
     import pyarrow as pa
@@ -128,10 +202,7 @@ def make(name: str, path: Path) -> None:
         )
     else:
         raise SystemExit(f"unknown file {name!r}")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    frame.write_parquet(partial)
-    partial.replace(path)
+    return frame
 
 
 def run(reader: str, path: Path, reads: int) -> dict:
@@ -148,12 +219,14 @@ def run(reader: str, path: Path, reads: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--files", default="lineitem,lists,smallint")
+    ap.add_argument("--files", default=",".join(WRITERS))
     args = ap.parse_args()
     print("| file | reader | fresh ms | steady ms | peak MiB | fresh vs best | steady vs best |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for name in args.files.split(","):
-        path = DATA / f"{name}-polars.parquet"
+        if name not in WRITERS:
+            raise SystemExit(f"unknown file {name!r}; the files: {', '.join(WRITERS)}")
+        path = DATA / f"{name}-{WRITERS[name]}.parquet"
         if not path.exists():
             make(name, path)
         path.read_bytes()  # page cache warm

@@ -197,6 +197,43 @@ def test_decimals_stored_as_integers(tmp_path):
     assert_same(path)
 
 
+@pytest.mark.parametrize("null_share", [0.0, 0.3])
+@pytest.mark.parametrize("page_version", ["1.0", "2.0"])
+def test_byte_stream_split_numbers_and_lists_of_them(tmp_path, null_share, page_version):
+    # Floats, and (format 2.11) integers, dates, timestamps and decimals
+    # stored as integers, written as byte streams (DuckDB's v2 files, ML
+    # features); flat and as the items of lists (embeddings).
+    kinds = ["i8", "u16", "i32", "u32", "i64", "u64", "f32", "f64", "date", "ts_us", "dec9"]
+    flat = table(null_share, distinct=ROWS, seed=3).select(kinds)
+    rng = np.random.default_rng(4)
+    offsets = np.concatenate([[0], np.cumsum(rng.integers(0, 9, ROWS))]).astype(np.int32)
+    items = pa.array(rng.normal(size=offsets[-1]).astype(np.float32))
+    validity = pa.array(rng.random(ROWS) >= null_share) if null_share else None
+    lists = pa.ListArray.from_arrays(
+        pa.array(offsets), items, mask=pa.compute.invert(validity) if validity else None
+    )
+    data = flat.append_column("emb", lists)
+    path = tmp_path / "t.parquet"
+    pq.write_table(
+        data,
+        path,
+        use_dictionary=False,
+        use_byte_stream_split=True,
+        store_decimal_as_integer=True,
+        data_page_version=page_version,
+        data_page_size=4096,
+        row_group_size=1_700,
+        compression="zstd",
+    )
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    written = {
+        meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)
+    }
+    assert all("BYTE_STREAM_SPLIT" in e for e in written.values()), written
+    assert_same(path)
+    assert_same(path, columns=["emb", "f64"], filters=[("i32", ">", 0)])
+
+
 def test_runs_of_one_string_and_a_dictionary_of_one(tmp_path):
     # Long runs of one dictionary index are RLE runs, not bit-packed ones.
     data = pa.table(

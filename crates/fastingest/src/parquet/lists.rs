@@ -44,6 +44,7 @@ use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::schema::types::{ColumnDescriptor, Type};
 
 use super::byte_arrays;
+use super::byte_stream_split;
 use super::flat::{
     self, dictionary_of, each_run, gather, i32_of, next_page_with, numeric_values, plain, scatter,
     scatter_in_place, Bits, Decoded, Failure, NextPage, MOST_STRUCT_LEVELS,
@@ -1042,6 +1043,13 @@ impl<V: Copy, F: Fn([u8; N]) -> V, const N: usize> Leaf for Numbers<V, F, N> {
     ) -> Decoded<()> {
         match encoding {
             Encoding::PLAIN => plain(values, valid, &self.convert, &mut self.values, Reads::Later),
+            Encoding::BYTE_STREAM_SPLIT => byte_stream_split::decode(
+                values,
+                valid,
+                &self.convert,
+                &mut self.values,
+                Reads::Later,
+            ),
             Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
                 let dictionary = dictionary_of(&self.dictionary)?;
                 gather(

@@ -4,6 +4,7 @@
 mod binary_types;
 mod bloom;
 mod byte_arrays;
+mod byte_stream_split;
 pub mod chunks;
 mod decode;
 mod dictionaries;
