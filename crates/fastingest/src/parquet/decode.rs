@@ -414,7 +414,11 @@ pub(super) fn decode_flat_columns(
             }));
             continue;
         }
-        if let DataType::List(_) | DataType::LargeList(_) | DataType::Map(..) = field.data_type() {
+        if let DataType::List(_)
+        | DataType::LargeList(_)
+        | DataType::FixedSizeList(..)
+        | DataType::Map(..) = field.data_type()
+        {
             // A list of structs of flat fields, or a map (a list of numbers
             // or strings is a single leaf's: below).
             let items =

@@ -19,10 +19,11 @@
 //!
 //! Only the standard three-level LIST layout (an annotated group holding one
 //! repeated group holding the element) with a numeric, string or binary
-//! leaf is taken, into `List` or `LargeList` (and strings into `Utf8` or
-//! `LargeUtf8`: polars writes the large types into a file's Arrow schema)
-//! with the nullability the file says; anything else is
-//! [`Failure::Unsupported`] and goes to the crate.
+//! leaf is taken, into `List`, `LargeList` or `FixedSizeList` (and strings
+//! into `Utf8` or `LargeUtf8`: polars writes the large types into a file's
+//! Arrow schema; pyarrow writes embeddings as fixed-size lists) with the
+//! nullability the file says; anything else is [`Failure::Unsupported`] and
+//! goes to the crate.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -33,10 +34,10 @@ use arrow_array::types::{
     UInt32Type, UInt64Type, UInt8Type,
 };
 use arrow_array::{
-    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, LargeListArray, ListArray, MapArray,
-    OffsetSizeTrait, PrimitiveArray, StructArray,
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, FixedSizeListArray, LargeListArray,
+    ListArray, MapArray, OffsetSizeTrait, PrimitiveArray, StructArray, UInt32Array,
 };
-use arrow_buffer::{BooleanBuffer, OffsetBuffer, ScalarBuffer};
+use arrow_buffer::{BooleanBuffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use arrow_schema::{DataType, FieldRef, Fields, TimeUnit as ArrowTimeUnit};
 use bytes::Bytes;
 use parquet::basic::{ConvertedType, Encoding, LogicalType, Repetition};
@@ -68,6 +69,9 @@ struct ListLevel {
     /// Whether its offsets are `i64` (`LargeList`): built as `i32` (a
     /// row group's chunk holds fewer items) and widened at the end.
     large: bool,
+    /// For a `FixedSizeList`: the items every list holds (built as a
+    /// list, then checked and made fixed-size, see [`fixed_size_lists`]).
+    fixed: Option<i32>,
     /// For a map (its items the key-value entries): whether its keys are
     /// sorted, as the Arrow type says.
     map: Option<bool>,
@@ -180,8 +184,17 @@ fn walk_lists<'a>(
     }
     let mut def: u8 = outer;
     let mut lists = Vec::new();
-    while let DataType::List(item) | DataType::LargeList(item) | DataType::Map(item, _) = ty {
+    while let DataType::List(item)
+    | DataType::LargeList(item)
+    | DataType::FixedSizeList(item, _)
+    | DataType::Map(item, _) = ty
+    {
         let large = matches!(ty, DataType::LargeList(_));
+        let fixed = match ty {
+            DataType::FixedSizeList(_, size) if *size < 0 => return None,
+            DataType::FixedSizeList(_, size) => Some(*size),
+            _ => None,
+        };
         let map = match ty {
             DataType::Map(_, sorted) => Some(*sorted),
             _ => None,
@@ -206,6 +219,7 @@ fn walk_lists<'a>(
             present: def,
             nullable: optional,
             large,
+            fixed,
             map,
         });
         def = def.checked_add(1)?;
@@ -441,7 +455,9 @@ impl ItemWalk<'_> {
         }
         let at = self.leaves.len();
         let column = self.columns.get(at)?;
-        if let DataType::List(_) | DataType::LargeList(_) = field.data_type() {
+        if let DataType::List(_) | DataType::LargeList(_) | DataType::FixedSizeList(..) =
+            field.data_type()
+        {
             // A list of numbers or strings, its levels below the struct's.
             let own = walk_lists(child, field.data_type(), field.is_nullable(), base)?;
             let max_def = own.def.checked_add(u8::from(own.optional))?;
@@ -1266,11 +1282,50 @@ fn read_lists(
     leaf: &mut impl Leaf,
     selection: Option<&BooleanBuffer>,
 ) -> Decoded<(Assembled, Option<Vec<Range<usize>>>)> {
+    let whole_one_level = selection.is_none()
+        && shape.gather == 0
+        && shape.lists.len() == 1
+        && shape.max_def <= MOST_LEVEL
+        && shape.slot_structs.is_none();
+    let (built, runs, valid) = match selection {
+        None if whole_one_level => {
+            let built = read_one_level_by_page(pages, shape, rows, expected, leaf)?;
+            let valid = built
+                .leaf_validity
+                .as_ref()
+                .map_or(built.leaf_slots, |v| v.count_ones(0));
+            (built, None, valid)
+        }
+        _ => read_levels_then_lists(pages, shape, rows, expected, leaf, selection)?,
+    };
+    if leaf.len() != valid {
+        return Err(Failure::Corrupt(format!(
+            "{} values for {valid} valid list items",
+            leaf.len()
+        )));
+    }
+    Ok((built, runs))
+}
+
+/// The lists built, the runs of the leaf's values the selected rows hold
+/// (with a selection) and the valid leaf slots.
+type BuiltLists = (Assembled, Option<Vec<Range<usize>>>, usize);
+
+/// [`read_lists`] by [`read_pages`], then [`assemble`] over the whole
+/// chunk's levels.
+fn read_levels_then_lists(
+    pages: &mut ChunkPages,
+    shape: &Shape,
+    rows: usize,
+    expected: usize,
+    leaf: &mut impl Leaf,
+    selection: Option<&BooleanBuffer>,
+) -> Decoded<BuiltLists> {
     let levels = read_pages(pages, shape, expected, leaf)?;
     if shape.gather != 0 {
         gather_at_rows(&levels, shape.gather);
     }
-    let (built, runs, valid) = match selection {
+    Ok(match selection {
         None => {
             let built = assemble(&levels.reps, &levels.defs, shape, rows, None)?;
             let valid = built
@@ -1285,14 +1340,72 @@ fn read_lists(
             let built = assemble(reps, defs, shape, rows, Some(&kept))?;
             (built, Some(kept.values_kept), kept.values)
         }
+    })
+}
+
+/// [`read_levels_then_lists`] for a list of one level read whole (most
+/// list columns: `list<float>` embeddings, `list<string>` tags): each
+/// page's levels are built into the list as soon as they are read, then
+/// dropped. Why: the whole chunk's levels are two bytes for every item; a
+/// 128-float embedding column held 64 MB of them beside its 128 MB of
+/// floats (peak 372 MiB against polars' 304). A list may run on into the
+/// next page: its offsets count the items of every page before.
+fn read_one_level_by_page(
+    pages: &mut ChunkPages,
+    shape: &Shape,
+    rows: usize,
+    expected: usize,
+    leaf: &mut impl Leaf,
+) -> Decoded<Assembled> {
+    let level = &shape.lists[0];
+    // Sized as `assemble` sizes them (left unfaulted past what is written).
+    let (mut list, mut leaf_validity) = reserve_unfaulted(|| {
+        let lists = (rows + 1).min(MOST_RESERVED);
+        let list = ListOut {
+            offsets: Vec::with_capacity(lists),
+            validity: level.nullable.then(|| Bits::with_capacity(lists)),
+        };
+        let leaf_validity = shape
+            .leaf_nullable
+            .then(|| Bits::with_capacity(expected.min(MOST_RESERVED)));
+        (list, leaf_validity)
+    });
+    let mut levels = Levels {
+        reps: Vec::new(),
+        defs: Vec::new(),
     };
-    if leaf.len() != valid {
-        return Err(Failure::Corrupt(format!(
-            "{} values for {valid} valid list items",
-            leaf.len()
-        )));
-    }
-    Ok((built, runs))
+    let mut slots = 0;
+    let mut first = true;
+    read_pages_into(pages, shape, expected, leaf, &mut levels, |levels| {
+        let Some(&r) = levels.reps.first() else {
+            return Ok(());
+        };
+        if first && r != 0 {
+            return Err(first_not_a_row());
+        }
+        first = false;
+        let all = 0..levels.reps.len();
+        slots = assemble_one_level(
+            &levels.reps,
+            &levels.defs,
+            std::slice::from_ref(&all),
+            level.present,
+            shape.max_def,
+            &mut list,
+            &mut leaf_validity,
+            slots,
+        )?;
+        levels.reps.clear();
+        levels.defs.clear();
+        Ok(())
+    })?;
+    Ok(Assembled {
+        lists: vec![list],
+        leaf_validity,
+        leaf_slots: slots,
+        rows,
+        slot_structs: None,
+    })
 }
 
 /// Hands the structs around a list the validity `asked` for (see
@@ -1344,6 +1457,7 @@ fn wrap_levels(
         let item = Arc::clone(&level.item);
         // The offsets only ever grow, so `OffsetBuffer::new` cannot panic;
         // `try_new` checks the rest (lengths, the item's type and nulls).
+        let corrupt = |e: arrow_schema::ArrowError| Failure::Corrupt(e.to_string());
         child = if let Some(sorted) = level.map {
             let offsets = OffsetBuffer::new(ScalarBuffer::from(list.offsets));
             let entries = child
@@ -1351,19 +1465,70 @@ fn wrap_levels(
                 .downcast_ref::<StructArray>()
                 .ok_or(Failure::Unsupported)?
                 .clone();
-            MapArray::try_new(item, offsets, entries, nulls, sorted)
-                .map(|a| Arc::new(a) as ArrayRef)
+            Arc::new(MapArray::try_new(item, offsets, entries, nulls, sorted).map_err(corrupt)?)
+        } else if let Some(size) = level.fixed {
+            fixed_size_lists(item, size, &list.offsets, child, nulls)?
         } else if level.large {
             let wide: Vec<i64> = list.offsets.iter().map(|&o| i64::from(o)).collect();
             let offsets = OffsetBuffer::new(ScalarBuffer::from(wide));
-            LargeListArray::try_new(item, offsets, child, nulls).map(|a| Arc::new(a) as ArrayRef)
+            Arc::new(LargeListArray::try_new(item, offsets, child, nulls).map_err(corrupt)?)
         } else {
             let offsets = OffsetBuffer::new(ScalarBuffer::from(list.offsets));
-            ListArray::try_new(item, offsets, child, nulls).map(|a| Arc::new(a) as ArrayRef)
-        }
-        .map_err(|e| Failure::Corrupt(e.to_string()))?;
+            Arc::new(ListArray::try_new(item, offsets, child, nulls).map_err(corrupt)?)
+        };
     }
     Ok(child)
+}
+
+/// A `FixedSizeList` level of lists of `size` items, `item`s `child`,
+/// from the `offsets` the levels built: every list there must hold `size`
+/// items (else the column goes back to the crate, which names the row).
+/// Parquet writes no items for a null list; Arrow wants `size` slots under
+/// it too, so when one has none the items are spread out with `size` null
+/// slots under each such list (one copy of the items; none without such
+/// lists, the embeddings' usual case).
+fn fixed_size_lists(
+    item: FieldRef,
+    size: i32,
+    offsets: &[i32],
+    child: ArrayRef,
+    nulls: Option<NullBuffer>,
+) -> Decoded<ArrayRef> {
+    let n = usize::try_from(size).map_err(|_| Failure::Unsupported)?;
+    let valid = |i: usize| nulls.as_ref().is_none_or(|nulls| nulls.is_valid(i));
+    let mut itemless_nulls = false;
+    for (i, list) in offsets.windows(2).enumerate() {
+        let len = usize::try_from(list[1] - list[0]).map_err(|_| Failure::Unsupported)?;
+        if len == n {
+            continue;
+        }
+        if len == 0 && !valid(i) {
+            itemless_nulls = true;
+            continue;
+        }
+        return Err(Failure::Corrupt(format!(
+            "list {i} holds {len} items where the fixed size is {n}"
+        )));
+    }
+    let child = match itemless_nulls {
+        false => child,
+        true => {
+            let lists = offsets.len() - 1;
+            let mut at = Vec::with_capacity(lists.saturating_mul(n));
+            for (i, list) in offsets.windows(2).enumerate() {
+                match list[1] > list[0] {
+                    true => at.extend((list[0]..list[1]).map(|k| Some(k as u32))),
+                    false if !valid(i) => at.extend(std::iter::repeat_n(None, n)),
+                    false => {}
+                }
+            }
+            arrow_select::take::take(&child, &UInt32Array::from(at), None)
+                .map_err(|e| Failure::Corrupt(e.to_string()))?
+        }
+    };
+    FixedSizeListArray::try_new(item, size, child, nulls)
+        .map(|a| Arc::new(a) as ArrayRef)
+        .map_err(|e| Failure::Corrupt(e.to_string()))
 }
 
 /// Reads every page of the chunk: levels appended as bytes, valid values
@@ -1374,12 +1539,28 @@ fn read_pages(
     expected: usize,
     leaf: &mut impl Leaf,
 ) -> Decoded<Levels> {
-    let max_rep = shape.lists.len() as u8;
-    let (rep_width, def_width) = (bit_width(max_rep), bit_width(shape.max_def));
-    let mut out = Levels {
+    let mut levels = Levels {
         reps: Vec::with_capacity(expected),
         defs: Vec::with_capacity(expected),
     };
+    read_pages_into(pages, shape, expected, leaf, &mut levels, |_| Ok(()))?;
+    Ok(levels)
+}
+
+/// [`read_pages`] into `out`, handing it to `after_page` after each data
+/// page (which may build from its levels and clear them).
+fn read_pages_into(
+    pages: &mut ChunkPages,
+    shape: &Shape,
+    expected: usize,
+    leaf: &mut impl Leaf,
+    out: &mut Levels,
+    mut after_page: impl FnMut(&mut Levels) -> Decoded<()>,
+) -> Decoded<()> {
+    let max_rep = shape.lists.len() as u8;
+    let (rep_width, def_width) = (bit_width(max_rep), bit_width(shape.max_def));
+    // Level entries read so far (`out` may have been cleared since).
+    let mut done = 0usize;
     let mut scratch = Vec::new();
     while let Some(page) = next_page_with(pages, true, true)? {
         let page = match page {
@@ -1418,9 +1599,11 @@ fn read_pages(
             .filter(|&&d| d == shape.max_def)
             .count();
         leaf.append(page.encoding, &buf[page.values..], valid, &mut scratch)?;
-        leaf.project(out.defs.len(), expected);
+        done += out.defs.len() - start;
+        leaf.project(done, expected);
+        after_page(out)?;
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Bits needed for levels up to `max`.
@@ -1548,6 +1731,7 @@ fn assemble(
             shape.max_def,
             list,
             &mut leaf_validity,
+            0,
         )?,
         ([outer, inner], [outer_level, inner_level]) if blocks => assemble_two_levels(
             reps,
@@ -1636,9 +1820,12 @@ fn assemble_levels(
 /// [`assemble`] for one list level (`list<T>`, a list of structs, a map:
 /// most list columns), without the walk down the levels, 64 entries at a
 /// time ([`level_masks`]): each entry starts a row (repetition level 0) or
-/// adds an item to its list. Returns the leaf slots. (A list of booleans,
-/// 1 M rows, steady: 25.9 → 19.7 ms a read entry by entry; the walk
-/// compiled for a depth known in advance gained nothing on one level.)
+/// adds an item to its list. Returns the leaf slots: `slots_before` (the
+/// items of the pages built before, for [`read_one_level_by_page`]) and
+/// these entries'. (A list of booleans, 1 M rows, steady: 25.9 → 19.7 ms a
+/// read entry by entry; the walk compiled for a depth known in advance
+/// gained nothing on one level.)
+#[allow(clippy::too_many_arguments)]
 fn assemble_one_level(
     reps: &[u8],
     defs: &[u8],
@@ -1647,12 +1834,13 @@ fn assemble_one_level(
     max_def: u8,
     list: &mut ListOut,
     leaf_validity: &mut Option<Bits>,
+    slots_before: usize,
 ) -> Decoded<usize> {
     // No more lists than entries: their offsets fit i32 when they do.
     if i32::try_from(reps.len()).is_err() {
         return Err(Failure::Unsupported);
     }
-    let mut slots = 0usize;
+    let mut slots = slots_before;
     // Compiled for AVX2 and POPCNT as well: a bit count per list started.
     crate::simd::wide(
         reps.len(),
@@ -1929,6 +2117,7 @@ mod tests {
                 present: def,
                 nullable,
                 large: false,
+                fixed: None,
                 map: None,
             });
             def += 1;
@@ -2083,6 +2272,56 @@ mod tests {
                         assert!(refused, "{case}, an empty list at level {level} continued");
                     }
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn one_level_built_page_by_page_is_the_list_built_whole() {
+        // Pages cut anywhere, rows running on into the next page, as
+        // `read_one_level_by_page` builds them.
+        for nullable in [false, true] {
+            let shape = int_lists(1, nullable);
+            for seed in 0..20 {
+                let (reps, defs) = random_levels(&shape, 500, seed);
+                let whole = assemble(&reps, &defs, &shape, 500, None).unwrap();
+                let mut list = ListOut {
+                    offsets: Vec::new(),
+                    validity: nullable.then(|| Bits::with_capacity(0)),
+                };
+                let mut leaf_validity = shape.leaf_nullable.then(|| Bits::with_capacity(0));
+                let (mut slots, mut at) = (0, 0);
+                for page in (0..).map(|k| 1 + (seed as usize * 31 + k * 17) % 97) {
+                    let end = (at + page).min(reps.len());
+                    let all = 0..end - at;
+                    slots = assemble_one_level(
+                        &reps[at..end],
+                        &defs[at..end],
+                        std::slice::from_ref(&all),
+                        shape.lists[0].present,
+                        shape.max_def,
+                        &mut list,
+                        &mut leaf_validity,
+                        slots,
+                    )
+                    .unwrap();
+                    at = end;
+                    if at == reps.len() {
+                        break;
+                    }
+                }
+                let paged = Assembled {
+                    lists: vec![list],
+                    leaf_validity,
+                    leaf_slots: slots,
+                    rows: 500,
+                    slot_structs: None,
+                };
+                assert_eq!(
+                    rows_of(&whole),
+                    rows_of(&paged),
+                    "nullable {nullable}, seed {seed}"
+                );
             }
         }
     }
@@ -2684,6 +2923,55 @@ mod tests {
             let expected = flat::selected_rows(Arc::clone(theirs.column(0)), Some(&keep)).unwrap();
             assert_eq!(ours.to_data(), expected.to_data(), "{version:?}, selected");
         }
+    }
+
+    #[test]
+    fn fixed_size_lists_decode_as_the_parquet_crate_reads_them() {
+        use arrow_array::builder::{FixedSizeListBuilder, Float32Builder};
+        let rows = 3_000;
+        // Null lists (no items in the file, 4 slots in Arrow) and null items.
+        for null_lists in [false, true] {
+            let mut lists = FixedSizeListBuilder::new(Float32Builder::new(), 4);
+            for i in 0..rows {
+                for k in 0..4 {
+                    let item = (i * 4 + k) as f32 / 7.0;
+                    lists
+                        .values()
+                        .append_option(((i + k) % 11 != 3).then_some(item));
+                }
+                lists.append(!null_lists || i % 13 != 5);
+            }
+            let batch = arrow_array::RecordBatch::try_from_iter([(
+                "l",
+                Arc::new(lists.finish()) as ArrayRef,
+            )])
+            .unwrap();
+            let shape = shape_of_first_column(&batch);
+            let props = parquet::file::properties::WriterProperties::builder()
+                .set_data_page_size_limit(1024)
+                .set_write_batch_size(128)
+                .build();
+            let file = crate::parquet::written::written(&batch, props);
+            let (meta, chunk) = crate::parquet::written::first_chunk(&file);
+            let column = meta.row_group(0).column(0);
+            let theirs = crate::parquet::written::read_by_crate(file.clone(), rows);
+            let ours = decode_column(chunk.clone(), column, &shape, rows, None).unwrap();
+            assert_eq!(ours.data_type(), theirs.column(0).data_type());
+            assert_eq!(ours.to_data(), theirs.column(0).to_data(), "{null_lists}");
+            let keep = BooleanBuffer::from_iter((0..rows).map(|i| i % 40 < 3));
+            let ours = decode_column(chunk, column, &shape, rows, Some(&keep)).unwrap();
+            let expected = flat::selected_rows(Arc::clone(theirs.column(0)), Some(&keep)).unwrap();
+            assert_eq!(ours.to_data(), expected.to_data(), "{null_lists}, selected");
+        }
+    }
+
+    #[test]
+    fn fixed_size_lists_of_another_length_are_refused() {
+        let offsets = [0, 2, 4, 7];
+        let item = Arc::new(Field::new("item", DataType::Int32, true));
+        let child: ArrayRef = Arc::new(arrow_array::Int32Array::from_iter_values(0..7));
+        let refused = fixed_size_lists(item, 2, &offsets, child, None);
+        assert!(matches!(refused, Err(Failure::Corrupt(_))));
     }
 
     /// `list` written as column "l" with the default properties: its schema,

@@ -127,7 +127,11 @@ fn walk(
         return None;
     }
     let level = outer.checked_add(u8::from(optional))?;
-    if let DataType::List(_) | DataType::LargeList(_) | DataType::Map(..) = field.data_type() {
+    if let DataType::List(_)
+    | DataType::LargeList(_)
+    | DataType::FixedSizeList(..)
+    | DataType::Map(..) = field.data_type()
+    {
         // A leaf: a list of numbers or strings, or of structs (a map too),
         // its levels above the structs'.
         if usize::from(outer) > MOST_STRUCT_LEVELS {
