@@ -5,7 +5,7 @@ sizes, and ``large_string`` / ``large_list`` into the file's Arrow schema
 dictionary and plain. The suite's files are all pyarrow's defaults; these
 are what a polars or DuckDB user points fastingest at.
 
-Six files, made once into ``benches/data/writers/`` from a fixed seed:
+Seven files, made once into ``benches/data/writers/`` from a fixed seed:
 - polars' ``lineitem``: 6 M rows shaped like TPC-H ``lineitem`` (keys,
   prices, dates, flags of 2-7 values, a comment of 100,000 distinct values);
 - polars' ``lists``: 2 M rows of ``large_list<int64>``,
@@ -16,6 +16,8 @@ Six files, made once into ``benches/data/writers/`` from a fixed seed:
   BYTE_STREAM_SPLIT, zstd;
 - pyarrow's ``embeddings``: 250,000 rows of an id and a 128-float
   ``list<float32>``, its items BYTE_STREAM_SPLIT, zstd;
+- pyarrow's ``fixed_size``: the same rows as ``fixed_size_list<float>[128]``
+  (how pyarrow stores embeddings), plain, zstd;
 - pyarrow's ``delta``: 3 M rows of two strings as DELTA_BYTE_ARRAY (one
   sorted) and two integers as DELTA_BINARY_PACKED, snappy.
 
@@ -47,6 +49,7 @@ WRITERS = {
     "smallint": "polars",
     "features": "pyarrow",
     "embeddings": "pyarrow",
+    "fixed_size": "pyarrow",
     "delta": "pyarrow",
 }
 
@@ -103,12 +106,17 @@ def make_with_pyarrow(name: str, path: Path) -> None:
             }
         )
         options = {"use_byte_stream_split": True, "compression": "zstd"}
-    elif name == "embeddings":
+    elif name in ("embeddings", "fixed_size"):
         rows, width = 250_000, 128
-        offsets = pa.array(np.arange(0, rows * width + 1, width, dtype=np.int32))
         items = pa.array(rng.normal(size=rows * width).astype(np.float32))
-        table = pa.table({"id": np.arange(rows), "emb": pa.ListArray.from_arrays(offsets, items)})
-        options = {"use_byte_stream_split": ["emb.list.element"], "compression": "zstd"}
+        if name == "fixed_size":
+            emb = pa.FixedSizeListArray.from_arrays(items, width)
+            options = {"compression": "zstd"}
+        else:
+            offsets = pa.array(np.arange(0, rows * width + 1, width, dtype=np.int32))
+            emb = pa.ListArray.from_arrays(offsets, items)
+            options = {"use_byte_stream_split": ["emb.list.element"], "compression": "zstd"}
+        table = pa.table({"id": np.arange(rows), "emb": emb})
     elif name == "delta":
         rows = 3_000_000
         words = np.array([f"user-{i:07d}-{'x' * (i % 23)}" for i in range(200_000)])
