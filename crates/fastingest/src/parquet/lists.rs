@@ -1513,8 +1513,15 @@ fn fixed_size_lists(
     let child = match itemless_nulls {
         false => child,
         true => {
+            // Slots an `i32` offset can reach, or the crate's to refuse: a
+            // file's large size under many null lists must not ask for
+            // more memory than there is.
             let lists = offsets.len() - 1;
-            let mut at = Vec::with_capacity(lists.saturating_mul(n));
+            let slots = lists
+                .checked_mul(n)
+                .filter(|&slots| i32::try_from(slots).is_ok())
+                .ok_or(Failure::Unsupported)?;
+            let mut at = Vec::with_capacity(slots);
             for (i, list) in offsets.windows(2).enumerate() {
                 match list[1] > list[0] {
                     true => at.extend((list[0]..list[1]).map(|k| Some(k as u32))),
@@ -2970,8 +2977,14 @@ mod tests {
         let offsets = [0, 2, 4, 7];
         let item = Arc::new(Field::new("item", DataType::Int32, true));
         let child: ArrayRef = Arc::new(arrow_array::Int32Array::from_iter_values(0..7));
-        let refused = fixed_size_lists(item, 2, &offsets, child, None);
+        let refused = fixed_size_lists(Arc::clone(&item), 2, &offsets, child, None);
         assert!(matches!(refused, Err(Failure::Corrupt(_))));
+        // Null lists of a size no offset reaches: left to the crate, not
+        // allocated.
+        let nulls = Some(NullBuffer::from(vec![false; 3]));
+        let empty: ArrayRef = Arc::new(arrow_array::Int32Array::from_iter_values(0..0));
+        let huge = fixed_size_lists(item, 1 << 30, &[0, 0, 0, 0], empty, nulls);
+        assert!(matches!(huge, Err(Failure::Unsupported)));
     }
 
     /// `list` written as column "l" with the default properties: its schema,
