@@ -13,8 +13,8 @@
 //! Other widths (2-byte floats, fixed-length byte arrays) stay with the
 //! crate.
 
-use super::flat::{Decoded, Failure};
-use crate::nontemporal::{self, Append, Reads};
+use super::flat::{append_values, Decoded, Failure};
+use crate::nontemporal::{self, Reads};
 
 /// Appends the first `count` values of the byte-stream-split `values` (one
 /// stream of `values.len() / N` bytes for each byte of a value) to `out`,
@@ -52,22 +52,7 @@ pub(super) fn decode<T: Copy, const N: usize>(
         let n = (count - at).min(nontemporal::CHUNK);
         let bytes = &mut joined[..n * N];
         join::<N>(values, stride, at, bytes);
-        let bytes = &*bytes;
-        // SAFETY: the closure writes each of the `n` slots, one for each
-        // `N` bytes of `bytes` (which holds `n` values).
-        unsafe {
-            out.extend_with(
-                n,
-                #[inline(always)]
-                |room| {
-                    for (slot, c) in room.iter_mut().zip(bytes.chunks_exact(N)) {
-                        let mut word = [0u8; N];
-                        word.copy_from_slice(c);
-                        slot.write(convert(word));
-                    }
-                },
-            )
-        };
+        append_values(&mut out, bytes, &convert);
         at += n;
     }
     Ok(())

@@ -1293,25 +1293,37 @@ pub(super) fn plain<T: Copy, const N: usize>(
         )));
     };
     let mut out = nontemporal::Appender::new(out, count, reads);
+    // `chunks` of whole values: `bytes` holds `count`.
     for chunk in bytes.chunks(N * nontemporal::CHUNK) {
-        let n = chunk.len() / N;
-        // SAFETY: the closure writes each of the `n` slots, one per value
-        // of the chunk (`chunks` of whole values: `bytes` holds `count`).
-        unsafe {
-            out.extend_with(
-                n,
-                #[inline(always)]
-                |room| {
-                    for (slot, c) in room.iter_mut().zip(chunk.chunks_exact(N)) {
-                        let mut word = [0u8; N];
-                        word.copy_from_slice(c);
-                        slot.write(convert(word));
-                    }
-                },
-            )
-        };
+        append_values(&mut out, chunk, &convert);
     }
     Ok(())
+}
+
+/// Appends the values of `N` bytes that `chunk` holds (whole ones, at most
+/// [`nontemporal::CHUNK`]) to `out`, each converted.
+#[inline(always)]
+pub(super) fn append_values<T: Copy, const N: usize>(
+    out: &mut nontemporal::Appender<'_, T>,
+    chunk: &[u8],
+    convert: &impl Fn([u8; N]) -> T,
+) {
+    let n = chunk.len() / N;
+    // SAFETY: the closure writes each of the `n` slots, one for each `N`
+    // bytes of the chunk.
+    unsafe {
+        out.extend_with(
+            n,
+            #[inline(always)]
+            |room| {
+                for (slot, c) in room.iter_mut().zip(chunk.chunks_exact(N)) {
+                    let mut word = [0u8; N];
+                    word.copy_from_slice(c);
+                    slot.write(convert(word));
+                }
+            },
+        )
+    };
 }
 
 /// Appends, of the `count` plain-encoded values of `values`, those `keep`

@@ -2910,7 +2910,6 @@ mod tests {
         let list = lists.finish();
         let batch =
             arrow_array::RecordBatch::try_from_iter([("l", Arc::new(list) as ArrayRef)]).unwrap();
-        let shape = shape_of_first_column(&batch);
         // Plain (bit-packed) values in v1 pages, RLE ones in v2 pages.
         for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
             let props = WriterProperties::builder()
@@ -2918,18 +2917,31 @@ mod tests {
                 .set_data_page_size_limit(1024)
                 .set_write_batch_size(128)
                 .build();
-            let file = crate::parquet::written::written(&batch, props);
-            let (meta, chunk) = crate::parquet::written::first_chunk(&file);
-            let column = meta.row_group(0).column(0);
-            let theirs = crate::parquet::written::read_by_crate(file.clone(), rows);
-            let ours = decode_column(chunk.clone(), column, &shape, rows, None).unwrap();
-            assert_eq!(ours.to_data(), theirs.column(0).to_data(), "{version:?}");
-            // A sparse selection (its rows' lists built alone).
-            let keep = BooleanBuffer::from_iter((0..rows).map(|i| i % 40 < 2));
-            let ours = decode_column(chunk, column, &shape, rows, Some(&keep)).unwrap();
-            let expected = flat::selected_rows(Arc::clone(theirs.column(0)), Some(&keep)).unwrap();
-            assert_eq!(ours.to_data(), expected.to_data(), "{version:?}, selected");
+            assert_decoded_as_the_crate_reads(&batch, props, &format!("{version:?}"));
         }
+    }
+
+    /// `batch`'s first column written with `props` and decoded here, whole
+    /// and with a sparse selection (its rows' lists built alone): the
+    /// arrays the crate reads.
+    fn assert_decoded_as_the_crate_reads(
+        batch: &arrow_array::RecordBatch,
+        props: parquet::file::properties::WriterProperties,
+        case: &str,
+    ) {
+        let rows = batch.num_rows();
+        let shape = shape_of_first_column(batch);
+        let file = crate::parquet::written::written(batch, props);
+        let (meta, chunk) = crate::parquet::written::first_chunk(&file);
+        let column = meta.row_group(0).column(0);
+        let theirs = crate::parquet::written::read_by_crate(file.clone(), rows);
+        let ours = decode_column(chunk.clone(), column, &shape, rows, None).unwrap();
+        assert_eq!(ours.data_type(), theirs.column(0).data_type(), "{case}");
+        assert_eq!(ours.to_data(), theirs.column(0).to_data(), "{case}");
+        let keep = BooleanBuffer::from_iter((0..rows).map(|i| i % 40 < 2));
+        let ours = decode_column(chunk, column, &shape, rows, Some(&keep)).unwrap();
+        let expected = flat::selected_rows(Arc::clone(theirs.column(0)), Some(&keep)).unwrap();
+        assert_eq!(ours.to_data(), expected.to_data(), "{case}, selected");
     }
 
     #[test]
@@ -2953,22 +2965,12 @@ mod tests {
                 Arc::new(lists.finish()) as ArrayRef,
             )])
             .unwrap();
-            let shape = shape_of_first_column(&batch);
             let props = parquet::file::properties::WriterProperties::builder()
                 .set_data_page_size_limit(1024)
                 .set_write_batch_size(128)
                 .build();
-            let file = crate::parquet::written::written(&batch, props);
-            let (meta, chunk) = crate::parquet::written::first_chunk(&file);
-            let column = meta.row_group(0).column(0);
-            let theirs = crate::parquet::written::read_by_crate(file.clone(), rows);
-            let ours = decode_column(chunk.clone(), column, &shape, rows, None).unwrap();
-            assert_eq!(ours.data_type(), theirs.column(0).data_type());
-            assert_eq!(ours.to_data(), theirs.column(0).to_data(), "{null_lists}");
-            let keep = BooleanBuffer::from_iter((0..rows).map(|i| i % 40 < 3));
-            let ours = decode_column(chunk, column, &shape, rows, Some(&keep)).unwrap();
-            let expected = flat::selected_rows(Arc::clone(theirs.column(0)), Some(&keep)).unwrap();
-            assert_eq!(ours.to_data(), expected.to_data(), "{null_lists}, selected");
+            let case = format!("null lists {null_lists}");
+            assert_decoded_as_the_crate_reads(&batch, props, &case);
         }
     }
 
