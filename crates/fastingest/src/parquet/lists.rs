@@ -1290,10 +1290,7 @@ fn read_lists(
     let (built, runs, valid) = match selection {
         None if whole_one_level => {
             let built = read_one_level_by_page(pages, shape, rows, expected, leaf)?;
-            let valid = built
-                .leaf_validity
-                .as_ref()
-                .map_or(built.leaf_slots, |v| v.count_ones(0));
+            let valid = built.valid_leaf_slots();
             (built, None, valid)
         }
         _ => read_levels_then_lists(pages, shape, rows, expected, leaf, selection)?,
@@ -1328,10 +1325,7 @@ fn read_levels_then_lists(
     Ok(match selection {
         None => {
             let built = assemble(&levels.reps, &levels.defs, shape, rows, None)?;
-            let valid = built
-                .leaf_validity
-                .as_ref()
-                .map_or(built.leaf_slots, |v| v.count_ones(0));
+            let valid = built.valid_leaf_slots();
             (built, None, valid)
         }
         Some(selection) => {
@@ -1678,6 +1672,15 @@ struct Assembled {
     /// For a shape with [`Shape::slot_structs`] of two list levels: a bit
     /// per outer item slot, set where the items' struct is there.
     slot_structs: Option<Bits>,
+}
+
+impl Assembled {
+    /// The leaf slots that hold a value.
+    fn valid_leaf_slots(&self) -> usize {
+        self.leaf_validity
+            .as_ref()
+            .map_or(self.leaf_slots, |v| v.count_ones(0))
+    }
 }
 
 /// Builds every list level's offsets and validity, and the leaf slots'
