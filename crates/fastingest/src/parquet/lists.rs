@@ -1282,8 +1282,8 @@ fn read_lists(
     leaf: &mut impl Leaf,
     selection: Option<&BooleanBuffer>,
 ) -> Decoded<(Assembled, Option<Vec<Range<usize>>>)> {
-    let whole_one_level = selection.is_none()
-        && shape.gather == 0
+    // Read whole (no selection, below), with no structs around it.
+    let whole_one_level = shape.gather == 0
         && shape.lists.len() == 1
         && shape.max_def <= MOST_LEVEL
         && shape.slot_structs.is_none();
