@@ -5,7 +5,7 @@ sizes, and ``large_string`` / ``large_list`` into the file's Arrow schema
 dictionary and plain. The suite's files are all pyarrow's defaults; these
 are what a polars or DuckDB user points fastingest at.
 
-Seven files, made once into ``benches/data/writers/`` from a fixed seed:
+Eight files, made once into ``benches/data/writers/`` from a fixed seed:
 - polars' ``lineitem``: 6 M rows shaped like TPC-H ``lineitem`` (keys,
   prices, dates, flags of 2-7 values, a comment of 100,000 distinct values);
 - polars' ``lists``: 2 M rows of ``large_list<int64>``,
@@ -20,6 +20,10 @@ Seven files, made once into ``benches/data/writers/`` from a fixed seed:
   (how pyarrow stores embeddings), plain, zstd;
 - pyarrow's ``delta``: 3 M rows of two strings as DELTA_BYTE_ARRAY (one
   sorted) and two integers as DELTA_BINARY_PACKED, snappy.
+- pyarrow's ``one_row_group``: 3 M rows of int64, double, int32 (5 %
+  nulls), a string of 200,000 values, bool and timestamp, in one row group
+  (as Spark writes a 128 MB file), snappy, dictionaries as pyarrow's
+  defaults.
 
 Readers fastingest, polars and pyarrow, interleaved (A B C, then C B A),
 each round in fresh processes, local disk, page cache warm. Per reader: the
@@ -51,6 +55,7 @@ WRITERS = {
     "embeddings": "pyarrow",
     "fixed_size": "pyarrow",
     "delta": "pyarrow",
+    "one_row_group": "pyarrow",
 }
 
 # Run in a child: one reader, `reads` reads of one file; prints the times
@@ -133,9 +138,28 @@ def make_with_pyarrow(name: str, path: Path) -> None:
             "column_encoding": dict(zip(table.column_names, encodings, strict=True)),
             "compression": "snappy",
         }
+    elif name == "one_row_group":
+        rows = 3_000_000
+        words = np.array([f"item-{i:07d}-{'x' * (i % 13)}" for i in range(200_000)])
+        stamps = 1_700_000_000_000_000 + np.sort(rng.integers(0, 10**12, rows))
+        table = pa.table(
+            {
+                "i64": rng.integers(-(10**12), 10**12, rows),
+                "f64": rng.standard_normal(rows),
+                "i32": pa.array(
+                    rng.integers(0, 10**6, rows).astype(np.int32), mask=rng.random(rows) < 0.05
+                ),
+                "s": words[rng.integers(0, len(words), rows)],
+                "b": rng.random(rows) < 0.3,
+                "ts": pa.array(stamps, pa.timestamp("us")),
+            }
+        )
+        # pyarrow's defaults but one row group for the whole file, as Spark
+        # writes a 128 MB file.
+        options = {"use_dictionary": True, "compression": "snappy", "row_group_size": rows}
     else:
         raise SystemExit(f"unknown file {name!r}")
-    pq.write_table(table, path, use_dictionary=False, **options)
+    pq.write_table(table, path, **{"use_dictionary": False, **options})
 
 
 def polars_frame(name: str):

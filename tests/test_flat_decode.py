@@ -375,6 +375,42 @@ def test_a_row_group_of_more_rows_than_a_batch(tmp_path):
     assert kept.equals(pq.read_table(path, filters=[("f32", "<", 0.25)]))
 
 
+def test_a_row_group_too_large_for_one_batch_of_the_crates(tmp_path):
+    # Over 2**23 rows: the `parquet` crate decodes the columns fastingest's
+    # decoders leave to it (float16, time32) a batch of 2**20 rows at a
+    # time, while fastingest's decode theirs whole; the two are lined up
+    # batch by batch.
+    rows = (1 << 23) + 4_321
+    rng = np.random.default_rng(12)
+    half = pa.array(rng.random(rows).astype(np.float16), mask=rng.random(rows) < 0.1)
+    data = pa.table(
+        {
+            "b": rng.random(rows) < 0.3,
+            "h": half,
+            "i8": pa.array((np.arange(rows) % 101).astype(np.int8)),
+            "t": pa.array((np.arange(rows) % 86_400_000).astype(np.int32), pa.time32("ms")),
+        }
+    )
+    path = tmp_path / "huge.parquet"
+    pq.write_table(data, path, row_group_size=rows)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 1
+    theirs = pq.read_table(path)
+    ours = fastingest.read_parquet(str(path))
+    assert ours.equals(theirs)
+    assert max(len(c) for c in ours["h"].chunks) <= 1 << 20
+    # Only the columns fastingest decodes: one array, sliced to batches.
+    assert fastingest.read_parquet(str(path), columns=["i8", "b"]).equals(
+        theirs.select(["i8", "b"])
+    )
+    batches = list(fastingest.iter_batches(str(path), columns=["t", "b"]))
+    assert max(b.num_rows for b in batches) == 1 << 20
+    assert pa.Table.from_batches(batches).equals(theirs.select(["t", "b"]))
+    # Filtered late: the filter column first, then the kept rows of the
+    # others, the crate's a batch at a time.
+    kept = fastingest.read_parquet(str(path), filters=[("i8", "<", 7)])
+    assert kept.equals(pq.read_table(path, filters=[("i8", "<", 7)]))
+
+
 @pytest.mark.parametrize("store_schema", [False, True])
 def test_int96_outside_the_nanosecond_range_reads_in_the_unit_asked_for(tmp_path, store_schema):
     # Spark writes INT96 days far outside 1677-2262 (0001-01-01 as "no

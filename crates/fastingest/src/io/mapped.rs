@@ -356,6 +356,28 @@ impl MappedFile {
         })
     }
 
+    /// Drops the whole pages within `range` from the process's page tables
+    /// when they come to [`RELEASE_ALONE`] or more: for a caller done with a
+    /// large part of a span that lives on (a column chunk decoded while
+    /// the rest of its row group's span is still read). The mapping is a
+    /// read-only view of the file, so a later touch of those pages faults
+    /// the same bytes in again from the page cache.
+    pub(crate) fn release(&self, range: Range<u64>) {
+        let page = page_size() as u64;
+        let start = range.start.div_ceil(page) * page;
+        let end = (range.end.min(self.len as u64)) / page * page;
+        if end > start && end - start >= RELEASE_ALONE {
+            self.drop_pages(start..end);
+        }
+    }
+
+    /// Drops the whole pages `pages` (page-aligned, within the mapping).
+    fn drop_pages(&self, pages: Range<u64>) {
+        let at = (self.addr + pages.start as usize) as *mut libc::c_void;
+        // SAFETY: whole pages of this live, read-only file mapping.
+        unsafe { libc::madvise(at, (pages.end - pages.start) as usize, libc::MADV_DONTNEED) };
+    }
+
     /// Whether a page of this file was lost (the file cut short) while it was
     /// mapped: whatever was decoded from it is not the file's data.
     pub fn damaged(&self) -> bool {
@@ -495,9 +517,7 @@ impl Drop for MappedRange {
                 .add(start..end),
         };
         if let Some(pages) = release {
-            let at = (self.file.addr + pages.start as usize) as *mut libc::c_void;
-            // SAFETY: whole pages of this live, read-only file mapping.
-            unsafe { libc::madvise(at, (pages.end - pages.start) as usize, libc::MADV_DONTNEED) };
+            self.file.drop_pages(pages);
         }
     }
 }
@@ -618,6 +638,31 @@ mod tests {
         );
         assert_eq!(&live[..], &before[..]);
         drop(live);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_part_of_a_live_span_released_leaves_the_mapping_and_reads_the_same() {
+        let len = 8 << 20;
+        let (path, file) = temp_file(len);
+        let Some(map) = MappedFile::map(file.as_raw_fd(), len as u64, Default::default()) else {
+            return;
+        };
+        let map = Arc::new(map);
+        let span = map.bytes(0..len as u64).unwrap();
+        let before = span.to_vec();
+        assert!(mapped_bytes(map.addr) >= len, "{}", mapped_bytes(map.addr));
+        // 3 MiB from an odd offset: its whole pages go, the span stays.
+        map.release(1_000..(3 << 20) + 1_000);
+        let left = mapped_bytes(map.addr);
+        // (The kernel may drop more of a large folio than asked.)
+        assert!(left <= len - (3 << 20) + 2 * page_size(), "{left}");
+        // A part under a MiB is left for the span's own release.
+        map.release(4 << 20..(5 << 20) - 4096);
+        assert_eq!(mapped_bytes(map.addr), left);
+        // The bytes read again from the page cache are the file's.
+        assert_eq!(&span[..], &before[..]);
+        drop(span);
         std::fs::remove_file(path).unwrap();
     }
 

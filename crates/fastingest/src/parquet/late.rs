@@ -36,9 +36,8 @@ use crate::filter::Filter;
 /// row `from_row` on, that the file's filter keeps, decoded late (see the
 /// module's notes; a stream decodes its first rows apart, and the rest
 /// here); rows the page index left out are never candidates. `None` where
-/// this does not apply (no filter; a row group decoded a batch at a time; a
-/// filter column fastingest's own decoders do not take; no other column to
-/// save), and the caller decodes
+/// this does not apply (no filter; a filter column fastingest's own
+/// decoders do not take; no other column to save), and the caller decodes
 /// the row group whole and filters it.
 pub(crate) fn decode_row_group_filtered(
     file: &PreparedFile,
@@ -54,7 +53,7 @@ pub(crate) fn decode_row_group_filtered(
     let rg = file.plan.units[unit].index;
     let num_rows = metadata.row_group(rg).num_rows();
     let rows_per_batch = batch_rows(file, num_rows);
-    if num_rows <= 0 || !decodes_whole(file, rg, rows_per_batch) {
+    if num_rows <= 0 {
         return Ok(None);
     }
     let rows = num_rows as usize;
@@ -172,7 +171,14 @@ pub(crate) fn decode_row_group_filtered(
             Vec::new()
         } else {
             let mask = ProjectionMask::leaves(descr, left);
-            let stream = crate_stream(file, unit, spans.clone(), fetcher, mask, rows)?;
+            // As one batch where the crate takes the row group as one (see
+            // `decodes_whole`), else a batch at a time, each filtered by
+            // its own rows' part of the mask.
+            let batch_size = match decodes_whole(file, rg, rows_per_batch) {
+                true => rows,
+                false => rows_per_batch,
+            };
+            let stream = crate_stream(file, unit, spans.clone(), fetcher, mask, batch_size)?;
             let whole = futures::executor::block_on(stream.try_collect::<Vec<_>>())
                 .map_err(|e| Error::from_parquet(location, e))?;
             // The crate gives the rows the page index chose: the rows kept
@@ -187,14 +193,31 @@ pub(crate) fn decode_row_group_filtered(
                 .clone(),
                 None => as_array.clone(),
             };
-            whole
-                .iter()
-                .map(|batch| match every {
-                    true => Ok(batch.clone()),
-                    false => arrow_select::filter::filter_record_batch(batch, &as_array)
-                        .map_err(|e| Error::from_arrow(location, e)),
-                })
-                .collect::<Result<Vec<_>>>()?
+            let mut at = 0;
+            let mut kept_of_batches = Vec::with_capacity(whole.len());
+            for batch in &whole {
+                let len = batch.num_rows();
+                if at + len > as_array.len() {
+                    return Err(Error::Corrupt {
+                        location: location.to_string(),
+                        range: None,
+                        detail: format!(
+                            "row group {rg} decoded to more than its {} rows",
+                            as_array.len()
+                        ),
+                        cause: None,
+                    });
+                }
+                kept_of_batches.push(match every {
+                    true => batch.clone(),
+                    false => {
+                        arrow_select::filter::filter_record_batch(batch, &as_array.slice(at, len))
+                            .map_err(|e| Error::from_arrow(location, e))?
+                    }
+                });
+                at += len;
+            }
+            kept_of_batches
         };
         merge(file, direct, rest, kept)?
     };
