@@ -356,18 +356,37 @@ impl MappedFile {
         })
     }
 
-    /// Drops the whole pages within `range` from the process's page tables
-    /// when they come to [`RELEASE_ALONE`] or more: for a caller done with a
-    /// large part of a span that lives on (a column chunk decoded while
-    /// the rest of its row group's span is still read). The mapping is a
-    /// read-only view of the file, so a later touch of those pages faults
-    /// the same bytes in again from the page cache.
+    /// Gives back the whole pages within `range`, as a dropped span does
+    /// (see [`MappedRange`]): for a caller done with a part of a span that
+    /// lives on (a column chunk decoded while the rest of its row group's
+    /// span is still read). The mapping is a read-only view of the file,
+    /// so a later touch of those pages faults the same bytes in again from
+    /// the page cache.
     pub(crate) fn release(&self, range: Range<u64>) {
+        self.give_back(range.start..range.end.min(self.len as u64));
+    }
+
+    /// Drops the whole pages within `range` from the process's page tables:
+    /// at once when they come to [`RELEASE_ALONE`], else once the small
+    /// ranges given back hold [`UNRELEASED_MOST`] bytes.
+    fn give_back(&self, range: Range<u64>) {
         let page = page_size() as u64;
+        // Only pages wholly inside the range: a neighbour's page stays.
         let start = range.start.div_ceil(page) * page;
-        let end = (range.end.min(self.len as u64)) / page * page;
-        if end > start && end - start >= RELEASE_ALONE {
-            self.drop_pages(start..end);
+        let end = range.end / page * page;
+        if end <= start {
+            return;
+        }
+        let release = match end - start >= RELEASE_ALONE {
+            true => Some(start..end),
+            false => self
+                .unreleased
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .add(start..end),
+        };
+        if let Some(pages) = release {
+            self.drop_pages(pages);
         }
     }
 
@@ -467,6 +486,38 @@ impl Drop for MappedFile {
     }
 }
 
+/// Gives back the whole pages of `view` when it lies within one of this
+/// process's file mappings (the caller's slice of a mapped span keeps that
+/// one alive) and they come to [`RELEASE_ALONE`] or more; memory of any
+/// other kind is left alone. For a reader done with the first part of a
+/// column chunk it still holds (`parquet::pages::ChunkPages`): the chunk's
+/// pages already decompressed need not stay resident while the rest is
+/// read. The mapping is a read-only view of the file, so a later touch
+/// faults the same bytes in again.
+pub(crate) fn release_view(view: &[u8]) {
+    let page = PAGE.load(Ordering::Acquire);
+    if page == 0 || view.is_empty() {
+        return; // nothing was ever mapped
+    }
+    let (start, end) = (view.as_ptr() as usize, view.as_ptr() as usize + view.len());
+    let mapped = REGISTRY.iter().any(|slot| {
+        let from = slot.start.load(Ordering::Acquire);
+        from != 0 && from <= start && end <= slot.end.load(Ordering::Acquire)
+    });
+    let (first, last) = (start.div_ceil(page) * page, end / page * page);
+    if !mapped || last <= first || ((last - first) as u64) < RELEASE_ALONE {
+        return;
+    }
+    // SAFETY: whole pages within a live, read-only file mapping.
+    unsafe {
+        libc::madvise(
+            first as *mut libc::c_void,
+            last - first,
+            libc::MADV_DONTNEED,
+        )
+    };
+}
+
 /// The owner of a mapped span's `Bytes`: keeps the mapping, and drops the
 /// span's pages from the process's page tables when the last slice goes,
 /// so a long read's resident memory stays what it was with `pread`.
@@ -500,25 +551,7 @@ impl AsRef<[u8]> for MappedRange {
 
 impl Drop for MappedRange {
     fn drop(&mut self) {
-        let page = page_size() as u64;
-        // Only pages wholly inside the range: a neighbour's page stays.
-        let start = self.range.start.div_ceil(page) * page;
-        let end = self.range.end / page * page;
-        if end <= start {
-            return;
-        }
-        let release = match end - start >= RELEASE_ALONE {
-            true => Some(start..end),
-            false => self
-                .file
-                .unreleased
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .add(start..end),
-        };
-        if let Some(pages) = release {
-            self.file.drop_pages(pages);
-        }
+        self.file.give_back(self.range.clone());
     }
 }
 
@@ -657,10 +690,43 @@ mod tests {
         let left = mapped_bytes(map.addr);
         // (The kernel may drop more of a large folio than asked.)
         assert!(left <= len - (3 << 20) + 2 * page_size(), "{left}");
-        // A part under a MiB is left for the span's own release.
+        // Parts under a MiB are gathered: none goes until they make 8 MiB.
         map.release(4 << 20..(5 << 20) - 4096);
         assert_eq!(mapped_bytes(map.addr), left);
+        for at in (5..8).map(|mib| mib << 20) {
+            map.release(at..at + (1 << 20) - 4096);
+        }
+        assert_eq!(mapped_bytes(map.addr), left);
         // The bytes read again from the page cache are the file's.
+        assert_eq!(&span[..], &before[..]);
+        drop(span);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_view_is_given_back_only_when_it_lies_in_a_mapping() {
+        // (Each test's file has a length of its own: the name is made of it.)
+        let len = 6 << 20;
+        let (path, file) = temp_file(len);
+        let Some(map) = MappedFile::map(file.as_raw_fd(), len as u64, Default::default()) else {
+            return;
+        };
+        let map = Arc::new(map);
+        let span = map.bytes(0..len as u64).unwrap();
+        let before = span.to_vec();
+        let touched = mapped_bytes(map.addr);
+        assert!(touched >= len, "{touched}");
+        // Heap memory of the same bytes: left as it is.
+        release_view(&before[..4 << 20]);
+        assert_eq!(before, span.to_vec());
+        assert_eq!(mapped_bytes(map.addr), touched);
+        // Under a MiB of whole pages: left for the span.
+        release_view(&span[100..(1 << 20) - 100]);
+        assert_eq!(mapped_bytes(map.addr), touched);
+        // 4 MiB of the mapping: gone from the page tables, read the same.
+        release_view(&span[1 << 20..5 << 20]);
+        let left = mapped_bytes(map.addr);
+        assert!(left <= touched - (4 << 20), "{left} of {touched}");
         assert_eq!(&span[..], &before[..]);
         drop(span);
         std::fs::remove_file(path).unwrap();
