@@ -674,17 +674,29 @@ mod tests {
         std::fs::remove_file(path).unwrap();
     }
 
-    #[test]
-    fn a_part_of_a_live_span_released_leaves_the_mapping_and_reads_the_same() {
-        let len = 8 << 20;
+    /// A temporary file of `len` bytes (each test's of a length of its own:
+    /// the name is made of it) mapped, a span of all of it, and its bytes
+    /// read once (so every page is in the page tables); `None` where files
+    /// are not mapped.
+    fn mapped_whole(len: usize) -> Option<(std::path::PathBuf, Arc<MappedFile>, Bytes, Vec<u8>)> {
         let (path, file) = temp_file(len);
-        let Some(map) = MappedFile::map(file.as_raw_fd(), len as u64, Default::default()) else {
-            return;
-        };
-        let map = Arc::new(map);
+        let map = Arc::new(MappedFile::map(
+            file.as_raw_fd(),
+            len as u64,
+            Default::default(),
+        )?);
         let span = map.bytes(0..len as u64).unwrap();
         let before = span.to_vec();
         assert!(mapped_bytes(map.addr) >= len, "{}", mapped_bytes(map.addr));
+        Some((path, map, span, before))
+    }
+
+    #[test]
+    fn a_part_of_a_live_span_released_leaves_the_mapping_and_reads_the_same() {
+        let len = 8 << 20;
+        let Some((path, map, span, before)) = mapped_whole(len) else {
+            return;
+        };
         // 3 MiB from an odd offset: its whole pages go, the span stays.
         map.release(1_000..(3 << 20) + 1_000);
         let left = mapped_bytes(map.addr);
@@ -705,17 +717,10 @@ mod tests {
 
     #[test]
     fn a_view_is_given_back_only_when_it_lies_in_a_mapping() {
-        // (Each test's file has a length of its own: the name is made of it.)
-        let len = 6 << 20;
-        let (path, file) = temp_file(len);
-        let Some(map) = MappedFile::map(file.as_raw_fd(), len as u64, Default::default()) else {
+        let Some((path, map, span, before)) = mapped_whole(6 << 20) else {
             return;
         };
-        let map = Arc::new(map);
-        let span = map.bytes(0..len as u64).unwrap();
-        let before = span.to_vec();
         let touched = mapped_bytes(map.addr);
-        assert!(touched >= len, "{touched}");
         // Heap memory of the same bytes: left as it is.
         release_view(&before[..4 << 20]);
         assert_eq!(before, span.to_vec());
