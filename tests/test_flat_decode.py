@@ -375,11 +375,37 @@ def test_a_row_group_of_more_rows_than_a_batch(tmp_path):
     assert kept.equals(pq.read_table(path, filters=[("f32", "<", 0.25)]))
 
 
-def test_a_row_group_too_large_for_one_batch_of_the_crates(tmp_path):
-    # Over 2**23 rows: the `parquet` crate decodes the columns fastingest's
-    # decoders leave to it (float16, time32) a batch of 2**20 rows at a
-    # time, while fastingest's decode theirs whole; the two are lined up
-    # batch by batch.
+def test_columns_decoded_whole_line_up_with_the_crates_batches(tmp_path):
+    # Over 2**20 rows and 128 MiB uncompressed: fastingest's decoders take
+    # the strings and int8 whole, the `parquet` crate the float16 a batch of
+    # 2**20 rows at a time; the whole columns are sliced to its batches.
+    rows = (1 << 20) + 4_321
+    rng = np.random.default_rng(13)
+    values = pa.array([f"{i:03d}" + "v" * 130 for i in range(7)])
+    data = pa.table(
+        {
+            "s": values.take(pa.array(rng.integers(0, 7, rows))),
+            "h": pa.array(rng.random(rows).astype(np.float16), mask=rng.random(rows) < 0.1),
+            "i8": pa.array((np.arange(rows) % 101).astype(np.int8)),
+        }
+    )
+    path = tmp_path / "wide_values.parquet"
+    pq.write_table(data, path, row_group_size=rows, use_dictionary=False, compression="zstd")
+    meta = pq.ParquetFile(path).metadata
+    assert meta.num_row_groups == 1
+    assert meta.row_group(0).total_byte_size > 128 << 20
+    theirs = pq.read_table(path)
+    ours = fastingest.read_parquet(str(path))
+    assert ours.equals(theirs)
+    assert [len(c) for c in ours["s"].chunks] == [1 << 20, 4_321]
+    kept = fastingest.read_parquet(str(path), filters=[("i8", "<", 7)])
+    assert kept.equals(pq.read_table(path, filters=[("i8", "<", 7)]))
+
+
+def test_a_row_group_of_more_rows_than_the_decoders_take_whole(tmp_path):
+    # Over 2**23 rows: all of it goes to the `parquet` crate (fastingest's
+    # decoders size their output from the footer's count of rows), a batch
+    # of 2**20 rows at a time.
     rows = (1 << 23) + 4_321
     rng = np.random.default_rng(12)
     half = pa.array(rng.random(rows).astype(np.float16), mask=rng.random(rows) < 0.1)
@@ -398,15 +424,12 @@ def test_a_row_group_too_large_for_one_batch_of_the_crates(tmp_path):
     ours = fastingest.read_parquet(str(path))
     assert ours.equals(theirs)
     assert max(len(c) for c in ours["h"].chunks) <= 1 << 20
-    # Only the columns fastingest decodes: one array, sliced to batches.
     assert fastingest.read_parquet(str(path), columns=["i8", "b"]).equals(
         theirs.select(["i8", "b"])
     )
     batches = list(fastingest.iter_batches(str(path), columns=["t", "b"]))
     assert max(b.num_rows for b in batches) == 1 << 20
     assert pa.Table.from_batches(batches).equals(theirs.select(["t", "b"]))
-    # Filtered late: the filter column first, then the kept rows of the
-    # others, the crate's a batch at a time.
     kept = fastingest.read_parquet(str(path), filters=[("i8", "<", 7)])
     assert kept.equals(pq.read_table(path, filters=[("i8", "<", 7)]))
 

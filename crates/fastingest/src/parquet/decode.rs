@@ -89,12 +89,12 @@ pub(crate) fn decode_row_group(
     let num_rows = file.reader_metadata.metadata().row_group(rg).num_rows();
     let rows_per_batch = batch_rows(file, num_rows);
     // Without a selection, the flat columns and lists of numbers and
-    // strings are decoded here, each chunk whole, whatever the row group's
-    // size: its decoded rows are held to the end of the unit either way,
-    // and a row group too large for one batch of the crate's (Spark writes
-    // 128 MB ones, old pyarrow 64 Mi rows) was decoded by the crate a batch
-    // at a time, one thread per row group, at under half the speed.
-    let direct = if file.selections[unit].is_none() && num_rows > 0 {
+    // strings are decoded here, each chunk whole, however many bytes the
+    // row group holds: its decoded rows are held to the end of the unit
+    // either way, and a row group too large for one batch of the crate's
+    // (Spark writes 128 MB ones) was decoded by the crate a batch at a
+    // time, one thread per row group, at under half the speed.
+    let direct = if file.selections[unit].is_none() && decoded_here_whole(num_rows) {
         let threads = fetcher.config().decode_threads();
         decode_flat_columns(
             file,
@@ -221,6 +221,17 @@ pub(super) fn decodes_whole(file: &PreparedFile, rg: usize, rows_per_batch: usiz
         .map(|l| group.column(l).uncompressed_size().max(0))
         .sum();
     rows <= WHOLE_MOST_ROWS && projected <= WHOLE_MOST_BYTES
+}
+
+/// Whether fastingest's own decoders take a row group of `rows` rows whole
+/// (see [`decode_row_group`]): at most [`WHOLE_MOST_ROWS`], as they size
+/// their output from the footer's count of rows. A footer that claims more
+/// (old pyarrow's 64 Mi rows, or a damaged file's billions: the fuzzer's
+/// claims made them ask for up to 2^59 bytes at once, which aborts the
+/// process) goes to the crate, which allocates a batch at a time and says
+/// what is wrong with the file.
+pub(super) fn decoded_here_whole(rows: i64) -> bool {
+    rows > 0 && rows <= WHOLE_MOST_ROWS
 }
 
 /// The most rows, and uncompressed bytes of the projected columns, of a row

@@ -21,8 +21,8 @@ use parquet::arrow::arrow_reader::RowSelection;
 use parquet::arrow::ProjectionMask;
 
 use super::decode::{
-    batch_rows, check_unit_pages, crate_stream, decode_flat_columns, decodes_whole, merge,
-    projected_roots, slice_batches,
+    batch_rows, check_unit_pages, crate_stream, decode_flat_columns, decoded_here_whole,
+    decodes_whole, merge, projected_roots, slice_batches,
 };
 use super::flat;
 use super::format::PreparedFile;
@@ -36,8 +36,9 @@ use crate::filter::Filter;
 /// row `from_row` on, that the file's filter keeps, decoded late (see the
 /// module's notes; a stream decodes its first rows apart, and the rest
 /// here); rows the page index left out are never candidates. `None` where
-/// this does not apply (no filter; a filter column fastingest's own
-/// decoders do not take; no other column to save), and the caller decodes
+/// this does not apply (no filter; more rows than fastingest's decoders
+/// take whole; a filter column they do not take; no other column to save),
+/// and the caller decodes
 /// the row group whole and filters it.
 pub(crate) fn decode_row_group_filtered(
     file: &PreparedFile,
@@ -53,7 +54,7 @@ pub(crate) fn decode_row_group_filtered(
     let rg = file.plan.units[unit].index;
     let num_rows = metadata.row_group(rg).num_rows();
     let rows_per_batch = batch_rows(file, num_rows);
-    if num_rows <= 0 {
+    if !decoded_here_whole(num_rows) {
         return Ok(None);
     }
     let rows = num_rows as usize;
