@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import os
 
 import numpy as np
 import pyarrow as pa
@@ -397,9 +398,56 @@ def test_columns_decoded_whole_line_up_with_the_crates_batches(tmp_path):
     theirs = pq.read_table(path)
     ours = fastingest.read_parquet(str(path))
     assert ours.equals(theirs)
-    assert [len(c) for c in ours["s"].chunks] == [1 << 20, 4_321]
+    # Batches end where the crate's do (and where a chunk decoded in pieces
+    # on several threads was cut), none longer than 2**20 rows.
+    ends = np.cumsum([len(c) for c in ours["s"].chunks])
+    assert (1 << 20) in ends and ends[-1] == rows
+    assert max(len(c) for c in ours["s"].chunks) <= 1 << 20
     kept = fastingest.read_parquet(str(path), filters=[("i8", "<", 7)])
     assert kept.equals(pq.read_table(path, filters=[("i8", "<", 7)]))
+
+
+def test_a_large_chunk_decoded_in_pieces_reads_as_one(tmp_path):
+    # One row group whose string and int64 chunks hold far more than a
+    # thread's share (8 MiB decoded): each is decoded as runs of its pages
+    # on several threads, the float16 beside them by the `parquet` crate.
+    rows = 700_000
+    rng = np.random.default_rng(17)
+    words = pa.array([f"w{i:06d}-" + "x" * (i % 40) for i in range(150_000)])
+    data = pa.table(
+        {
+            "s": pa.array(
+                words.take(pa.array(rng.integers(0, len(words), rows))),
+                mask=rng.random(rows) < 0.05,
+            ),
+            "i64": pa.array(rng.integers(-(2**50), 2**50, rows), mask=rng.random(rows) < 0.1),
+            "h": pa.array(rng.random(rows).astype(np.float16)),
+            "l": pa.array([[i % 3] * (i % 3) for i in range(rows)], pa.list_(pa.int32())),
+        }
+    )
+    for version in ["1.0", "2.0"]:
+        path = tmp_path / f"pieces-{version}.parquet"
+        pq.write_table(
+            data, path, row_group_size=rows, data_page_version=version, data_page_size=64 << 10
+        )
+        meta = pq.ParquetFile(path).metadata
+        assert meta.num_row_groups == 1
+        assert meta.row_group(0).column(0).total_uncompressed_size > 16 << 20
+        theirs = pq.read_table(path)
+        ours = fastingest.read_parquet(str(path))
+        assert ours.equals(theirs), version
+        if (os.cpu_count() or 1) >= 2:
+            # Cut where the pieces end: more batches than the one row group.
+            assert ours["s"].num_chunks >= 2, version
+        assert fastingest.read_parquet(str(path), columns=["l", "s"]).equals(
+            pq.read_table(path, columns=["l", "s"])
+        )
+        kept = fastingest.read_parquet(str(path), filters=[("i64", "<", 0)])
+        assert kept.equals(pq.read_table(path, filters=[("i64", "<", 0)])), version
+        streamed = pa.Table.from_batches(list(fastingest.iter_batches(str(path))))
+        assert streamed.equals(theirs), version
+        one = fastingest.read_parquet(str(path), config=fastingest.Config(decode_parallelism=1))
+        assert one.equals(theirs), version
 
 
 def test_a_row_group_of_more_rows_than_the_decoders_take_whole(tmp_path):

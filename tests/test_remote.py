@@ -1061,3 +1061,64 @@ def test_a_decoded_span_s_memory_holds_the_read_s_later_output(s3):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "0", str(table.num_rows)]
+
+
+def _one_large_row_group() -> pa.Table:
+    """One row group of over 8 MiB: through a link its columns are decoded
+    one by one as their bytes arrive, then joined."""
+    import numpy as np
+
+    rows = 400_000
+    rng = np.random.default_rng(23)
+    words = pa.array([f"word-{i:05d}" + "z" * (i % 17) for i in range(20_000)])
+    return pa.table(
+        {
+            "i64": rng.integers(-(2**60), 2**60, rows),
+            "s": pa.array(
+                words.take(pa.array(rng.integers(0, 20_000, rows))), mask=rng.random(rows) < 0.1
+            ),
+            # Left to the `parquet` crate: decoded at the join.
+            "h": pa.array(rng.random(rows).astype(np.float16)),
+            "st": pa.StructArray.from_arrays(
+                [pa.array(np.arange(rows) % 5), pa.array(rng.random(rows))], ["a", "b"]
+            ),
+            "l": pa.array([[i % 7] * (i % 3) for i in range(rows)], pa.list_(pa.int32())),
+        }
+    )
+
+
+def test_a_large_row_group_through_a_link_reads_as_one(s3, toxi):
+    table = _one_large_row_group()
+    data = parquet_bytes(table, row_group_size=len(table))
+    assert pq.ParquetFile(pa.BufferReader(data)).metadata.row_group(0).total_byte_size > 8 << 20
+    url = s3.put("large-row-group.parquet", data)
+    toxi.add_toxic("s3", "latency", {"latency": 20, "jitter": 5})
+    toxi.add_toxic("s3", "bandwidth", {"rate": 20_000})
+    opts = s3.options(proxied=True)
+    written = pq.read_table(pa.BufferReader(data))
+    assert_tables_equal(fastingest.read_parquet(url, storage_options=opts), written)
+    # Some columns only; the crate's alone beside one of fastingest's.
+    for columns in (["l", "s"], ["h", "i64"], ["st"]):
+        got = fastingest.read_parquet(url, columns=columns, storage_options=opts)
+        assert_tables_equal(got, written.select(columns))
+    # A filter decodes its own columns first instead.
+    got = fastingest.read_parquet(url, filters=[("i64", "<", 0)], storage_options=opts)
+    want = pq.read_table(pa.BufferReader(data), filters=[("i64", "<", 0)])
+    assert_tables_equal(got, want)
+
+
+def test_a_damaged_chunk_of_a_large_row_group_through_a_link_names_the_file(s3, toxi):
+    table = _one_large_row_group()
+    data = bytearray(parquet_bytes(table, row_group_size=len(table)))
+    column = pq.ParquetFile(pa.BufferReader(bytes(data))).metadata.row_group(0).column(1)
+    start = column.dictionary_page_offset or column.data_page_offset
+    data[start : start + 64] = b"\xff" * 64  # the string column's first page header
+    url = s3.put("damaged-large-row-group.parquet", bytes(data))
+    toxi.add_toxic("s3", "latency", {"latency": 20, "jitter": 5})
+    with pytest.raises(fastingest.CorruptFileError, match="damaged-large-row-group.parquet"):
+        fastingest.read_parquet(url, storage_options=s3.options(proxied=True))
+    # The other columns read.
+    got = fastingest.read_parquet(
+        url, columns=["i64", "h"], storage_options=s3.options(proxied=True)
+    )
+    assert_tables_equal(got, table.select(["i64", "h"]))

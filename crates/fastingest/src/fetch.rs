@@ -560,7 +560,16 @@ pub fn unit_spans(
     spans: &[SpanFuture],
     unit: &PlanUnit,
 ) -> Vec<(Range<u64>, SpanFuture)> {
-    let mut needed: Vec<usize> = unit.ranges.iter().filter_map(|r| plan.span_of(r)).collect();
+    spans_holding(plan, spans, &unit.ranges)
+}
+
+/// The spans of `plan` that hold `ranges`, with their ranges (each once).
+pub fn spans_holding(
+    plan: &FilePlan,
+    spans: &[SpanFuture],
+    ranges: &[Range<u64>],
+) -> Vec<(Range<u64>, SpanFuture)> {
+    let mut needed: Vec<usize> = ranges.iter().filter_map(|r| plan.span_of(r)).collect();
     needed.sort_unstable();
     needed.dedup();
     needed

@@ -2,6 +2,7 @@
 //! an `AsyncFileReader` serves the decoder's reads out of the fetched spans,
 //! and falls back to a counted, unplanned fetch for anything else.
 
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -15,7 +16,7 @@ use parquet::arrow::arrow_reader::ArrowReaderOptions;
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::async_reader::ParquetRecordBatchStream;
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
-use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
 use parquet::schema::types::ColumnDescriptor;
 
 use super::format::PreparedFile;
@@ -83,18 +84,14 @@ pub(crate) fn decode_row_group(
     spans: FetchedSpans,
     fetcher: &Fetcher,
 ) -> Result<Vec<RecordBatch>> {
-    let location = file.source.location();
-    let rg = file.plan.units[unit].index;
     check_unit_pages(file, unit, &spans)?;
-    let num_rows = file.reader_metadata.metadata().row_group(rg).num_rows();
-    let rows_per_batch = batch_rows(file, num_rows);
     // Without a selection, the flat columns and lists of numbers and
     // strings are decoded here, each chunk whole, however many bytes the
     // row group holds: its decoded rows are held to the end of the unit
     // either way, and a row group too large for one batch of the crate's
     // (Spark writes 128 MB ones) was decoded by the crate a batch at a
     // time, one thread per row group, at under half the speed.
-    let direct = if file.selections[unit].is_none() && decoded_here_whole(num_rows) {
+    let direct = if decodes_here(file, unit) {
         let threads = fetcher.config().decode_threads();
         decode_flat_columns(
             file,
@@ -108,6 +105,105 @@ pub(crate) fn decode_row_group(
     } else {
         Vec::new()
     };
+    decode_rest(file, unit, direct, spans, fetcher)
+}
+
+/// Whether fastingest's own decoders take the columns of the row group at
+/// position `unit` (those they can) whole: see [`decode_row_group`].
+fn decodes_here(file: &PreparedFile, unit: usize) -> bool {
+    let rg = file.plan.units[unit].index;
+    let num_rows = file.reader_metadata.metadata().row_group(rg).num_rows();
+    file.selections[unit].is_none() && decoded_here_whole(num_rows)
+}
+
+/// The parts the row group at position `unit` can be decoded in apart
+/// (see [`crate::pipeline`]'s `decode_in_parts`): one per top-level field
+/// read, each as the byte ranges of its column chunks; `None` when the
+/// row group is not decoded here (see [`decodes_here`]).
+pub(crate) fn row_group_parts(file: &PreparedFile, unit: usize) -> Option<Vec<Vec<Range<u64>>>> {
+    if !decodes_here(file, unit) {
+        return None;
+    }
+    let metadata = file.reader_metadata.metadata();
+    let group = metadata.row_group(file.plan.units[unit].index);
+    let descr = metadata.file_metadata().schema_descr();
+    let parts = projected_roots(file)
+        .into_iter()
+        .map(|root| {
+            (0..descr.num_columns())
+                .filter(|&l| file.projection.mask.leaf_included(l))
+                .filter(|&l| descr.get_column_root_idx(l) == root)
+                .map(|l| {
+                    let (start, len) = group.column(l).byte_range();
+                    start..start.saturating_add(len)
+                })
+                .collect()
+        })
+        .collect();
+    Some(parts)
+}
+
+/// The columns of part `part` (see [`row_group_parts`]) of the row group at
+/// position `unit` that fastingest's decoders take, from `spans`.
+pub(crate) fn decode_row_group_part(
+    file: &PreparedFile,
+    unit: usize,
+    part: usize,
+    spans: &FetchedSpans,
+    fetcher: &Fetcher,
+) -> Result<Vec<(usize, Pieces)>> {
+    let Some(&root) = projected_roots(file).get(part) else {
+        return Ok(Vec::new());
+    };
+    let descr = file
+        .reader_metadata
+        .metadata()
+        .file_metadata()
+        .schema_descr();
+    check_pages_of(file, unit, spans, |leaf| {
+        descr.get_column_root_idx(leaf) == root
+    })?;
+    let threads = fetcher.config().decode_threads();
+    decode_flat_columns(file, unit, spans, threads, &[root], None, &[])
+}
+
+/// The row group at position `unit` from the columns its parts decoded
+/// (`parts`: see [`decode_row_group_part`]) and the rest, which the crate
+/// decodes from `spans`.
+pub(crate) fn join_row_group_parts(
+    file: &PreparedFile,
+    unit: usize,
+    parts: Vec<Vec<(usize, Pieces)>>,
+    spans: FetchedSpans,
+    fetcher: &Fetcher,
+) -> Result<Vec<RecordBatch>> {
+    let direct: Vec<(usize, Pieces)> = parts.into_iter().flatten().collect();
+    let descr = file
+        .reader_metadata
+        .metadata()
+        .file_metadata()
+        .schema_descr();
+    check_pages_of(file, unit, &spans, |leaf| {
+        let root = descr.get_column_root_idx(leaf);
+        !direct.iter().any(|(r, _)| *r == root)
+    })?;
+    decode_rest(file, unit, direct, spans, fetcher)
+}
+
+/// The row group at position `unit`: the columns fastingest's decoders
+/// gave (`direct`), those the `parquet` crate decodes from `spans` beside
+/// them, sliced to batches.
+fn decode_rest(
+    file: &PreparedFile,
+    unit: usize,
+    direct: Vec<(usize, Pieces)>,
+    spans: FetchedSpans,
+    fetcher: &Fetcher,
+) -> Result<Vec<RecordBatch>> {
+    let location = file.source.location();
+    let rg = file.plan.units[unit].index;
+    let num_rows = file.reader_metadata.metadata().row_group(rg).num_rows();
+    let rows_per_batch = batch_rows(file, num_rows);
     // The crate decodes the rest: the whole row group as one batch where it
     // fits one (see [`decodes_whole`]), else a batch at a time.
     let whole =
@@ -358,9 +454,9 @@ pub(super) fn projected_roots(file: &PreparedFile) -> Vec<usize> {
 
 /// The unit's columns `roots` (top-level fields the projection reads) that
 /// fastingest's own decoders take (flat columns: [`flat`]; lists of numbers
-/// and strings: [`lists`]), as (top-level field, array); the others are
-/// left to the `parquet` crate. With a `selection` (a bit per row of the
-/// unit), only the rows it sets. A string or binary column among `keyed`
+/// and strings: [`lists`]), as (top-level field, its [`Pieces`]); the
+/// others are left to the `parquet` crate. With a `selection` (a bit per
+/// row of the unit), only the rows it sets. A string or binary column among `keyed`
 /// whose pages are all dictionary-encoded comes as a dictionary array (its
 /// keys and entries: no value copied out), for a filter to compare each
 /// distinct value once. The columns are decoded in parallel: idle
@@ -374,7 +470,7 @@ pub(super) fn decode_flat_columns(
     roots_wanted: &[usize],
     selection: Option<&BooleanBuffer>,
     keyed: &[usize],
-) -> Result<Vec<(usize, ArrayRef)>> {
+) -> Result<Vec<(usize, Pieces)>> {
     let metadata = file.reader_metadata.metadata();
     let rg = file.plan.units[unit].index;
     let group = metadata.row_group(rg);
@@ -385,6 +481,14 @@ pub(super) fn decode_flat_columns(
     let mut parts: Vec<Part<flat::Decoded<ArrayRef>>> = Vec::new();
     let mut unit_bytes = 0i64;
     let mapped = file.source.mapped();
+    // What decoding all of them costs, for a chunk to be split only where
+    // it alone would take longer than the threads' even share.
+    let wanted: HashSet<usize> = roots_wanted.iter().copied().collect();
+    let all_work: i64 = (0..descr.num_columns())
+        .filter(|&l| file.projection.mask.leaf_included(l))
+        .filter(|&l| wanted.contains(&descr.get_column_root_idx(l)))
+        .map(|l| decode_work(group.column(l)))
+        .sum();
     for &root in roots_wanted {
         let leaves: Vec<usize> = (0..descr.num_columns())
             .filter(|&l| descr.get_column_root_idx(l) == root)
@@ -499,6 +603,28 @@ pub(super) fn decode_flat_columns(
                 .and_then(|entries| keys_of(&column, &target, entries)),
             false => None,
         };
+        // A large flat chunk read whole is decoded in runs of its pages on
+        // several threads (see [`Pieces`]).
+        let windows = match (&list, &as_keys, selection, gaps.is_empty()) {
+            (None, None, None, true) => chunk_windows(&bytes, chunk, threads, all_work),
+            _ => None,
+        };
+        if let Some(windows) = windows {
+            let (start, _) = chunk.byte_range();
+            for window in windows {
+                let (metadata, bytes, column) =
+                    (Arc::clone(metadata), bytes.clone(), column.clone());
+                let target = target.clone();
+                let read = start + window.bytes.start as u64..start + window.bytes.end as u64;
+                roots.push((root, leaf));
+                let part: Part<_> = Box::new(move || {
+                    let chunk = metadata.row_group(rg).column(leaf);
+                    flat::decode_window(bytes, chunk, &column, &target, &window)
+                });
+                parts.push(releasing(mapped.as_ref(), vec![read], part));
+            }
+            continue;
+        }
         let metadata = Arc::clone(metadata);
         let selection = selection.cloned();
         roots.push((root, leaf));
@@ -527,11 +653,17 @@ pub(super) fn decode_flat_columns(
         });
         parts.push(releasing_chunks(mapped.as_ref(), group, &[leaf], part));
     }
-    let mut done = Vec::new();
+    let (roots, parts) = longest_first(file, group, roots, parts);
+    let mut done: Vec<(usize, Pieces)> = Vec::new();
+    // A column that failed in one of its pieces is left out whole.
+    let mut failed: Option<usize> = None;
     for ((root, leaf), outcome) in roots
         .into_iter()
         .zip(decode_threads::run_all(sharing(threads, unit_bytes), parts))
     {
+        if failed == Some(root) {
+            continue;
+        }
         // A decoder's panic (`run_all` caught it) is this file's error,
         // naming the column: not a crash, and not left to another decoder.
         let decoded = outcome.map_err(|panic| Error::Corrupt {
@@ -548,17 +680,127 @@ pub(super) fn decode_flat_columns(
         // decoder does not expect (the corpora have such files), and says
         // what is wrong with a damaged column as it always has.
         match decoded {
-            Ok(array) => done.push((root, array)),
-            Err(flat::Failure::Unsupported) => {}
-            Err(flat::Failure::Corrupt(detail)) => log::debug!(
-                "{}: row group {rg}, column {}: left to the parquet crate: {detail}",
-                file.source.location(),
-                group.column(leaf).column_path()
-            ),
+            Ok(array) => match done.last_mut() {
+                Some((last, pieces)) if *last == root => pieces.push(array),
+                _ => done.push((root, vec![array])),
+            },
+            Err(failure) => {
+                if let flat::Failure::Corrupt(detail) = failure {
+                    log::debug!(
+                        "{}: row group {rg}, column {}: left to the parquet crate: {detail}",
+                        file.source.location(),
+                        group.column(leaf).column_path()
+                    );
+                }
+                if done.last().is_some_and(|(last, _)| *last == root) {
+                    done.pop();
+                }
+                failed = Some(root);
+            }
         }
     }
+    // Pieces whose pages' counts of rows do not add up to the row group's
+    // (a damaged header) go to the crate too, which says what is wrong.
+    done.retain(|(_, pieces)| {
+        pieces.len() < 2 || pieces.iter().map(|a| a.len()).sum::<usize>() == rows
+    });
+    // In the order asked (see [`longest_first`]).
+    let asked: HashMap<usize, usize> = roots_wanted
+        .iter()
+        .enumerate()
+        .map(|(i, &r)| (r, i))
+        .collect();
+    done.sort_by_key(|(root, _)| asked.get(root).copied());
     Ok(done)
 }
+
+/// A column decoded here: one array of all the unit's rows, or pieces of
+/// consecutive rows that add up to them. A flat chunk that would take a
+/// thread longer than the others take for all the rest is decoded as runs
+/// of its pages on several threads at once (see [`chunk_windows`]): the
+/// strings of a row group of 3 M rows took 58 of the read's 73 ms on one
+/// thread while the other waited. (Split where they were not the longest
+/// work, chunks only cost more: each run reads the dictionary again, and
+/// writes its rows into another thread's memory.)
+pub(crate) type Pieces = Vec<ArrayRef>;
+
+/// The runs of pages a flat `chunk` of `bytes` is decoded in on up to
+/// `threads` threads, when its [`decode_work`] is more than a thread's
+/// share of `all_work` (the columns decoded with it): one run per
+/// [`BYTES_PER_PIECE`] of its decoded pages; `None` for one.
+fn chunk_windows(
+    bytes: &Bytes,
+    chunk: &ColumnChunkMetaData,
+    threads: usize,
+    all_work: i64,
+) -> Option<Vec<pages::PageWindow>> {
+    let threads_i64 = i64::try_from(threads).unwrap_or(i64::MAX);
+    if decode_work(chunk).saturating_mul(threads_i64) <= all_work {
+        return None;
+    }
+    let pieces = usize::try_from(chunk.uncompressed_size().max(0) / BYTES_PER_PIECE)
+        .unwrap_or(usize::MAX)
+        .min(threads);
+    match pieces {
+        0 | 1 => None,
+        n => pages::page_windows(bytes, chunk.compression(), n),
+    }
+}
+
+/// `roots` (each part's top-level field and leaf) and their `parts`, the
+/// longest work first (a column's pieces one after another, in order) when
+/// a chunk was split into pieces (see [`Pieces`]): pieces decoded after
+/// the other columns left one thread the last of them alone (the 3 M-row
+/// file, steady: 75 ms with the pieces first and the rest in file order,
+/// 65 ms longest first). Otherwise as they came, in file order.
+fn longest_first<T>(
+    file: &PreparedFile,
+    group: &RowGroupMetaData,
+    roots: Vec<(usize, usize)>,
+    parts: Vec<Part<T>>,
+) -> (Vec<(usize, usize)>, Vec<Part<T>>) {
+    let split = roots.windows(2).any(|w| w[0].0 == w[1].0);
+    if !split {
+        return (roots, parts);
+    }
+    let descr = group.schema_descr();
+    let mut work: HashMap<usize, (i64, i64)> = HashMap::new();
+    for &(root, _) in &roots {
+        work.entry(root).or_default().1 += 1;
+    }
+    for leaf in (0..descr.num_columns()).filter(|&l| file.projection.mask.leaf_included(l)) {
+        if let Some((bytes, _)) = work.get_mut(&descr.get_column_root_idx(leaf)) {
+            *bytes += decode_work(group.column(leaf));
+        }
+    }
+    let mut order: Vec<(std::cmp::Reverse<i64>, usize)> = roots
+        .iter()
+        .enumerate()
+        .map(|(i, (root, _))| {
+            let (bytes, pieces) = work.get(root).copied().unwrap_or((0, 1));
+            (std::cmp::Reverse(bytes / pieces.max(1)), i)
+        })
+        .collect();
+    order.sort_unstable();
+    let mut parts: Vec<Option<Part<T>>> = parts.into_iter().map(Some).collect();
+    let reordered = order.iter().filter_map(|&(_, i)| parts[i].take()).collect();
+    (order.iter().map(|&(_, i)| roots[i]).collect(), reordered)
+}
+
+/// About what decoding `chunk` costs: its decoded pages' bytes, twice for
+/// strings and binary (a value at a time, each copied out; the 3 M-row
+/// file's 69 MB of strings took 58 ms, its 84 MB of numbers 30).
+fn decode_work(chunk: &ColumnChunkMetaData) -> i64 {
+    let bytes = chunk.uncompressed_size().max(0);
+    match chunk.column_type() {
+        parquet::basic::Type::BYTE_ARRAY => bytes.saturating_mul(2),
+        _ => bytes,
+    }
+}
+
+/// Decoded pages (uncompressed bytes) of a chunk for each thread that
+/// decodes it (see [`Pieces`]).
+const BYTES_PER_PIECE: i64 = 8 << 20;
 
 /// `part`, then the mapped pages of the column chunks of `leaves` it
 /// decodes given back (see [`MappedFile::release`]): a row group's span is
@@ -573,9 +815,6 @@ fn releasing_chunks<T: 'static>(
     leaves: &[usize],
     part: Part<T>,
 ) -> Part<T> {
-    let Some(mapped) = mapped else {
-        return part;
-    };
     let chunks: Vec<Range<u64>> = leaves
         .iter()
         .map(|&leaf| group.column(leaf))
@@ -584,14 +823,27 @@ fn releasing_chunks<T: 'static>(
             start..start.saturating_add(len)
         })
         .collect();
-    if chunks.is_empty() {
+    releasing(mapped, chunks, part)
+}
+
+/// `part`, then the mapped pages of `ranges` given back (see
+/// [`releasing_chunks`]).
+fn releasing<T: 'static>(
+    mapped: Option<&Arc<MappedFile>>,
+    ranges: Vec<Range<u64>>,
+    part: Part<T>,
+) -> Part<T> {
+    let Some(mapped) = mapped else {
+        return part;
+    };
+    if ranges.is_empty() {
         return part;
     }
     let mapped = Arc::clone(mapped);
     Box::new(move || {
         let decoded = part();
-        for chunk in chunks {
-            mapped.release(chunk);
+        for range in ranges {
+            mapped.release(range);
         }
         decoded
     })
@@ -636,13 +888,14 @@ fn sharing(threads: usize, bytes: i64) -> usize {
 /// Uncompressed bytes of a unit's columns for each thread that helps.
 const BYTES_PER_HELPER: i64 = 1 << 20;
 
-/// The row group's batches: the columns decoded here (whole) beside those
-/// the `parquet` crate decoded (as one batch or several, or none when it
-/// had no columns), sliced to the crate's batches, in projection order,
-/// under the schema the crate gives the projection.
+/// The row group's batches: the columns decoded here (whole, or in pieces)
+/// beside those the `parquet` crate decoded (as one batch or several, or
+/// none when it had no columns), in projection order, under the schema the
+/// crate gives the projection. A batch ends where a crate batch or a piece
+/// ends, so that each takes a slice of one array of every column (no copy).
 pub(super) fn merge(
     file: &PreparedFile,
-    direct: Vec<(usize, ArrayRef)>,
+    direct: Vec<(usize, Pieces)>,
     rest: Vec<RecordBatch>,
     rows: usize,
 ) -> Result<Vec<RecordBatch>> {
@@ -660,30 +913,51 @@ pub(super) fn merge(
             "the row group decoded to {rest_rows} rows of some columns and {rows} of others"
         )));
     }
-    // Each batch's rows: the crate's batches, or all of them in one.
-    let parts: Vec<(usize, Option<&RecordBatch>)> = match rest.is_empty() {
-        true => vec![(rows, None)],
-        false => rest.iter().map(|b| (b.num_rows(), Some(b))).collect(),
-    };
-    let mut batches = Vec::with_capacity(parts.len());
+    for (root, pieces) in &direct {
+        let decoded: usize = pieces.iter().map(|a| a.len()).sum();
+        if decoded != rows {
+            return Err(misfit(format!(
+                "the row group decoded to {decoded} rows of column {} and {rows} of others",
+                schema.field(*root).name()
+            )));
+        }
+    }
+    let crate_arrays: Vec<(usize, &RecordBatch)> = starts(rest.iter().map(RecordBatch::num_rows))
+        .zip(&rest)
+        .collect();
+    let mut ends: Vec<usize> = vec![rows];
+    ends.extend(crate_arrays.iter().map(|(at, b)| at + b.num_rows()));
+    for (_, pieces) in &direct {
+        ends.extend(starts(pieces.iter().map(|a| a.len())).skip(1));
+    }
+    ends.retain(|&end| end <= rows && (end > 0 || rows == 0));
+    ends.sort_unstable();
+    ends.dedup();
+    let mut batches = Vec::with_capacity(ends.len());
     let mut at = 0;
-    for (len, crate_batch) in parts {
+    for end in ends {
+        let len = end - at;
         let mut fields = Vec::new();
         let mut columns = Vec::new();
         let mut from_rest = 0;
+        let crate_batch = crate_arrays
+            .iter()
+            .find(|(start, b)| *start <= at && at < start + b.num_rows().max(1));
         for root in projected_roots(file) {
-            if let Some((_, array)) = direct.iter().find(|(r, _)| *r == root) {
+            if let Some((_, pieces)) = direct.iter().find(|(r, _)| *r == root) {
+                let Some(array) = rows_of(pieces, at, len) else {
+                    return Err(misfit(format!("no piece holds rows {at}..{end}")));
+                };
                 // Typed as decoded: a struct read in part holds only the
                 // fields asked for, as the crate's batches type it.
                 let field = schema.field(root).clone();
                 fields.push(field.with_data_type(array.data_type().clone()));
-                columns.push(match len == array.len() {
-                    true => Arc::clone(array),
-                    false => array.slice(at, len),
-                });
-            } else if let Some(batch) = crate_batch.filter(|b| from_rest < b.num_columns()) {
+                columns.push(array);
+            } else if let Some((start, batch)) =
+                crate_batch.filter(|(_, b)| from_rest < b.num_columns())
+            {
                 fields.push(batch.schema().field(from_rest).clone());
-                columns.push(Arc::clone(batch.column(from_rest)));
+                columns.push(batch.column(from_rest).slice(at - start, len));
                 from_rest += 1;
             }
         }
@@ -692,9 +966,35 @@ pub(super) fn merge(
         let batch = RecordBatch::try_new_with_options(schema, columns, &options)
             .map_err(|e| misfit(format!("the row group's columns do not line up: {e}")))?;
         batches.push(batch);
-        at += len;
+        at = end;
     }
     Ok(batches)
+}
+
+/// Rows `at..at + len` of a column's `pieces` (consecutive rows), where
+/// one piece holds them all.
+fn rows_of(pieces: &[ArrayRef], at: usize, len: usize) -> Option<ArrayRef> {
+    let mut start = 0;
+    for piece in pieces {
+        if at < start + piece.len() || (len == 0 && at == start) {
+            let from = at - start;
+            return match (from, len == piece.len()) {
+                (0, true) => Some(Arc::clone(piece)),
+                _ => (from + len <= piece.len()).then(|| piece.slice(from, len)),
+            };
+        }
+        start += piece.len();
+    }
+    None
+}
+
+/// The row each of consecutive runs of `lengths` starts at.
+fn starts(lengths: impl Iterator<Item = usize>) -> impl Iterator<Item = usize> {
+    lengths.scan(0usize, |at, len| {
+        let start = *at;
+        *at += len;
+        Some(start)
+    })
 }
 
 /// Rows per decoded batch: the whole row group (up to 2^20 rows), fewer
@@ -727,10 +1027,21 @@ pub(super) fn check_unit_pages(
     unit: usize,
     spans: &FetchedSpans,
 ) -> Result<()> {
+    check_pages_of(file, unit, spans, |_| true)
+}
+
+/// [`check_unit_pages`] for the chunks of the leaves `of` accepts only.
+fn check_pages_of(
+    file: &PreparedFile,
+    unit: usize,
+    spans: &FetchedSpans,
+    of: impl Fn(usize) -> bool,
+) -> Result<()> {
     let metadata = file.reader_metadata.metadata();
     let plan_unit = &file.plan.units[unit];
     let group = metadata.row_group(plan_unit.index);
-    for leaf in (0..group.num_columns()).filter(|&l| file.projection.mask.leaf_included(l)) {
+    let checked = |&l: &usize| file.projection.mask.leaf_included(l) && of(l);
+    for leaf in (0..group.num_columns()).filter(checked) {
         let chunk = group.column(leaf);
         let (start, len) = chunk.byte_range();
         let end = start + len;

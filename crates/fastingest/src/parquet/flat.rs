@@ -35,7 +35,7 @@ use parquet::schema::types::ColumnDescriptor;
 use super::byte_arrays;
 use super::byte_stream_split;
 use super::hybrid::{unpack_chunks, Run, Runs};
-use super::pages::{ChunkPages, Page};
+use super::pages::{ChunkPages, Page, PageWindow};
 use crate::nontemporal::{self, Append, Reads};
 
 /// Why a column was not decoded here (either way the `parquet` crate then
@@ -224,6 +224,27 @@ pub(crate) fn decode_column(
     }
     let definition = Definition::flat(column.max_def_level() == 1);
     decode_pages(pages, column, target, rows, selection, definition)
+}
+
+/// The rows of `window` (a run of the chunk's data pages: see
+/// [`super::pages::page_windows`]) of a flat column chunk (`bytes`, whole),
+/// decoded as [`decode_column`] decodes all of them: a large chunk's runs
+/// are decoded on several threads at once.
+pub(crate) fn decode_window(
+    bytes: Bytes,
+    meta: &ColumnChunkMetaData,
+    column: &ColumnDescriptor,
+    target: &DataType,
+    window: &PageWindow,
+) -> Decoded<ArrayRef> {
+    if !decodes(column, target) {
+        return Err(Failure::Unsupported);
+    }
+    let pages = ChunkPages::new(bytes, meta.compression())
+        .ok_or(Failure::Unsupported)?
+        .within(window);
+    let definition = Definition::flat(column.max_def_level() == 1);
+    decode_pages(pages, column, target, window.rows, None, definition)
 }
 
 /// Decodes one field of a struct (see [`super::structs`]): a column chunk

@@ -13,7 +13,10 @@ use parquet::arrow::arrow_reader::{ArrowReaderMetadata, ArrowReaderOptions, RowS
 use parquet::file::metadata::ParquetMetaData;
 
 use super::bloom;
-use super::decode::{decode_row_group, decode_row_group_head};
+use super::decode::{
+    decode_row_group, decode_row_group_head, decode_row_group_part, join_row_group_parts,
+    row_group_parts,
+};
 use super::footer::{read_footer, Footer};
 use super::prune::{page_row_ranges, prune_row_groups};
 use super::select::{decoded_types, extract, project, validate_schema, Layout, Projection};
@@ -23,7 +26,7 @@ use crate::fetch::{FetchedSpans, Fetcher};
 use crate::filter::Filter;
 use crate::filter::Rows;
 use crate::known::Known;
-use crate::pipeline::{checked_plan, chosen_units, Format, Planned};
+use crate::pipeline::{checked_plan, chosen_units, DecodedColumns, Format, Planned};
 use crate::plan::{push_touching, FilePlan, PlanUnit};
 use crate::source::Source;
 
@@ -116,6 +119,30 @@ impl Planned for PreparedFile {
         from_row: usize,
     ) -> Result<Option<Vec<RecordBatch>>> {
         super::late::decode_row_group_filtered(self, unit, spans, fetcher, from_row)
+    }
+
+    fn decode_parts(&self, unit: usize) -> Option<Vec<Vec<Range<u64>>>> {
+        row_group_parts(self, unit)
+    }
+
+    fn decode_part(
+        &self,
+        unit: usize,
+        part: usize,
+        spans: &FetchedSpans,
+        fetcher: &Fetcher,
+    ) -> Result<DecodedColumns> {
+        decode_row_group_part(self, unit, part, spans, fetcher)
+    }
+
+    fn join_parts(
+        &self,
+        unit: usize,
+        parts: Vec<DecodedColumns>,
+        spans: FetchedSpans,
+        fetcher: &Fetcher,
+    ) -> Result<Vec<RecordBatch>> {
+        join_row_group_parts(self, unit, parts, spans, fetcher)
     }
 
     fn decodes_head(&self, unit: usize) -> bool {

@@ -22,7 +22,7 @@ use parquet::arrow::ProjectionMask;
 
 use super::decode::{
     batch_rows, check_unit_pages, crate_stream, decode_flat_columns, decoded_here_whole,
-    decodes_whole, merge, projected_roots, slice_batches,
+    decodes_whole, merge, projected_roots, slice_batches, Pieces,
 };
 use super::flat;
 use super::format::PreparedFile;
@@ -107,7 +107,10 @@ pub(crate) fn decode_row_group_filtered(
             &filter_roots,
             candidates.as_ref(),
             &filter_roots,
-        )?,
+        )?
+        .into_iter()
+        .map(|(root, pieces)| Ok((root, one_array(pieces, file.source.location())?)))
+        .collect::<Result<Vec<_>>>()?,
     };
     if held > 0 && decided.len() != filter_roots.len() {
         // A filter column its decoder left to the `parquet` crate.
@@ -149,7 +152,7 @@ pub(crate) fn decode_row_group_filtered(
                     arrow_cast::cast(&array, wanted).map_err(|e| Error::from_arrow(location, e))?
                 }
             };
-            direct.push((root, array));
+            direct.push((root, vec![array]));
         }
         direct.extend(decode_flat_columns(
             file,
@@ -341,6 +344,15 @@ fn decoded_here(file: &PreparedFile, root: usize) -> bool {
     };
     let field = file.reader_metadata.schema().field(root).clone();
     flat::decodes(&descr.column(leaf), field.data_type())
+}
+
+/// A column decoded in pieces (see [`super::decode::Pieces`]) as one array.
+fn one_array(mut pieces: Pieces, location: &str) -> Result<arrow_array::ArrayRef> {
+    if pieces.len() == 1 {
+        return Ok(pieces.remove(0));
+    }
+    let pieces: Vec<&dyn arrow_array::Array> = pieces.iter().map(|a| a.as_ref()).collect();
+    arrow_select::concat::concat(&pieces).map_err(|e| Error::from_arrow(location, e))
 }
 
 /// The rows of the row group `filter` keeps (a null answer drops the row),

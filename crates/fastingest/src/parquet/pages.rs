@@ -352,6 +352,11 @@ pub(crate) struct ChunkPages {
     /// The chunk's bytes before this were given back to the kernel (see
     /// [`ChunkPages::give_back_read`]).
     given_back: usize,
+    /// Where the pages read end: the chunk's end, or a window's (see
+    /// [`ChunkPages::within`]).
+    end: usize,
+    /// Where the data pages read start, once a dictionary page is read.
+    data_from: usize,
 }
 
 /// How many bytes of pages read a chunk gives back at once.
@@ -371,6 +376,7 @@ impl ChunkPages {
             Compression::BROTLI(_) => Some(Decompressor::Brotli),
             Compression::LZ4 | Compression::LZO => return None,
         };
+        let chunk_len = chunk.len();
         Some(ChunkPages {
             chunk,
             codec,
@@ -381,7 +387,25 @@ impl ChunkPages {
             gaps: Vec::new(),
             next_gap: 0,
             given_back: 0,
+            end: chunk_len,
+            data_from: 0,
         })
+    }
+
+    /// `self` cut to the data pages of `window` (see [`page_windows`]),
+    /// after the chunk's dictionary page if it starts with one: a large
+    /// chunk's runs of pages are decoded on several threads at once.
+    pub(crate) fn within(mut self, window: &PageWindow) -> Self {
+        let starts_with_dictionary = checked_header(&self.chunk, 0, self.codec)
+            .is_ok_and(|(header, _)| header.kind == DICTIONARY_PAGE);
+        self.end = window.bytes.end.min(self.chunk.len());
+        self.data_from = window.bytes.start.min(self.end);
+        if !starts_with_dictionary {
+            self.at = self.data_from;
+        }
+        // The pages before the window are other threads' to give back.
+        self.given_back = self.data_from;
+        self
     }
 
     /// Gives the pages before byte `at` of the chunk back to the kernel
@@ -469,7 +493,7 @@ impl ChunkPages {
         };
         // The rows of the pages left out count as they are passed.
         let mut gaps = self.gaps[self.next_gap..].iter().peekable();
-        while at < self.chunk.len() {
+        while at < self.end {
             while let Some((_, rows)) = gaps.next_if(|(gap_at, _)| *gap_at <= at) {
                 row = row.saturating_add(*rows);
             }
@@ -501,7 +525,7 @@ impl ChunkPages {
                 let num_values = gap?;
                 return Ok(Some(Page::Skipped { num_values }));
             }
-            if self.at >= self.chunk.len() {
+            if self.at >= self.end {
                 return Ok(None);
             }
             let at = self.at;
@@ -510,7 +534,10 @@ impl ChunkPages {
                 format!("page at byte {} of the chunk: {}", bad.offset, bad.detail)
             })?;
             let end = body + header.compressed as usize;
-            self.at = end;
+            self.at = match header.kind {
+                DICTIONARY_PAGE => end.max(self.data_from),
+                _ => end,
+            };
             if !matches!(header.kind, DATA_PAGE | DICTIONARY_PAGE | DATA_PAGE_V2) {
                 continue;
             }
@@ -631,12 +658,14 @@ impl ChunkPages {
     pub(crate) fn ahead(&self) -> PagesAhead {
         let mut ahead = PagesAhead::default();
         let mut at = self.at;
-        while at < self.chunk.len() {
+        while at < self.end {
             let Ok((header, body)) = checked_header(&self.chunk, at, self.codec) else {
                 break;
             };
+            let page_at = at;
             at = body + header.compressed as usize;
-            if !matches!(header.kind, DATA_PAGE | DATA_PAGE_V2) {
+            // Data pages before a window's are not read (see `within`).
+            if !matches!(header.kind, DATA_PAGE | DATA_PAGE_V2) || page_at < self.data_from {
                 continue;
             }
             let values = header.num_values.max(0) as u64;
@@ -682,6 +711,62 @@ pub(crate) fn data_page_bounds(chunk: &[u8], codec: Compression) -> Option<Vec<P
         at = body + header.compressed as usize;
     }
     Some(pages)
+}
+
+/// A run of consecutive data pages of a column chunk that is not repeated,
+/// decoded apart from the others (see [`page_windows`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PageWindow {
+    /// From the first page's header to the last page's end, in the chunk.
+    pub(crate) bytes: Range<usize>,
+    /// The values (rows, nulls included) of its pages.
+    pub(crate) rows: usize,
+}
+
+/// The data pages of `chunk` (a whole column chunk of a column that is not
+/// repeated, where a page's count of values is its count of rows) cut at
+/// page boundaries into at most `n` windows of about equal compressed
+/// bytes, read from the headers alone. `None` when a header does not read,
+/// or a dictionary page comes anywhere but first (the decoder reports
+/// either), or there are fewer than two data pages.
+pub(crate) fn page_windows(chunk: &[u8], codec: Compression, n: usize) -> Option<Vec<PageWindow>> {
+    let mut pages: Vec<(Range<usize>, usize)> = Vec::new();
+    let mut at = 0;
+    while at < chunk.len() {
+        let (header, body) = checked_header(chunk, at, codec).ok()?;
+        let end = body + header.compressed as usize;
+        match header.kind {
+            DICTIONARY_PAGE if at != 0 => return None,
+            DATA_PAGE | DATA_PAGE_V2 => {
+                pages.push((at..end, usize::try_from(header.num_values).ok()?));
+            }
+            _ => {}
+        }
+        at = end;
+    }
+    if pages.len() < 2 || n < 2 {
+        return None;
+    }
+    let total: usize = pages.iter().map(|(r, _)| r.len()).sum();
+    let mut windows: Vec<PageWindow> = Vec::with_capacity(n);
+    let mut bytes_so_far = 0;
+    for (range, rows) in pages {
+        // A page starts a new window once the ones before hold their share.
+        let share = total.saturating_mul(windows.len()) / n;
+        let all_started = windows.len() == n;
+        match windows.last_mut() {
+            Some(last) if bytes_so_far < share || all_started => {
+                last.bytes.end = range.end;
+                last.rows = last.rows.checked_add(rows)?;
+            }
+            _ => windows.push(PageWindow {
+                bytes: range.clone(),
+                rows,
+            }),
+        }
+        bytes_so_far += range.len();
+    }
+    Some(windows)
 }
 
 /// The entries of the dictionary of `chunk` (a whole column chunk) when
@@ -1267,6 +1352,69 @@ mod tests {
                         .downcast_ref::<arrow_array::Int32Array>()
                         .unwrap();
                     assert_eq!(decoded, &values, "{case}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn windows_of_pages_decode_to_the_chunks_rows_end_to_end() {
+        use parquet::file::metadata::ParquetMetaDataReader;
+        use parquet::file::properties::WriterVersion;
+        for codec in [Compression::UNCOMPRESSED, Compression::SNAPPY] {
+            for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+                for dictionary in [false, true] {
+                    let case = format!("{codec} {version:?} dictionary {dictionary}");
+                    let (file, values) = written(codec, version, dictionary);
+                    let meta = ParquetMetaDataReader::new()
+                        .parse_and_finish(&file)
+                        .unwrap();
+                    let chunk = meta.row_group(0).column(0);
+                    let (start, len) = chunk.byte_range();
+                    let bytes = file.slice(start as usize..(start + len) as usize);
+                    let column = meta.file_metadata().schema_descr().column(0);
+                    for n in [2, 3, 7] {
+                        let windows = page_windows(&bytes, codec, n).unwrap();
+                        assert_eq!(windows.len(), n, "{case}");
+                        // End to end, after the dictionary, to the chunk's end.
+                        assert!(windows
+                            .windows(2)
+                            .all(|w| w[0].bytes.end == w[1].bytes.start));
+                        assert_eq!(windows.last().unwrap().bytes.end, bytes.len(), "{case}");
+                        assert_eq!(windows[0].bytes.start == 0, !dictionary, "{case}");
+                        // About equal shares of the bytes (pages of ~1 KB).
+                        let share = (bytes.len() - windows[0].bytes.start) / n;
+                        for w in &windows {
+                            assert!(w.bytes.len().abs_diff(share) < 2_500, "{case}: {w:?}");
+                        }
+                        // Each decodes to its own rows; together, the chunk's.
+                        let mut row = 0;
+                        for window in &windows {
+                            // Sized from its own pages alone.
+                            let ahead = ChunkPages::new(bytes.clone(), codec)
+                                .unwrap()
+                                .within(window)
+                                .ahead();
+                            let held = ahead.plain_values + ahead.other_values;
+                            assert_eq!(held, window.rows as u64, "{case}");
+                            let array = super::super::flat::decode_window(
+                                bytes.clone(),
+                                chunk,
+                                &column,
+                                &arrow_schema::DataType::Int32,
+                                window,
+                            )
+                            .unwrap_or_else(|e| panic!("{case}: {e:?}"));
+                            let want = values.slice(row, window.rows);
+                            assert_eq!(array.as_ref(), &want as &dyn arrow_array::Array, "{case}");
+                            row += window.rows;
+                        }
+                        assert_eq!(row, values.len(), "{case}");
+                    }
+                    // One window, or a chunk of one data page: no windows.
+                    assert_eq!(page_windows(&bytes, codec, 1), None);
+                    let one = page(4, 4, &[0; 4]);
+                    assert_eq!(page_windows(&one, Compression::UNCOMPRESSED, 2), None);
                 }
             }
         }

@@ -4,17 +4,19 @@
 //! counted, a decoder's panic turned into an error naming the file and unit,
 //! then the filter's rows and the columns asked for. A unit can also be
 //! decoded in two parts that run at once (see [`Rows`]): its first rows
-//! alone, handed over early, and the rest.
+//! alone, handed over early, and the rest; or, through a link, column by
+//! column as each one's bytes arrive ([`decode_in_parts`]).
 
+use std::ops::Range;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Instant;
 
 use arrow_array::RecordBatch;
 
-use super::Planned;
+use super::{DecodedColumns, Planned};
 use crate::error::{Error, Result};
-use crate::fetch::{FetchedSpans, Fetcher};
+use crate::fetch::{await_spans, FetchedSpans, Fetcher, SpanFuture};
 use crate::filter::Filter;
 
 /// Which rows of a unit one decode job returns.
@@ -40,46 +42,114 @@ pub(crate) async fn decode_units<P: Planned>(
     what: &'static str,
     fetcher: Fetcher,
 ) -> Result<Vec<RecordBatch>> {
-    let _permit = fetcher.decode_permit().await?;
-    let started = Instant::now();
-    let stats = fetcher.stats().clone();
-    let blocking_fetcher = fetcher.clone();
-    let threads = fetcher.config().decode_threads();
-    let runtime = tokio::runtime::Handle::current();
-    let job_file = Arc::clone(&file);
-    let decoded = super::decode_threads::run(threads, runtime, move || {
+    on_decode_thread(&file, &fetcher, move |file, fetcher| {
         let mut batches = Vec::new();
         for (unit, spans, rows) in units {
-            // Each unit's panic is caught on its own, to name that unit.
-            let one = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                match decode_rows(&*job_file, unit, spans, rows, what, &blocking_fetcher) {
-                    Ok((decoded, filtered)) => finish(&*job_file, Ok(decoded), filtered),
-                    Err(e) => finish(&*job_file, Err(e), false),
+            let decoded = caught(file, unit, what, || {
+                match decode_rows(file, unit, spans, rows, what, fetcher) {
+                    Ok((decoded, filtered)) => finish(file, Ok(decoded), filtered),
+                    Err(e) => finish(file, Err(e), false),
                 }
-            }));
-            match one {
-                Ok(Ok(decoded)) => batches.extend(decoded),
-                Ok(Err(e)) => return Err(e),
-                Err(panic) => {
-                    let why = crate::error::panic_text(&*panic);
-                    return Err(cut_short(&*job_file)
-                        .unwrap_or_else(|| decode_failed(&*job_file, unit, what, why)));
-                }
-            }
+            })?;
+            batches.extend(decoded);
         }
         Ok(batches)
     })
-    .await;
-    stats.add_decode_time(started.elapsed());
+    .await
+}
+
+/// Decodes unit `unit` of `file` (all its rows, no filter) in the parts
+/// [`Planned::decode_parts`] gives, each as soon as its own spans
+/// (`parts`) are in, then joins them: through a link, a row group's first
+/// columns decode while its last ones are still on the wire, not after (a
+/// file of one 105 MB row group waited for the whole of it, then decoded).
+/// A part's spans are let go once it is decoded, unless it decoded
+/// nothing: then the join decodes its columns from them.
+pub(crate) async fn decode_in_parts<P: Planned>(
+    file: Arc<P>,
+    unit: usize,
+    parts: Vec<Vec<(Range<u64>, SpanFuture)>>,
+    what: &'static str,
+    fetcher: Fetcher,
+) -> Result<Vec<RecordBatch>> {
+    let decoded =
+        futures::future::try_join_all(parts.into_iter().enumerate().map(|(part, spans)| {
+            let (file, fetcher) = (Arc::clone(&file), fetcher.clone());
+            async move {
+                let fetched = await_spans(spans).await?;
+                let spans = FetchedSpans::new(fetched.clone());
+                let columns = on_decode_thread(&file, &fetcher, move |file, fetcher| {
+                    caught(file, unit, what, || {
+                        file.decode_part(unit, part, &spans, fetcher)
+                    })
+                })
+                .await?;
+                let left = if columns.is_empty() {
+                    fetched
+                } else {
+                    Vec::new()
+                };
+                Ok::<_, Error>((columns, left))
+            }
+        }))
+        .await?;
+    let (columns, left): (Vec<DecodedColumns>, Vec<_>) = decoded.into_iter().unzip();
+    let mut left: Vec<(Range<u64>, bytes::Bytes)> = left.into_iter().flatten().collect();
+    // Parts that share a span bring it each.
+    left.sort_by_key(|(range, _)| (range.start, range.end));
+    left.dedup_by(|a, b| a.0 == b.0);
+    let spans = FetchedSpans::new(left);
+    on_decode_thread(&file, &fetcher, move |file, fetcher| {
+        caught(file, unit, what, || {
+            finish(file, file.join_parts(unit, columns, spans, fetcher), false)
+        })
+    })
+    .await
+}
+
+/// Runs `job` on a decode thread once a decode slot is free (CPU-heavy work
+/// is bounded to the cores; the runtime's workers keep fetching), its time
+/// counted.
+async fn on_decode_thread<P: Planned, T: Send + 'static>(
+    file: &Arc<P>,
+    fetcher: &Fetcher,
+    job: impl FnOnce(&P, &Fetcher) -> Result<T> + Send + 'static,
+) -> Result<T> {
+    let _permit = fetcher.decode_permit().await?;
+    let started = Instant::now();
+    let threads = fetcher.config().decode_threads();
+    let runtime = tokio::runtime::Handle::current();
+    let (job_file, job_fetcher) = (Arc::clone(file), fetcher.clone());
+    let decoded =
+        super::decode_threads::run(threads, runtime, move || job(&*job_file, &job_fetcher)).await;
+    fetcher.stats().add_decode_time(started.elapsed());
     match decoded {
         Ok(r) => r,
-        // Only the hop itself can fail here (each unit's panic is caught).
+        // Only the hop itself can fail here (the jobs catch their panics).
         Err(why) => Err(Error::Corrupt {
             location: file.source().location().to_string(),
             range: None,
             detail: format!("decoding failed: {why}"),
             cause: None,
         }),
+    }
+}
+
+/// `decode()` of unit `unit`, its panic (a decoder's, on damaged data)
+/// turned into an error naming the file and the unit, or saying the file
+/// was cut short under its mapping.
+fn caught<P: Planned, T>(
+    file: &P,
+    unit: usize,
+    what: &str,
+    decode: impl FnOnce() -> Result<T>,
+) -> Result<T> {
+    match std::panic::catch_unwind(AssertUnwindSafe(decode)) {
+        Ok(decoded) => decoded,
+        Err(panic) => {
+            let why = crate::error::panic_text(&*panic);
+            Err(cut_short(file).unwrap_or_else(|| decode_failed(file, unit, what, why)))
+        }
     }
 }
 

@@ -161,6 +161,39 @@ pub(crate) trait Planned: Send + Sync + 'static {
     ) -> Result<Option<RecordBatch>> {
         Ok(None)
     }
+    /// The parts unit `unit` (all its rows, no filter) can be decoded in
+    /// apart, each as the byte ranges it needs (its columns: see
+    /// [`decode::decode_in_parts`]); `None` where the unit is decoded whole.
+    fn decode_parts(&self, _unit: usize) -> Option<Vec<Vec<std::ops::Range<u64>>>> {
+        None
+    }
+    /// Decodes part `part` of [`Planned::decode_parts`] of unit `unit` from
+    /// `spans` (which hold at least its ranges) into columns, each with its
+    /// position among the file's top-level fields. None (a part the format
+    /// leaves to [`Planned::join_parts`]): its spans go to the join.
+    /// Runs on the blocking pool.
+    fn decode_part(
+        &self,
+        _unit: usize,
+        _part: usize,
+        _spans: &FetchedSpans,
+        _fetcher: &Fetcher,
+    ) -> Result<DecodedColumns> {
+        Ok(Vec::new())
+    }
+    /// Unit `unit` as [`Planned::decode`] gives it, from the columns its
+    /// parts decoded (`parts`, in the order of [`Planned::decode_parts`])
+    /// and the spans of the parts that decoded none (for those columns).
+    /// Runs on the blocking pool.
+    fn join_parts(
+        &self,
+        unit: usize,
+        _parts: Vec<DecodedColumns>,
+        spans: FetchedSpans,
+        fetcher: &Fetcher,
+    ) -> Result<Vec<RecordBatch>> {
+        self.decode(unit, spans, fetcher)
+    }
     /// A decoded (and filtered) batch cut to the columns asked for.
     fn output(&self, batch: RecordBatch) -> Result<RecordBatch>;
     /// The rows unit `unit` holds before any filter.
@@ -169,6 +202,10 @@ pub(crate) trait Planned: Send + Sync + 'static {
     /// read): what a shuffle buffer holding it costs.
     fn unit_decoded_bytes(&self, unit: usize) -> u64;
 }
+
+/// Columns of a unit decoded apart: each with its position among the
+/// file's top-level fields.
+pub(crate) type DecodedColumns = Vec<(usize, Vec<arrow_array::ArrayRef>)>;
 
 /// What to read and how.
 #[derive(Debug, Clone, Default)]
