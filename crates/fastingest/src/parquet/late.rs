@@ -346,7 +346,8 @@ fn decoded_here(file: &PreparedFile, root: usize) -> bool {
     flat::decodes(&descr.column(leaf), field.data_type())
 }
 
-/// A column decoded in pieces (see [`super::decode::Pieces`]) as one array.
+/// A filter column as one array (a filter's columns are not split into
+/// pieces, see [`super::decode::Pieces`]; were one, its pieces are joined).
 fn one_array(mut pieces: Pieces, location: &str) -> Result<arrow_array::ArrayRef> {
     if pieces.len() == 1 {
         return Ok(pieces.remove(0));

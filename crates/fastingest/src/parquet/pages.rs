@@ -1007,6 +1007,26 @@ mod tests {
         (crate::parquet::written::written(&batch, props), values)
     }
 
+    /// [`written`]'s file read back: its metadata, its one column chunk's
+    /// bytes, and the values written.
+    fn written_chunk(
+        codec: Compression,
+        version: parquet::file::properties::WriterVersion,
+        dictionary: bool,
+    ) -> (
+        parquet::file::metadata::ParquetMetaData,
+        bytes::Bytes,
+        arrow_array::Int32Array,
+    ) {
+        let (file, values) = written(codec, version, dictionary);
+        let meta = parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&file)
+            .unwrap();
+        let (start, len) = meta.row_group(0).column(0).byte_range();
+        let bytes = file.slice(start as usize..(start + len) as usize);
+        (meta, bytes, values)
+    }
+
     #[test]
     fn pages_without_a_selected_row_are_passed_over_and_the_others_read() {
         use parquet::file::metadata::ParquetMetaDataReader;
@@ -1300,7 +1320,6 @@ mod tests {
 
     #[test]
     fn every_codec_and_page_version_reads_back_through_the_own_decoder() {
-        use parquet::file::metadata::ParquetMetaDataReader;
         use parquet::file::properties::WriterVersion;
         let codecs = [
             Compression::UNCOMPRESSED,
@@ -1314,13 +1333,8 @@ mod tests {
             for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
                 for dictionary in [false, true] {
                     let case = format!("{codec} {version:?} dictionary {dictionary}");
-                    let (file, values) = written(codec, version, dictionary);
-                    let meta = ParquetMetaDataReader::new()
-                        .parse_and_finish(&file)
-                        .unwrap();
+                    let (meta, bytes, values) = written_chunk(codec, version, dictionary);
                     let chunk = meta.row_group(0).column(0);
-                    let (start, len) = chunk.byte_range();
-                    let bytes = file.slice(start as usize..(start + len) as usize);
                     // Many pages, each of the page format written.
                     let mut pages = ChunkPages::new(bytes.clone(), codec).unwrap();
                     let (mut data, mut dictionaries) = (0, 0);
@@ -1359,19 +1373,13 @@ mod tests {
 
     #[test]
     fn windows_of_pages_decode_to_the_chunks_rows_end_to_end() {
-        use parquet::file::metadata::ParquetMetaDataReader;
         use parquet::file::properties::WriterVersion;
         for codec in [Compression::UNCOMPRESSED, Compression::SNAPPY] {
             for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
                 for dictionary in [false, true] {
                     let case = format!("{codec} {version:?} dictionary {dictionary}");
-                    let (file, values) = written(codec, version, dictionary);
-                    let meta = ParquetMetaDataReader::new()
-                        .parse_and_finish(&file)
-                        .unwrap();
+                    let (meta, bytes, values) = written_chunk(codec, version, dictionary);
                     let chunk = meta.row_group(0).column(0);
-                    let (start, len) = chunk.byte_range();
-                    let bytes = file.slice(start as usize..(start + len) as usize);
                     let column = meta.file_metadata().schema_descr().column(0);
                     for n in [2, 3, 7] {
                         let windows = page_windows(&bytes, codec, n).unwrap();
