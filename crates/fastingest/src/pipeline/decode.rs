@@ -135,9 +135,9 @@ async fn on_decode_thread<P: Planned, T: Send + 'static>(
     }
 }
 
-/// `decode()` of unit `unit`, its panic (a decoder's, on damaged data)
-/// turned into an error naming the file and the unit, or saying the file
-/// was cut short under its mapping.
+/// `decode` (of unit `unit`, or a part of it), its panic (a decoder's, on
+/// damaged data) turned into an error naming the file and the unit, or
+/// saying the file was cut short under its mapping.
 fn caught<P: Planned, T>(
     file: &P,
     unit: usize,

@@ -315,7 +315,10 @@ fn in_parts<P: Planned>(file: &P, position: usize) -> Option<Vec<Vec<Range<u64>>
     let unit = &file.plan().units[position];
     let worth_it =
         file.filter().is_none() && !file.source().is_local() && unit.bytes() >= IN_PARTS_MIN_BYTES;
-    let parts = file.decode_parts(position).filter(|_| worth_it)?;
+    if !worth_it {
+        return None;
+    }
+    let parts = file.decode_parts(position)?;
     (parts.len() > 1).then_some(parts)
 }
 
