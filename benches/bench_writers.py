@@ -5,7 +5,7 @@ sizes, and ``large_string`` / ``large_list`` into the file's Arrow schema
 dictionary and plain. The suite's files are all pyarrow's defaults; these
 are what a polars or DuckDB user points fastingest at.
 
-Eight files, made once into ``benches/data/writers/`` from a fixed seed:
+Nine files, made once into ``benches/data/writers/`` from a fixed seed:
 - polars' ``lineitem``: 6 M rows shaped like TPC-H ``lineitem`` (keys,
   prices, dates, flags of 2-7 values, a comment of 100,000 distinct values);
 - polars' ``lists``: 2 M rows of ``large_list<int64>``,
@@ -24,6 +24,9 @@ Eight files, made once into ``benches/data/writers/`` from a fixed seed:
   nulls), a string of 200,000 values, bool and timestamp, in one row group
   (as Spark writes a 128 MB file), snappy, dictionaries as pyarrow's
   defaults.
+- pyarrow's ``tall``: 20 M rows of narrow columns (int64, int32 of 100
+  values, double, int8 of 3, a string of 4 words) in one row group: a
+  128 MB Spark file of a narrow table holds tens of millions of rows.
 
 Readers fastingest, polars and pyarrow, interleaved (A B C, then C B A),
 each round in fresh processes, local disk, page cache warm. Per reader: the
@@ -56,6 +59,7 @@ WRITERS = {
     "fixed_size": "pyarrow",
     "delta": "pyarrow",
     "one_row_group": "pyarrow",
+    "tall": "pyarrow",
 }
 
 # Run in a child: one reader, `reads` reads of one file; prints the times
@@ -156,6 +160,19 @@ def make_with_pyarrow(name: str, path: Path) -> None:
         )
         # pyarrow's defaults but one row group for the whole file, as Spark
         # writes a 128 MB file.
+        options = {"use_dictionary": True, "compression": "snappy", "row_group_size": rows}
+    elif name == "tall":
+        rows = 20_000_000
+        words = np.array(["alpha", "beta", "gamma", "delta"])
+        table = pa.table(
+            {
+                "id": np.arange(rows, dtype=np.int64),
+                "qty": rng.integers(0, 100, rows).astype(np.int32),
+                "price": rng.random(rows),
+                "flag": rng.integers(0, 3, rows).astype(np.int8),
+                "cat": words[rng.integers(0, len(words), rows)],
+            }
+        )
         options = {"use_dictionary": True, "compression": "snappy", "row_group_size": rows}
     else:
         raise SystemExit(f"unknown file {name!r}")

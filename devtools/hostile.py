@@ -50,6 +50,8 @@ def parquet_file(
     claim_children: int | None = None,
     claim_width: int | None = None,
     claim_decimal: int | None = None,
+    claim_rows: int | None = None,
+    claim_page_values: int | None = None,
 ) -> bytes:
     """One required INT32 column `x` = 0..values-1 in one gzip data page.
     `claim_uncompressed`: the page header's uncompressed size instead of the
@@ -57,8 +59,12 @@ def parquet_file(
     `claim_width`: the column as FIXED_LEN_BYTE_ARRAY of that width (its
     4-byte values are a valid FIXED_LEN_BYTE_ARRAY(4) column);
     `claim_decimal`: the column as a BYTE_ARRAY decimal of that precision
-    (scale 0), a type the footer alone defines."""
+    (scale 0), a type the footer alone defines; `claim_rows`: the row
+    group's (and the file's) count of rows; `claim_page_values`: the data
+    page header's count of values."""
     physical = 1 if claim_width is None else 7  # INT32 or FIXED_LEN_BYTE_ARRAY
+    rows = values if claim_rows is None else claim_rows
+    page_values = values if claim_page_values is None else claim_page_values
     plain = struct.pack(f"<{values}i", *range(values))
     packer = zlib.compressobj(wbits=31)  # gzip framing, as Parquet's GZIP
     compressed = packer.compress(plain) + packer.flush()
@@ -66,7 +72,7 @@ def parquet_file(
         (1, I32, 0),  # DATA_PAGE
         (2, I32, claim_uncompressed if claim_uncompressed is not None else len(plain)),
         (3, I32, len(compressed)),
-        (5, STRUCT, thrift_struct((1, I32, values), (2, I32, 0), (3, I32, 3), (4, I32, 3))),
+        (5, STRUCT, thrift_struct((1, I32, page_values), (2, I32, 0), (3, I32, 3), (4, I32, 3))),
     )
     chunk = page_header + compressed
     column_meta = thrift_struct(
@@ -74,14 +80,14 @@ def parquet_file(
         (2, LIST, (I32, [varint(zigzag(0))])),  # PLAIN
         (3, LIST, (BINARY, [varint(1) + b"x"])),
         (4, I32, 2),  # GZIP
-        (5, I64, values),
+        (5, I64, page_values),
         (6, I64, len(page_header) + len(plain)),
         (7, I64, len(chunk)),
         (9, I64, 4),
     )
     column_chunk = thrift_struct((2, I64, 4), (3, STRUCT, column_meta))
     row_group = thrift_struct(
-        (1, LIST, (STRUCT, [column_chunk])), (2, I64, len(plain)), (3, I64, values)
+        (1, LIST, (STRUCT, [column_chunk])), (2, I64, len(plain)), (3, I64, rows)
     )
     root = thrift_struct(
         (4, BINARY, b"schema"), (5, I32, claim_children if claim_children is not None else 1)
@@ -104,7 +110,7 @@ def parquet_file(
     footer = thrift_struct(
         (1, I32, 1),
         (2, LIST, (STRUCT, [root, column])),
-        (3, I64, values),
+        (3, I64, rows),
         (4, LIST, (STRUCT, [row_group])),
     )
     return b"PAR1" + chunk + footer + struct.pack("<I", len(footer)) + b"PAR1"

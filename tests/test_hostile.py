@@ -82,6 +82,41 @@ def test_page_claiming_two_gib_fails_before_allocating(tmp_path):
     assert "(bytes 4.." in got["message"]
 
 
+@pytest.mark.parametrize(
+    ("rows", "page_values"),
+    [
+        ((1 << 28) - 5, None),  # the footer alone: its pages count 1000 values
+        ((1 << 23) + 1, None),
+        (1 << 28, 1 << 28),  # footer and page header agree, on 1 GiB of int32
+        ((1 << 23) + 1, (1 << 23) + 1),
+        ((1 << 28) + 1, (1 << 28) + 1),  # beyond what is decoded here at all
+        (1 << 40, None),
+    ],
+)
+def test_a_claim_of_many_rows_does_not_size_the_decoders_output(tmp_path, rows, page_values):
+    # Row groups of over 2^23 rows are decoded here when each chunk's page
+    # headers count the footer's rows; the output is reserved from that
+    # count. Under a 512 MiB cap on the address space, a claim the pages do
+    # not back reserves nothing, and one they do whose room the allocator
+    # refuses goes to the `parquet` crate: an answer, never an abort.
+    path = tmp_path / "rows.parquet"
+    path.write_bytes(
+        hostile.parquet_file(values=1000, claim_rows=rows, claim_page_values=page_values)
+    )
+    got = read_limited(path, "read_parquet")
+    try:
+        theirs = pq.read_table(path)
+    except OSError:
+        theirs = None
+    if theirs is None:
+        assert got["type"] == "CorruptFileError", got
+        assert "rows.parquet" in got["message"], got
+    else:
+        # The 1000 values the page holds, as pyarrow reads them.
+        assert got["ok"], got
+        assert fastingest.read_parquet(str(path)).equals(theirs)
+
+
 def test_fixed_width_claiming_a_gigabyte_per_value_fails_before_allocating(tmp_path):
     honest = tmp_path / "fixed4.parquet"
     honest.write_bytes(hostile.parquet_file(values=100, claim_width=4))

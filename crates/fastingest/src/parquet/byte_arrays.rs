@@ -26,8 +26,8 @@ use parquet::basic::Encoding;
 
 use super::flat::{
     dictionary_indices, dictionary_of, keep_selected as keep_selected_values,
-    kept_dictionary_indices, low_bits, next_page, page_levels, page_values, spread_in_place, Bits,
-    Decoded, Definition, Failure, Indices, NextPage,
+    kept_dictionary_indices, low_bits, next_page, page_levels, page_values, room_for,
+    spread_in_place, Bits, Decoded, Definition, Failure, Indices, NextPage,
 };
 use super::pages::{ChunkPages, PagesAhead};
 use crate::blocks::{pad_entries, BLOCK};
@@ -70,7 +70,7 @@ pub(super) fn decode<O: OffsetSizeTrait>(
         return Err(Failure::Unsupported);
     }
     let held = selection.map_or(rows, BooleanBuffer::count_set_bits);
-    let mut offsets: Vec<O> = Vec::with_capacity(held + 1);
+    let mut offsets: Vec<O> = room_for(held.saturating_add(1))?;
     offsets.push(O::usize_as(0));
     let mut bytes: Vec<u8> = Vec::new();
     let mut validity = definition.nullable().then(|| Bits::with_capacity(held));
@@ -268,7 +268,7 @@ pub(super) fn decode_dictionary<K: ArrowDictionaryKeyType>(
 ) -> Decoded<ArrayRef> {
     // With a selection, each page's keys are cut to its selected rows once
     // decoded.
-    let mut keys: Vec<K::Native> = Vec::with_capacity(rows);
+    let mut keys: Vec<K::Native> = room_for(rows)?;
     let mut validity = definition.nullable().then(|| Bits::with_capacity(rows));
     // Rows of the chunk decoded so far (`keys` holds the selected ones).
     let mut done = 0usize;

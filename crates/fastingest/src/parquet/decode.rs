@@ -17,7 +17,7 @@ use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::async_reader::ParquetRecordBatchStream;
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
-use parquet::schema::types::ColumnDescriptor;
+use parquet::schema::types::{ColumnDescPtr, ColumnDescriptor};
 
 use super::format::PreparedFile;
 use super::{flat, lists, pages, projected, structs};
@@ -320,22 +320,53 @@ pub(super) fn decodes_whole(file: &PreparedFile, rg: usize, rows_per_batch: usiz
 }
 
 /// Whether fastingest's own decoders take a row group of `rows` rows whole
-/// (see [`decode_row_group`]): at most [`WHOLE_MOST_ROWS`], as they size
+/// (see [`decode_row_group`]): at most [`CHECKED_MOST_ROWS`], as they size
 /// their output from the footer's count of rows. A footer that claims more
-/// (old pyarrow's 64 Mi rows, or a damaged file's billions: the fuzzer's
-/// claims made them ask for up to 2^59 bytes at once, which aborts the
-/// process) goes to the crate, which allocates a batch at a time and says
-/// what is wrong with the file.
+/// (a damaged file's billions: the fuzzer's claims made them ask for up to
+/// 2^59 bytes at once, which aborts the process) goes to the crate, which
+/// allocates a batch at a time and says what is wrong with the file. Above
+/// [`WHOLE_MOST_ROWS`], each chunk's own page headers must count the same
+/// rows (see [`rows_backed`]).
 pub(super) fn decoded_here_whole(rows: i64) -> bool {
-    rows > 0 && rows <= WHOLE_MOST_ROWS
+    rows > 0 && rows <= CHECKED_MOST_ROWS
+}
+
+/// Whether the footer's `rows` for a chunk (`bytes`, whole, of `column`)
+/// may size its decoder's output: always up to [`WHOLE_MOST_ROWS`]; above,
+/// only when its data pages' headers count as many (a column that is not
+/// repeated: a value per row) or more (one that is: a row has at least
+/// one). A damaged footer's count is then also a damaged page header's
+/// count, not a single number's.
+fn rows_backed(
+    bytes: &[u8],
+    chunk: &ColumnChunkMetaData,
+    column: &ColumnDescriptor,
+    rows: usize,
+) -> bool {
+    if rows as u64 <= WHOLE_MOST_ROWS as u64 {
+        return true;
+    }
+    match pages::values_counted(bytes, chunk.compression()) {
+        Some(values) if column.max_rep_level() > 0 => values >= rows as u64,
+        Some(values) => values == rows as u64,
+        None => false,
+    }
 }
 
 /// The most rows, and uncompressed bytes of the projected columns, of a row
 /// group decoded whole although it has more rows than a batch (see
 /// [`decodes_whole`]). Decoded values can take several times their pages'
-/// bytes (dictionary-encoded strings), so both are bounded.
+/// bytes (dictionary-encoded strings), so both are bounded. Up to as many
+/// rows, fastingest's decoders take the footer's count on its word.
 const WHOLE_MOST_ROWS: i64 = 1 << 23;
 const WHOLE_MOST_BYTES: i64 = 128 << 20;
+
+/// The most rows of a row group fastingest's decoders take whole, when
+/// its chunks' page headers back the footer's count (see [`rows_backed`]):
+/// a column's output then reserves at most 4 GiB (16-byte decimals). Spark
+/// writes row groups by bytes (128 MB): 20 M rows of a few narrow columns
+/// went to the crate a batch at a time, at 0.64× polars.
+const CHECKED_MOST_ROWS: i64 = 1 << 28;
 
 /// `batches` cut into batches of at most `rows` rows (slices: no copy).
 pub(super) fn slice_batches(batches: Vec<RecordBatch>, rows: usize) -> Vec<RecordBatch> {
@@ -521,7 +552,8 @@ pub(super) fn decode_flat_columns(
             let Some(shape) = structs::shape(&root_node, &columns, &field) else {
                 continue;
             };
-            let Some(held) = whole_chunks(group, &leaves, spans, &mut unit_bytes) else {
+            let Some(held) = whole_chunks(group, &leaves, &columns, rows, spans, &mut unit_bytes)
+            else {
                 continue;
             };
             let metadata = Arc::clone(metadata);
@@ -554,7 +586,9 @@ pub(super) fn decode_flat_columns(
             let items =
                 lists::struct_items(&root_node, &columns, field.data_type(), field.is_nullable());
             if let Some(items) = items {
-                if let Some(held) = whole_chunks(group, &leaves, spans, &mut unit_bytes) {
+                if let Some(held) =
+                    whole_chunks(group, &leaves, &columns, rows, spans, &mut unit_bytes)
+                {
                     let metadata = Arc::clone(metadata);
                     let keep = selection.cloned();
                     roots.push((root, leaves[0]));
@@ -603,6 +637,16 @@ pub(super) fn decode_flat_columns(
             }
             None => continue,
         };
+        // The footer's count of rows must be one the chunk's pages back; a
+        // chunk whose pages were left out (`gaps`) cannot be counted, so
+        // in a large row group the crate reads it.
+        let backed = match gaps.is_empty() {
+            true => rows_backed(&bytes, chunk, &column, rows),
+            false => rows <= WHOLE_MOST_ROWS as usize,
+        };
+        if !backed {
+            continue;
+        }
         unit_bytes += chunk.uncompressed_size().max(0);
         let as_keys = match keyed.contains(&root) && list.is_none() {
             true => pages::dictionary_throughout(&bytes, chunk.compression())
@@ -612,7 +656,9 @@ pub(super) fn decode_flat_columns(
         // A large flat chunk read whole is decoded in runs of its pages on
         // several threads (see [`Pieces`]).
         let windows = match (&list, &as_keys, selection, gaps.is_empty()) {
-            (None, None, None, true) if splits => chunk_windows(&bytes, chunk, threads, all_work),
+            (None, None, None, true) if splits => {
+                chunk_windows(&bytes, chunk, rows, threads, all_work)
+            }
             _ => None,
         };
         if let Some(windows) = windows {
@@ -732,13 +778,14 @@ pub(super) fn decode_flat_columns(
 /// file's chunks of a size: 31.3 → 33.1 ms).
 pub(crate) type Pieces = Vec<ArrayRef>;
 
-/// The runs of pages a flat `chunk` of `bytes` is decoded in on up to
-/// `threads` threads, when its [`decode_work`] is more than a thread's
-/// share of `all_work` (the columns decoded with it): one run per
-/// [`BYTES_PER_PIECE`] of its decoded pages; `None` for one.
+/// The runs of pages a flat `chunk` of `bytes` (`rows` rows) is decoded in
+/// on up to `threads` threads, when its [`decode_work`] is more than a
+/// thread's share of `all_work` (the columns decoded with it): one run per
+/// [`BYTES_PER_PIECE`] it writes ([`decoded_bytes`]); `None` for one.
 fn chunk_windows(
     bytes: &Bytes,
     chunk: &ColumnChunkMetaData,
+    rows: usize,
     threads: usize,
     all_work: i64,
 ) -> Option<Vec<pages::PageWindow>> {
@@ -746,12 +793,12 @@ fn chunk_windows(
     if decode_work(chunk).saturating_mul(threads_i64) <= all_work {
         return None;
     }
-    let pieces = usize::try_from(chunk.uncompressed_size().max(0) / BYTES_PER_PIECE)
+    let pieces = usize::try_from(decoded_bytes(chunk) / BYTES_PER_PIECE)
         .unwrap_or(usize::MAX)
         .min(threads);
     match pieces {
         0 | 1 => None,
-        n => pages::page_windows(bytes, chunk.compression(), n),
+        n => pages::page_windows(bytes, chunk.compression(), n, rows),
     }
 }
 
@@ -797,16 +844,42 @@ fn longest_first<T>(
 
 /// About what decoding `chunk` costs: its decoded pages' bytes, twice for
 /// strings and binary (a value at a time, each copied out; the 3 M-row
-/// file's 69 MB of strings took 58 ms, its 84 MB of numbers 30).
+/// file's 69 MB of strings took 58 ms, its 84 MB of numbers 30), or a
+/// value's width for each value where that is more (see
+/// [`decoded_bytes`]).
 fn decode_work(chunk: &ColumnChunkMetaData) -> i64 {
-    let bytes = chunk.uncompressed_size().max(0);
-    match chunk.column_type() {
-        parquet::basic::Type::BYTE_ARRAY => bytes.saturating_mul(2),
-        _ => bytes,
-    }
+    let pages = chunk.uncompressed_size().max(0);
+    let pages = match chunk.column_type() {
+        parquet::basic::Type::BYTE_ARRAY => pages.saturating_mul(2),
+        _ => pages,
+    };
+    pages.max(values_bytes(chunk))
 }
 
-/// Decoded pages (uncompressed bytes) of a chunk for each thread that
+/// About the bytes decoding `chunk` writes: its decoded pages' bytes, or a
+/// value's width for each value where that is more. Pages of dictionary
+/// indices are a fraction of what they decode to: 20 M rows of four words
+/// are 5 MB of pages and 80 MB of string offsets alone, and their decode
+/// took as long as 80 MB of int32; counted by their pages, they were
+/// decoded on one thread after the others.
+fn decoded_bytes(chunk: &ColumnChunkMetaData) -> i64 {
+    chunk.uncompressed_size().max(0).max(values_bytes(chunk))
+}
+
+/// `chunk`'s values times the bytes each is decoded to at least (a string's
+/// offset, a boolean none).
+fn values_bytes(chunk: &ColumnChunkMetaData) -> i64 {
+    use parquet::basic::Type;
+    let width = match chunk.column_type() {
+        Type::BOOLEAN => 0,
+        Type::INT32 | Type::FLOAT | Type::BYTE_ARRAY => 4,
+        Type::INT64 | Type::DOUBLE | Type::INT96 => 8,
+        Type::FIXED_LEN_BYTE_ARRAY => i64::from(chunk.column_descr().type_length().max(0)),
+    };
+    chunk.num_values().max(0).saturating_mul(width)
+}
+
+/// Bytes a chunk's decode writes ([`decoded_bytes`]) for each thread that
 /// decodes it (see [`Pieces`]).
 const BYTES_PER_PIECE: i64 = 8 << 20;
 
@@ -863,18 +936,24 @@ fn releasing<T: 'static>(
 fn whole_chunks(
     group: &RowGroupMetaData,
     leaves: &[usize],
+    columns: &[ColumnDescPtr],
+    rows: usize,
     spans: &FetchedSpans,
     unit_bytes: &mut i64,
 ) -> Option<Vec<(usize, Bytes)>> {
     let mut held = Vec::with_capacity(leaves.len());
     let mut bytes_of = 0i64;
-    for &leaf in leaves {
+    for (&leaf, column) in leaves.iter().zip(columns) {
         let chunk = group.column(leaf);
         if chunk.crypto_metadata().is_some() {
             return None;
         }
         let (start, len) = chunk.byte_range();
-        held.push((leaf, spans.get(&(start..start + len))?));
+        let bytes = spans.get(&(start..start + len))?;
+        if !rows_backed(&bytes, chunk, column, rows) {
+            return None;
+        }
+        held.push((leaf, bytes));
         bytes_of += chunk.uncompressed_size().max(0);
     }
     *unit_bytes += bytes_of;

@@ -50,6 +50,26 @@ pub(crate) enum Failure {
 
 pub(crate) type Decoded<T> = std::result::Result<T, Failure>;
 
+/// An empty vector with room for `n` values, sized from the footer's and
+/// the page headers' counts (see `decode::rows_backed`), or `Unsupported`
+/// where the allocator refuses the room (a damaged file's counts that agree,
+/// in a process with capped memory): the crate then decodes the column a
+/// batch at a time, and says what is wrong with it, instead of the process
+/// aborting.
+///
+/// The room is written whole, so it is faulted in ahead on a decode thread
+/// (see [`crate::memory`]), past the size the allocator does that for.
+pub(crate) fn room_for<T>(n: usize) -> Decoded<Vec<T>> {
+    let mut out: Vec<T> = Vec::new();
+    out.try_reserve_exact(n).map_err(|_| Failure::Unsupported)?;
+    let size = out.capacity().saturating_mul(std::mem::size_of::<T>());
+    if size > crate::memory::PREFAULT_UP_TO && crate::memory::should_prefault_written(size) {
+        // SAFETY: the range is the vector's own capacity, one live block.
+        unsafe { crate::memory::prefault(out.as_mut_ptr().cast(), size) };
+    }
+    Ok(out)
+}
+
 /// The Arrow type the `parquet` crate gives `column` when nothing asks for
 /// another, for the columns this module decodes; `None` for the rest.
 pub(crate) fn natural_type(column: &ColumnDescriptor) -> Option<DataType> {
@@ -1087,7 +1107,7 @@ fn primitive<T: ArrowPrimitiveType, const N: usize>(
             rows.min(keep.count_set_bits().saturating_add(page))
         }
     };
-    let mut out: Vec<T::Native> = Vec::with_capacity(room);
+    let mut out: Vec<T::Native> = room_for(room)?;
     let mut validity = definition.nullable().then(|| Bits::with_capacity(room));
     // Rows of the chunk decoded so far (`out` holds the selected ones).
     let mut done = 0usize;

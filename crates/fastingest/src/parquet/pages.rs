@@ -723,13 +723,20 @@ pub(crate) struct PageWindow {
     pub(crate) rows: usize,
 }
 
-/// The data pages of `chunk` (a whole column chunk of a column that is not
-/// repeated, where a page's count of values is its count of rows) cut at
-/// page boundaries into at most `n` windows of about equal compressed
-/// bytes, read from the headers alone. `None` when a header does not read,
-/// or a dictionary page comes anywhere but first (the decoder reports
-/// either), or there are fewer than two data pages.
-pub(crate) fn page_windows(chunk: &[u8], codec: Compression, n: usize) -> Option<Vec<PageWindow>> {
+/// The data pages of `chunk` (a whole column chunk of `rows` rows of a
+/// column that is not repeated, where a page's count of values is its count
+/// of rows) cut at page boundaries into at most `n` windows of about equal
+/// compressed bytes, read from the headers alone. `None` when a header does
+/// not read, or a dictionary page comes anywhere but first (the decoder
+/// reports either), or there are fewer than two data pages, or the pages do
+/// not count `rows` rows (each window's decoder reserves room for its
+/// headers' count: a damaged header's must not be believed).
+pub(crate) fn page_windows(
+    chunk: &[u8],
+    codec: Compression,
+    n: usize,
+    rows: usize,
+) -> Option<Vec<PageWindow>> {
     let mut pages: Vec<(Range<usize>, usize)> = Vec::new();
     let mut at = 0;
     while at < chunk.len() {
@@ -745,6 +752,12 @@ pub(crate) fn page_windows(chunk: &[u8], codec: Compression, n: usize) -> Option
         at = end;
     }
     if pages.len() < 2 || n < 2 {
+        return None;
+    }
+    let counted = pages
+        .iter()
+        .try_fold(0usize, |sum, (_, values)| sum.checked_add(*values));
+    if counted != Some(rows) {
         return None;
     }
     let total: usize = pages.iter().map(|(r, _)| r.len()).sum();
@@ -767,6 +780,23 @@ pub(crate) fn page_windows(chunk: &[u8], codec: Compression, n: usize) -> Option
         bytes_so_far += range.len();
     }
     Some(windows)
+}
+
+/// The values the data pages of `chunk` (a whole column chunk) count in
+/// their headers (a row each, nulls included, for a column that is not
+/// repeated; at least one per row for one that is); `None` where a header
+/// does not read or the sum overflows.
+pub(crate) fn values_counted(chunk: &[u8], codec: Compression) -> Option<u64> {
+    let mut at = 0;
+    let mut values = 0u64;
+    while at < chunk.len() {
+        let (header, body) = checked_header(chunk, at, codec).ok()?;
+        if matches!(header.kind, DATA_PAGE | DATA_PAGE_V2) {
+            values = values.checked_add(u64::try_from(header.num_values).ok()?)?;
+        }
+        at = body + header.compressed as usize;
+    }
+    Some(values)
 }
 
 /// The entries of the dictionary of `chunk` (a whole column chunk) when
@@ -1381,8 +1411,10 @@ mod tests {
                     let (meta, bytes, values) = written_chunk(codec, version, dictionary);
                     let chunk = meta.row_group(0).column(0);
                     let column = meta.file_metadata().schema_descr().column(0);
+                    let rows = values.len();
+                    assert_eq!(values_counted(&bytes, codec), Some(rows as u64), "{case}");
                     for n in [2, 3, 7] {
-                        let windows = page_windows(&bytes, codec, n).unwrap();
+                        let windows = page_windows(&bytes, codec, n, rows).unwrap();
                         assert_eq!(windows.len(), n, "{case}");
                         // End to end, after the dictionary, to the chunk's end.
                         assert!(windows
@@ -1420,9 +1452,14 @@ mod tests {
                         assert_eq!(row, values.len(), "{case}");
                     }
                     // One window, or a chunk of one data page: no windows.
-                    assert_eq!(page_windows(&bytes, codec, 1), None);
+                    assert_eq!(page_windows(&bytes, codec, 1, rows), None);
                     let one = page(4, 4, &[0; 4]);
-                    assert_eq!(page_windows(&one, Compression::UNCOMPRESSED, 2), None);
+                    assert_eq!(page_windows(&one, Compression::UNCOMPRESSED, 2, 1), None);
+                    // Pages that count other rows than the footer's: no
+                    // windows (each would reserve its headers' count).
+                    for claimed in [rows - 1, rows + 1, rows * 1000] {
+                        assert_eq!(page_windows(&bytes, codec, 2, claimed), None, "{case}");
+                    }
                 }
             }
         }
