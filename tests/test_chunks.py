@@ -378,6 +378,56 @@ def test_host_columns_match_the_table():
     assert host_columns(sliced)["x"].values.tolist() == [10, 11, 12, 13, 14]
 
 
+def test_fixed_size_lists_become_tensors_of_their_shape():
+    # pyarrow stores an embedding as fixed_size_list<float>[n]: one array of
+    # rows x n over Arrow's buffer, nested ones one axis per level; a sliced
+    # column starts at its own rows; a null row adds validity.
+    from fastingest._torch import host_arrays, host_columns
+
+    rows = 50
+    flat = np.arange(rows * 6, dtype=np.float32)
+    emb = pa.FixedSizeListArray.from_arrays(pa.array(flat), 6)
+    grid = pa.FixedSizeListArray.from_arrays(
+        pa.FixedSizeListArray.from_arrays(pa.array(np.arange(rows * 6, dtype=np.int16)), 3), 2
+    )
+    nulls = pa.array(np.arange(rows) % 5 == 0)
+    holed = pa.FixedSizeListArray.from_arrays(pa.array(flat), 6, mask=nulls)
+    table = pa.table({"emb": emb, "grid": grid, "holed": holed})
+    got = host_columns(table)
+    assert got["emb"].values.shape == (rows, 6) and got["emb"].values.dtype == np.float32
+    np.testing.assert_array_equal(got["emb"].values, flat.reshape(rows, 6))
+    assert got["emb"].validity is None
+    # Zero-copy: the items' own buffer.
+    assert got["emb"].values.ctypes.data == emb.values.buffers()[1].address
+    assert got["grid"].values.shape == (rows, 2, 3)
+    np.testing.assert_array_equal(got["grid"].values.reshape(-1), np.arange(rows * 6))
+    valid = ~np.asarray(nulls)
+    np.testing.assert_array_equal(got["holed"].validity, valid)
+    np.testing.assert_array_equal(got["holed"].values[valid], flat.reshape(rows, 6)[valid])
+    sliced = host_columns(pa.table({"emb": emb.slice(7, 2), "grid": grid.slice(3, 2)}))
+    np.testing.assert_array_equal(sliced["emb"].values, flat.reshape(rows, 6)[7:9])
+    np.testing.assert_array_equal(
+        sliced["grid"].values, np.arange(rows * 6, dtype=np.int16).reshape(rows, 2, 3)[3:5]
+    )
+    empty = host_arrays(pa.table({"emb": emb.slice(0, 0)}))
+    assert empty["emb"].shape == (0, 6)
+    # What a tensor cannot hold, refused naming the column.
+    items_with_nulls = pa.FixedSizeListArray.from_arrays(pa.array([1.0, None, 3.0, 4.0]), 2)
+    with pytest.raises(fastingest.InvalidArgumentError, match="'n'.*null items"):
+        host_columns(pa.table({"n": items_with_nulls}))
+    inner_null = pa.FixedSizeListArray.from_arrays(
+        pa.FixedSizeListArray.from_arrays(
+            pa.array(np.arange(8.0)), 2, mask=pa.array([False, True, False, False])
+        ),
+        2,
+    )
+    with pytest.raises(fastingest.InvalidArgumentError, match="'g'.*null lists inside"):
+        host_columns(pa.table({"g": inner_null}))
+    words = pa.FixedSizeListArray.from_arrays(pa.array(["a", "b", "c", "d"]), 2)
+    with pytest.raises(fastingest.InvalidArgumentError, match="'w'.*integers or floats"):
+        host_columns(pa.table({"w": words}))
+
+
 def test_to_torch_on_cpu_equals_the_table(tmp_path):
     torch = need_torch()
     table = numeric_table(2000)
@@ -410,6 +460,11 @@ def test_packed_host_arrays_equal_the_concatenated_ones():
                 "s": pa.array(words, pa.string(), mask=mask),
                 "ls": pa.array(words, pa.large_string()),
                 "k": pa.array(words, pa.string()).dictionary_encode(),
+                "e": pa.FixedSizeListArray.from_arrays(
+                    pa.array(rng.random(n * 3).astype(np.float32)),
+                    3,
+                    mask=None if mask is None else pa.array(mask),
+                ),
             }
         )
 
@@ -426,7 +481,7 @@ def test_packed_host_arrays_equal_the_concatenated_ones():
     for key, arr in want.items():
         slot = layout.slots[key]
         assert slot.start % 64 == 0
-        got = block[slot.start : slot.start + slot.nbytes].view(slot.dtype)
+        got = block[slot.start : slot.start + slot.nbytes].view(slot.dtype).reshape(slot.shape)
         assert got.dtype == arr.dtype and got.shape == arr.shape, key
         if key + ".validity" in want and key + ".offsets" not in want:
             # Values under nulls are unspecified.

@@ -99,8 +99,8 @@ def test_to_torch_cuda_equals_the_table(gpu, tmp_path):
 
 def test_to_torch_cuda_of_many_chunks_equals_the_cpu_tensors(gpu):
     """The CUDA path packs chunk by chunk into pinned memory on several
-    threads: many chunks, nulls in some, booleans and strings as offsets
-    must come out as the CPU path makes them."""
+    threads: many chunks, nulls in some, booleans, strings as offsets and a
+    fixed_size_list must come out as the CPU path makes them."""
     torch = need_torch()
     rng = np.random.default_rng(9)
     batches = []
@@ -114,11 +114,18 @@ def test_to_torch_cuda_of_many_chunks_equals_the_cpu_tensors(gpu):
                     "f": pa.array(rng.random(n).astype(np.float32)),
                     "b": pa.array(rng.random(n) < 0.5, mask=mask),
                     "s": pa.array(words, pa.string(), mask=mask),
+                    # An embedding: rows x 8 on the device, as on the CPU.
+                    "e": pa.FixedSizeListArray.from_arrays(
+                        pa.array(rng.random(n * 8).astype(np.float32)),
+                        8,
+                        mask=None if mask is None else pa.array(mask),
+                    ),
                 }
             )
         )
     table = pa.Table.from_batches(batches)
     cpu = fastingest.to_torch(table, "cpu", strings="offsets")
+    assert cpu["e"].shape == (table.num_rows, 8)
     cuda = fastingest.to_torch(table, "cuda:0", strings="offsets")
     assert list(cuda) == list(cpu)
     for key, want in cpu.items():

@@ -291,13 +291,17 @@ def test_every_way_a_batch_travels_gives_the_same_tensors(tmp_path, monkeypatch)
             # Nulls in the first row groups only: windows join parts with
             # and without a validity array.
             "maybe": pa.array([None if i % 7 == 0 and i < 1200 else float(i) for i in range(n)]),
+            # An embedding as pyarrow stores one: a tensor of rows x 4.
+            "emb": pa.FixedSizeListArray.from_arrays(
+                pa.array((ids[:, None] * 4 + np.arange(4)).reshape(-1).astype(np.float32)), 4
+            ),
         }
     )
     path = tmp_path / "mixed.parquet"
     pq.write_table(table, path, row_group_size=250)
 
     def make(**kwargs):
-        columns = ["id", "flag", "maybe"]
+        columns = ["id", "flag", "maybe", "emb"]
         return ParquetDataset(str(path), columns=columns, batch_size=128, shuffle=True, **kwargs)
 
     def run(loader):
@@ -326,9 +330,9 @@ def test_every_way_a_batch_travels_gives_the_same_tensors(tmp_path, monkeypatch)
                 np.testing.assert_array_equal(got[k], want[k], err_msg=k)
     # In process (other workers, other batches): the same rows and values.
     for batches in (in_process, piped):
-        assert {"id", "flag", "maybe"} <= set(batches[0])
+        assert {"id", "flag", "maybe", "emb"} <= set(batches[0])
         assert batches[0]["flag"].dtype == np.bool_
-        got = {k: np.concatenate([b[k] for b in batches]) for k in ("id", "flag", "maybe")}
+        got = {k: np.concatenate([b[k] for b in batches]) for k in ("id", "flag", "maybe", "emb")}
         valid = np.concatenate(
             [b.get("maybe.validity", np.ones(len(b["id"]), np.bool_)) for b in batches]
         )
@@ -338,6 +342,8 @@ def test_every_way_a_batch_travels_gives_the_same_tensors(tmp_path, monkeypatch)
         present = (ids % 7 != 0) | (ids >= 1200)
         np.testing.assert_array_equal(valid[order], present)
         np.testing.assert_array_equal(got["maybe"][order][present], ids[present])
+        assert got["emb"].shape == (n, 4) and got["emb"].dtype == np.float32
+        np.testing.assert_array_equal(got["emb"][order], ids[:, None] * 4 + np.arange(4))
     # A validity tensor only where the batch holds a null, as to_torch makes.
     for b in in_process + piped:
         assert ("maybe.validity" in b) == (not b.get("maybe.validity", np.ones(1)).all())
@@ -363,6 +369,9 @@ def test_a_shuffled_epoch_holds_every_value_of_every_type(tmp_path, workers):
             "flag": pa.array(ids % 3 == 0, mask=nulls),
             "day": pa.array(ids.astype(np.int32), pa.date32()),
             "at": pa.array(ids * 1_000_003, pa.timestamp("us")),
+            "emb": pa.FixedSizeListArray.from_arrays(
+                pa.array(np.repeat(ids, 3).astype(np.int16)), 3, mask=pa.array(nulls)
+            ),
         }
     )
     path = tmp_path / "types.parquet"
@@ -392,7 +401,12 @@ def test_a_shuffled_epoch_holds_every_value_of_every_type(tmp_path, workers):
     shuffled, plain = by_id(True), by_id(False)
     np.testing.assert_array_equal(shuffled["id"], ids)
     assert shuffled.keys() == plain.keys()
-    assert {"i32.validity", "f64.validity", "flag.validity"} <= shuffled.keys()
+    assert {"i32.validity", "f64.validity", "flag.validity", "emb.validity"} <= shuffled.keys()
+    assert shuffled["emb"].shape == (n, 3)
+    present = ~nulls
+    np.testing.assert_array_equal(
+        shuffled["emb"][present], np.repeat(ids, 3).reshape(n, 3)[present]
+    )
     for k in plain:
         assert shuffled[k].dtype == plain[k].dtype, k
         np.testing.assert_array_equal(shuffled[k], plain[k], err_msg=k)

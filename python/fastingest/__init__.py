@@ -331,8 +331,9 @@ def read_chunks(
 
 def to_torch(data: Any, device: Any = "cuda:0", *, strings: str = "error") -> dict[str, Any]:
     """Columns of a pyarrow Table (or batches) as ``dict[str, torch.Tensor]``:
-    integers, floats, booleans; dates, times and timestamps as int64. A column
-    with nulls adds ``"<name>.validity"``. Strings raise naming the column,
+    integers, floats, booleans; dates, times and timestamps as int64; a
+    ``fixed_size_list`` of integers or floats as shape ``(rows, size, ...)``.
+    A column with nulls adds ``"<name>.validity"``. Strings raise naming the column,
     unless ``strings="offsets"`` (``"<name>"`` bytes as uint8 and
     ``"<name>.offsets"`` int64). CPU tensors share Arrow's buffers where the
     layout allows; CUDA tensors are copied through pinned memory. (NumPy and

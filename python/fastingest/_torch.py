@@ -43,7 +43,8 @@ _FIXED = {
 @dataclass
 class HostColumn:
     """One column as NumPy arrays: ``values`` (for strings and binary, the
-    bytes), ``validity`` (``True`` = present; ``None`` without nulls) and, for
+    bytes; for a ``fixed_size_list``, one row of ``(size, ...)`` items per
+    row), ``validity`` (``True`` = present; ``None`` without nulls) and, for
     strings and binary, ``offsets`` (int64, one more than rows). Values under
     nulls are unspecified."""
 
@@ -82,6 +83,8 @@ def _one(name: str, arr: pa.Array, strings: str) -> HostColumn:
     if t in _FIXED:
         values = np.frombuffer(bufs[1], dtype=_FIXED[t], count=n, offset=arr.offset * t.byte_width)
         return HostColumn(values, validity)
+    if pa.types.is_fixed_size_list(t):
+        return HostColumn(_fixed_size_items(name, arr), validity)
     if pa.types.is_boolean(t):
         return HostColumn(_bits(bufs[1], arr.offset, n), validity)
     if pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_date64(t):
@@ -115,9 +118,79 @@ def _one(name: str, arr: pa.Array, strings: str) -> HostColumn:
         )
         return HostColumn(data[start:end], validity, (raw - start).astype(np.int64))
     raise InvalidArgumentError(
-        f"column {name!r} is {t}: only integers, floats, booleans, dates, times, timestamps "
-        f"and (with strings='offsets') strings become tensors"
+        f"column {name!r} is {t}: only integers, floats, booleans, dates, times, timestamps, "
+        f"fixed_size_list of integers or floats, and (with strings='offsets') strings become "
+        f"tensors"
     )
+
+
+def _fixed_size_items(name: str, arr: pa.Array) -> np.ndarray:
+    """The items of a ``fixed_size_list`` column (of any depth) of integers
+    or floats, as one array of shape ``(rows, size, ...)`` over Arrow's
+    buffer (an embedding column of ``fixed_size_list<float>[128]`` becomes
+    rows x 128). A null row's items are unspecified, as any null's value
+    (read from Parquet, they are null items); a null item, or a null list
+    below the top, inside a row that is not null has no place in a tensor."""
+    shape: list[int] = []
+    items = arr
+    # Per element of `items`: whether it lies in a row that is not null
+    # (None: every row is present).
+    present = _validity(arr)
+    while pa.types.is_fixed_size_list(items.type):
+        if shape:
+            present = _refuse_nulls_under(name, arr, items, present, "null lists inside its rows")
+        size = items.type.list_size
+        shape.append(size)
+        # `.values` ignores the array's offset: the rows' items only.
+        items = items.values.slice(items.offset * size, len(items) * size)
+        if present is not None:
+            present = np.repeat(present, size)
+    if items.type not in _FIXED:
+        raise InvalidArgumentError(
+            f"column {name!r} is {arr.type}: a fixed_size_list becomes a tensor when its items "
+            f"are integers or floats"
+        )
+    _refuse_nulls_under(
+        name,
+        arr,
+        items,
+        present,
+        "null items",
+    )
+    dtype = np.dtype(_FIXED[items.type])
+    if len(items) == 0:
+        return np.empty((len(arr), *shape), dtype)
+    values = np.frombuffer(
+        items.buffers()[1],
+        dtype=dtype,
+        count=len(items),
+        offset=items.offset * dtype.itemsize,
+    )
+    return values.reshape((len(arr), *shape))
+
+
+def _validity(arr: pa.Array) -> np.ndarray | None:
+    """``arr``'s own validity as booleans; ``None`` without nulls."""
+    if not arr.null_count:
+        return None
+    return _bits(arr.buffers()[0], arr.offset, len(arr))
+
+
+def _refuse_nulls_under(
+    name: str, column: pa.Array, level: pa.Array, present: np.ndarray | None, what: str
+) -> np.ndarray | None:
+    """Raises if ``level`` (the lists or items inside ``column``'s rows)
+    holds a null where ``present`` (its rows are not null); returns where
+    its elements are present."""
+    valid = _validity(level)
+    if valid is None:
+        return present
+    if (~valid if present is None else present & ~valid).any():
+        raise InvalidArgumentError(
+            f"column {name!r} is {column.type} with {what}: a tensor has no place for them "
+            f"(fill them, e.g. with pyarrow.compute.fill_null, or leave the column out)"
+        )
+    return valid if present is None else present & valid
 
 
 def _chunks_of(column: pa.ChunkedArray) -> list[pa.Array]:
@@ -275,10 +348,13 @@ def pack_layout(data: Any, *, strings: str = "error") -> Layout:
     total = 0
     for key, parts in pieces.items():
         dtype = _piece_dtype(parts[0])
+        # A row's shape: () but for a fixed_size_list's items.
+        row = parts[0].shape[1:] if isinstance(parts[0], np.ndarray) else ()
         n = sum(_piece_len(p) for p in parts)
+        nbytes = n * int(np.prod(row, dtype=np.int64)) * dtype.itemsize
         total = (total + 63) // 64 * 64
-        slots[key] = Slot(total, n * dtype.itemsize, dtype, (n,))
-        total += n * dtype.itemsize
+        slots[key] = Slot(total, nbytes, dtype, (n, *row))
+        total += nbytes
     return Layout(total, slots, pieces)
 
 
@@ -289,6 +365,8 @@ def _writes(block: np.ndarray, slot: Slot, pieces: list[Piece]) -> list[Callable
     tasks: list[Callable[[], None]] = []
     at = 0
     for piece in pieces:
+        if isinstance(piece, np.ndarray):
+            piece = piece.reshape(-1)  # a fixed_size_list's rows, item by item
         n = _piece_len(piece)
         for lo in range(0, n, step):
             dst = view[at + lo : at + min(n, lo + step)]
@@ -344,7 +422,7 @@ def in_one_shared_storage(torch: Any, arrays: dict[str, np.ndarray]) -> dict[str
         start = offsets[key]
         flat[start : start + arr.nbytes] = np.ascontiguousarray(arr).view(np.uint8).reshape(-1)
         dtype = _tensor(torch, arr[:0]).dtype
-        out[key] = block[start : start + arr.nbytes].view(dtype)
+        out[key] = block[start : start + arr.nbytes].view(dtype).reshape(arr.shape)
     return out
 
 
@@ -352,7 +430,9 @@ def to_torch(data: Any, device: Any = "cuda:0", *, strings: str = "error") -> di
     """Columns of a pyarrow Table (or batches) as ``dict[str, torch.Tensor]``.
 
     Integers, floats and booleans keep their type; dates, times and timestamps
-    become int64 (their unit). A column with nulls adds ``"<name>.validity"``
+    become int64 (their unit); a ``fixed_size_list`` of integers or floats
+    (an embedding, any depth) becomes one tensor of shape ``(rows, size,
+    ...)``. A column with nulls adds ``"<name>.validity"``
     (bool). Strings and binary raise :class:`InvalidArgumentError` naming the
     column, unless ``strings="offsets"``: then ``"<name>"`` holds the bytes
     (uint8) and ``"<name>.offsets"`` the int64 offsets. On ``device="cpu"`` the
