@@ -24,6 +24,7 @@ use arrow_buffer::ArrowNativeType;
 use arrow_buffer::{BooleanBuffer, Buffer, OffsetBuffer, ScalarBuffer};
 use parquet::basic::Encoding;
 
+use super::delta;
 use super::flat::{
     dictionary_indices, dictionary_of, keep_selected as keep_selected_values,
     kept_dictionary_indices, low_bits, next_page, page_levels, page_values, room_for,
@@ -154,6 +155,19 @@ pub(super) fn decode<O: OffsetSizeTrait>(
                     page_ends,
                     keep.as_ref().filter(|_| only_kept),
                 )?;
+            }
+            Encoding::DELTA_LENGTH_BYTE_ARRAY | Encoding::DELTA_BYTE_ARRAY => {
+                let start = bytes.len();
+                let room = |bytes: &mut Vec<u8>, n: usize| reserve_about(bytes, n);
+                match page.encoding {
+                    Encoding::DELTA_LENGTH_BYTE_ARRAY => delta::length_byte_arrays(
+                        values, valid, &mut bytes, page_ends, MAX_BYTES, room,
+                    )?,
+                    _ => delta::byte_arrays(values, valid, &mut bytes, page_ends, MAX_BYTES, room)?,
+                }
+                if utf8 && !is_utf8(&bytes, start, &page_ends[first..]) {
+                    return Err(Failure::Corrupt("a value is not valid UTF-8".into()));
+                }
             }
             _ => return Err(Failure::Unsupported),
         }

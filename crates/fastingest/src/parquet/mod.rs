@@ -7,6 +7,7 @@ mod byte_arrays;
 mod byte_stream_split;
 pub mod chunks;
 mod decode;
+mod delta;
 mod dictionaries;
 mod flat;
 mod footer;
