@@ -101,15 +101,25 @@ pub(crate) fn binary_packed_i32(page: &[u8], count: usize) -> Decoded<(Vec<i32>,
     Ok((values, at))
 }
 
-/// Lengths as byte counts, and their sum; refused where one is negative.
-fn lengths_of(lengths: &[i32]) -> Decoded<usize> {
+/// The `count` lengths of a `DELTA_LENGTH_BYTE_ARRAY` run at the start of
+/// `page`, and the bytes of its values laid end to end after them.
+fn lengths_and_bytes(page: &[u8], count: usize) -> Decoded<(Vec<i32>, &[u8])> {
+    let (lengths, start) = binary_packed_i32(page, count)?;
     let mut total = 0usize;
-    for &len in lengths {
+    for &len in &lengths {
         let len =
             usize::try_from(len).map_err(|_| corrupt(format!("a byte array of {len} bytes")))?;
         total = total.saturating_add(len);
     }
-    Ok(total)
+    let values = page
+        .get(start..start.saturating_add(total))
+        .ok_or_else(|| {
+            corrupt(format!(
+                "{total} bytes of values with {} left in the page",
+                page.len() - start
+            ))
+        })?;
+    Ok((lengths, values))
 }
 
 /// Appends the `count` values of a `DELTA_LENGTH_BYTE_ARRAY` page to
@@ -123,20 +133,11 @@ pub(crate) fn length_byte_arrays<O: OffsetSizeTrait>(
     most: usize,
     room: impl FnOnce(&mut Vec<u8>, usize),
 ) -> Decoded<()> {
-    let (lengths, start) = binary_packed_i32(page, count)?;
-    let total = lengths_of(&lengths)?;
-    let values = page
-        .get(start..start.saturating_add(total))
-        .ok_or_else(|| {
-            corrupt(format!(
-                "{total} bytes of values with {} left in the page",
-                page.len() - start
-            ))
-        })?;
-    if bytes.len() + total > most {
+    let (lengths, values) = lengths_and_bytes(page, count)?;
+    if bytes.len().saturating_add(values.len()) > most {
         return Err(Failure::Unsupported);
     }
-    room(bytes, bytes.len() + total);
+    room(bytes, bytes.len() + values.len());
     let mut end = bytes.len();
     bytes.extend_from_slice(values);
     ends.reserve(count);
@@ -149,7 +150,8 @@ pub(crate) fn length_byte_arrays<O: OffsetSizeTrait>(
 
 /// Appends the `count` values of a `DELTA_BYTE_ARRAY` page to `bytes` and
 /// each one's end in it to `ends`, as [`length_byte_arrays`] does: each
-/// value is a prefix of the one before it in the page, then a suffix.
+/// value is a prefix of the one before it in the page, then a suffix (the
+/// suffixes are a `DELTA_LENGTH_BYTE_ARRAY` run after the prefixes').
 pub(crate) fn byte_arrays<O: OffsetSizeTrait>(
     page: &[u8],
     count: usize,
@@ -159,18 +161,13 @@ pub(crate) fn byte_arrays<O: OffsetSizeTrait>(
     room: impl FnOnce(&mut Vec<u8>, usize),
 ) -> Decoded<()> {
     let (prefixes, at) = binary_packed_i32(page, count)?;
-    let rest = &page[at..];
-    let (suffixes, start) = binary_packed_i32(rest, count)?;
-    let suffix_total = lengths_of(&suffixes)?;
-    let suffix_bytes = rest
-        .get(start..start.saturating_add(suffix_total))
-        .ok_or_else(|| {
-            corrupt(format!(
-                "{suffix_total} bytes of suffixes with {} left in the page",
-                rest.len() - start
-            ))
-        })?;
-    let total = lengths_of(&prefixes)?.saturating_add(suffix_total);
+    let (suffixes, suffix_bytes) = lengths_and_bytes(&page[at..], count)?;
+    let mut total = suffix_bytes.len();
+    for &prefix in &prefixes {
+        let prefix =
+            usize::try_from(prefix).map_err(|_| corrupt(format!("a prefix of {prefix} bytes")))?;
+        total = total.saturating_add(prefix);
+    }
     if bytes.len().saturating_add(total) > most {
         return Err(Failure::Unsupported);
     }
@@ -179,6 +176,7 @@ pub(crate) fn byte_arrays<O: OffsetSizeTrait>(
     let mut previous = bytes.len()..bytes.len();
     let mut suffix_at = 0;
     for (&prefix, &suffix) in prefixes.iter().zip(&suffixes) {
+        // Both checked as not negative above.
         let (prefix, suffix) = (prefix as usize, suffix as usize);
         if prefix > previous.len() {
             return Err(corrupt(format!(
