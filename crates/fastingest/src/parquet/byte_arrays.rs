@@ -157,17 +157,7 @@ pub(super) fn decode<O: OffsetSizeTrait>(
                 )?;
             }
             Encoding::DELTA_LENGTH_BYTE_ARRAY | Encoding::DELTA_BYTE_ARRAY => {
-                let start = bytes.len();
-                let room = |bytes: &mut Vec<u8>, n: usize| reserve_about(bytes, n);
-                match page.encoding {
-                    Encoding::DELTA_LENGTH_BYTE_ARRAY => delta::length_byte_arrays(
-                        values, valid, &mut bytes, page_ends, MAX_BYTES, room,
-                    )?,
-                    _ => delta::byte_arrays(values, valid, &mut bytes, page_ends, MAX_BYTES, room)?,
-                }
-                if utf8 && !is_utf8(&bytes, start, &page_ends[first..]) {
-                    return Err(Failure::Corrupt("a value is not valid UTF-8".into()));
-                }
+                delta_values(page.encoding, values, valid, &mut bytes, page_ends, utf8)?;
             }
             _ => return Err(Failure::Unsupported),
         }
@@ -506,6 +496,14 @@ impl<O: OffsetSizeTrait> super::lists::Leaf for Values<O> {
                     None,
                 )
             }
+            Encoding::DELTA_LENGTH_BYTE_ARRAY | Encoding::DELTA_BYTE_ARRAY => delta_values(
+                encoding,
+                values,
+                valid,
+                &mut self.bytes,
+                &mut self.ends,
+                self.utf8,
+            ),
             _ => Err(Failure::Unsupported),
         }
     }
@@ -513,6 +511,34 @@ impl<O: OffsetSizeTrait> super::lists::Leaf for Values<O> {
     fn project(&mut self, done: usize, expected: usize) {
         reserve_projected(&mut self.bytes, done, expected);
     }
+}
+
+/// Appends the `count` values of a page in one of the DELTA encodings of
+/// byte arrays ([`delta`]) to `bytes`, each one's end to `ends`, with their
+/// UTF-8 checked for strings.
+fn delta_values<O: OffsetSizeTrait>(
+    encoding: Encoding,
+    page: &[u8],
+    count: usize,
+    bytes: &mut Vec<u8>,
+    ends: &mut Vec<O>,
+    utf8: bool,
+) -> Decoded<()> {
+    let (start, first) = (bytes.len(), ends.len());
+    let room = |bytes: &mut Vec<u8>, n: usize| reserve_about(bytes, n);
+    match encoding {
+        Encoding::DELTA_LENGTH_BYTE_ARRAY => {
+            delta::length_byte_arrays(page, count, bytes, ends, MAX_BYTES, room)?
+        }
+        Encoding::DELTA_BYTE_ARRAY => {
+            delta::byte_arrays(page, count, bytes, ends, MAX_BYTES, room)?
+        }
+        _ => return Err(Failure::Unsupported),
+    }
+    if utf8 && !is_utf8(bytes, start, &ends[first..]) {
+        return Err(Failure::Corrupt("a value is not valid UTF-8".into()));
+    }
+    Ok(())
 }
 
 /// What a chunk's values will take, guessed before its first data page

@@ -328,6 +328,51 @@ mod tests {
     }
 
     #[test]
+    fn list_items_in_delta_pages_decode_here() {
+        use super::super::byte_arrays::Values;
+        use super::super::lists::Leaf;
+        let words: [&[u8]; 5] = [b"tag-1", b"tag-12", b"", b"tag-2", b"other"];
+        let lengths: Vec<i32> = words.iter().map(|w| w.len() as i32).collect();
+        // DELTA_LENGTH_BYTE_ARRAY: the lengths, then the bytes.
+        let mut by_length = packed(&lengths);
+        by_length.extend(words.concat());
+        // DELTA_BYTE_ARRAY: how much of the value before each shares, then
+        // the rest as DELTA_LENGTH_BYTE_ARRAY.
+        let shared = [0, 5, 0, 0, 0];
+        let rest: Vec<&[u8]> = words.iter().zip(shared).map(|(w, n)| &w[n..]).collect();
+        let mut by_prefix = packed(&shared.map(|n| n as i32));
+        by_prefix.extend(packed(
+            &rest.iter().map(|r| r.len() as i32).collect::<Vec<_>>(),
+        ));
+        by_prefix.extend(rest.concat());
+        for (encoding, page) in [
+            (Encoding::DELTA_LENGTH_BYTE_ARRAY, &by_length),
+            (Encoding::DELTA_BYTE_ARRAY, &by_prefix),
+        ] {
+            let mut leaf = Values::<i32>::new(true, 10);
+            // Two pages of the same values: ends carry on.
+            leaf.append(encoding, page, words.len(), &mut Vec::new())
+                .unwrap_or_else(|e| panic!("{encoding}: {e:?}"));
+            leaf.append(encoding, page, words.len(), &mut Vec::new())
+                .unwrap();
+            let array = leaf.into_array(None, 10).unwrap();
+            let got = array.as_any().downcast_ref::<StringArray>().unwrap();
+            let want: Vec<&str> = words
+                .iter()
+                .chain(&words)
+                .map(|w| std::str::from_utf8(w).unwrap())
+                .collect();
+            assert_eq!(got, &StringArray::from(want), "{encoding}");
+        }
+        // A value that is not UTF-8 is refused.
+        let mut bad = packed(&[2]);
+        bad.extend([0xc3, 0x28]);
+        let mut leaf = Values::<i32>::new(true, 1);
+        let refused = leaf.append(Encoding::DELTA_LENGTH_BYTE_ARRAY, &bad, 1, &mut Vec::new());
+        assert!(matches!(refused, Err(Failure::Corrupt(_))));
+    }
+
+    #[test]
     fn binary_packed_runs_read_back_and_end_where_their_bytes_do() {
         let cases: Vec<Vec<i32>> = vec![
             vec![],
