@@ -24,8 +24,8 @@ fn corrupt(detail: impl Into<String>) -> Failure {
     Failure::Corrupt(detail.into())
 }
 
-/// The first `count` values of the `DELTA_BINARY_PACKED` run at the start of
-/// `page` (32-bit values), and where the run's last miniblock read ends.
+/// The `count` values of the `DELTA_BINARY_PACKED` run at the start of
+/// `page` (32-bit values), and where the run ends.
 pub(crate) fn binary_packed_i32(page: &[u8], count: usize) -> Decoded<(Vec<i32>, usize)> {
     let mut header = Compact::new(page);
     let block = header.varint().map_err(corrupt)?;
@@ -42,9 +42,11 @@ pub(crate) fn binary_packed_i32(page: &[u8], count: usize) -> Decoded<(Vec<i32>,
     if block > MOST_PER_BLOCK {
         return Err(Failure::Unsupported);
     }
-    if total < count as u64 {
+    // A run holds the page's values, no more: what follows it is found by
+    // reading all of them.
+    if total != count as u64 {
         return Err(corrupt(format!(
-            "a delta run of {total} values where {count} are needed"
+            "a delta run of {total} values where the page has {count}"
         )));
     }
     let (block, miniblocks) = (block as usize, miniblocks as usize);
@@ -395,11 +397,14 @@ mod tests {
     #[test]
     fn binary_packed_runs_that_lie_are_refused() {
         let run = packed(&(0..300).collect::<Vec<_>>());
-        // More values than the run holds, or the run cut short.
-        assert!(matches!(
-            binary_packed_i32(&run, 301),
-            Err(Failure::Corrupt(_))
-        ));
+        // Other than the values the run holds (what follows it would be
+        // looked for in the wrong place), or the run cut short.
+        for count in [0, 299, 301] {
+            assert!(
+                matches!(binary_packed_i32(&run, count), Err(Failure::Corrupt(_))),
+                "{count}"
+            );
+        }
         for cut in [1, 5, run.len() / 2, run.len() - 1] {
             assert!(binary_packed_i32(&run[..cut], 300).is_err(), "cut at {cut}");
         }
