@@ -84,7 +84,7 @@ def _one(name: str, arr: pa.Array, strings: str) -> HostColumn:
         values = np.frombuffer(bufs[1], dtype=_FIXED[t], count=n, offset=arr.offset * t.byte_width)
         return HostColumn(values, validity)
     if pa.types.is_fixed_size_list(t):
-        return HostColumn(_fixed_size_items(name, arr), validity)
+        return HostColumn(_fixed_size_items(name, arr, validity), validity)
     if pa.types.is_boolean(t):
         return HostColumn(_bits(bufs[1], arr.offset, n), validity)
     if pa.types.is_timestamp(t) or pa.types.is_duration(t) or pa.types.is_date64(t):
@@ -124,18 +124,19 @@ def _one(name: str, arr: pa.Array, strings: str) -> HostColumn:
     )
 
 
-def _fixed_size_items(name: str, arr: pa.Array) -> np.ndarray:
+def _fixed_size_items(name: str, arr: pa.Array, validity: np.ndarray | None) -> np.ndarray:
     """The items of a ``fixed_size_list`` column (of any depth) of integers
     or floats, as one array of shape ``(rows, size, ...)`` over Arrow's
     buffer (an embedding column of ``fixed_size_list<float>[128]`` becomes
     rows x 128). A null row's items are unspecified, as any null's value
     (read from Parquet, they are null items); a null item, or a null list
-    below the top, inside a row that is not null has no place in a tensor."""
+    below the top, inside a row that is not null has no place in a tensor.
+    ``validity``: the rows' own, as :func:`_one` read it."""
     shape: list[int] = []
     items = arr
     # Per element of `items`: whether it lies in a row that is not null
     # (None: every row is present).
-    present = _validity(arr)
+    present = validity
     while pa.types.is_fixed_size_list(items.type):
         if shape:
             present = _refuse_nulls_under(name, arr, items, present, "null lists inside its rows")
