@@ -5,7 +5,7 @@ sizes, and ``large_string`` / ``large_list`` into the file's Arrow schema
 dictionary and plain. The suite's files are all pyarrow's defaults; these
 are what a polars or DuckDB user points fastingest at.
 
-Nine files, made once into ``benches/data/writers/`` from a fixed seed:
+Eleven files, made once into ``benches/data/writers/`` from a fixed seed:
 - polars' ``lineitem``: 6 M rows shaped like TPC-H ``lineitem`` (keys,
   prices, dates, flags of 2-7 values, a comment of 100,000 distinct values);
 - polars' ``lists``: 2 M rows of ``large_list<int64>``,
@@ -27,6 +27,13 @@ Nine files, made once into ``benches/data/writers/`` from a fixed seed:
 - pyarrow's ``tall``: 20 M rows of narrow columns (int64, int32 of 100
   values, double, int8 of 3, a string of 4 words) in one row group: a
   128 MB Spark file of a narrow table holds tens of millions of rows.
+- pyarrow's ``images``: 2,000 incompressible values of 20-100 KB (encoded
+  images) as Hugging Face's ``datasets`` writes an image column: a struct
+  of ``bytes`` and ``path``, row groups of 100 rows, dictionary-encoded
+  (each row group's dictionary page holds its 100 values);
+- pyarrow's ``blobs``: the same values as a ``binary`` column with
+  pyarrow's defaults: one row group, whose dictionary page takes the first
+  1,024 values before the writer falls back to PLAIN pages.
 
 Readers fastingest, polars and pyarrow, interleaved (A B C, then C B A),
 each round in fresh processes, local disk, page cache warm. Per reader: the
@@ -60,6 +67,8 @@ WRITERS = {
     "delta": "pyarrow",
     "one_row_group": "pyarrow",
     "tall": "pyarrow",
+    "images": "pyarrow",
+    "blobs": "pyarrow",
 }
 
 # Run in a child: one reader, `reads` reads of one file; prints the times
@@ -174,6 +183,24 @@ def make_with_pyarrow(name: str, path: Path) -> None:
             }
         )
         options = {"use_dictionary": True, "compression": "snappy", "row_group_size": rows}
+    elif name in ("images", "blobs"):
+        # Incompressible values of 20-100 KB (encoded images, audio).
+        rows = 2_000
+        sizes = rng.integers(20_000, 100_000, rows)
+        blobs = pa.array([rng.bytes(int(n)) for n in sizes], pa.binary())
+        labels = rng.integers(0, 1000, rows)
+        if name == "images":
+            # As Hugging Face's `datasets` writes an image column: a struct
+            # of the encoded bytes and a path, row groups of 100 rows.
+            paths = pa.array([f"train/{i:06d}.jpg" for i in range(rows)])
+            image = pa.StructArray.from_arrays([blobs, paths], names=["bytes", "path"])
+            table = pa.table({"image": image, "label": labels})
+            options = {"use_dictionary": True, "compression": "snappy", "row_group_size": 100}
+        else:
+            # pyarrow's defaults: one row group; the dictionary page takes
+            # the first 1,024 values before the writer falls back to PLAIN.
+            table = pa.table({"blob": blobs, "label": labels})
+            options = {"use_dictionary": True, "compression": "snappy"}
     else:
         raise SystemExit(f"unknown file {name!r}")
     pq.write_table(table, path, **{"use_dictionary": False, **options})

@@ -249,6 +249,58 @@ def test_runs_of_one_string_and_a_dictionary_of_one(tmp_path):
     assert_same(path)
 
 
+@pytest.mark.parametrize("page_version", ["1.0", "2.0"])
+def test_distinct_values_a_dictionary_holds_in_order(tmp_path, page_version):
+    # A column of distinct values comes as a dictionary of each value
+    # once, in row order (pages of indices 0, 1, 2, ...), until the
+    # dictionary outgrows its page and the writer falls back to PLAIN:
+    # images as Hugging Face writes them (row groups of 100), blobs as
+    # pyarrow's defaults write them, ids. Such rows take the dictionary's
+    # bytes whole; any other order, a repeat or a null is gathered.
+    rng = np.random.default_rng(5)
+    rows = 1_200
+    blobs = [
+        rng.integers(0, 256, int(n), dtype=np.uint8).tobytes() for n in rng.integers(0, 3_000, rows)
+    ]
+    names = [f"train/img_{i:06d}.jpg" for i in range(rows)]
+    ids = [f"id-{i}-{'é' * (i % 5)}" for i in range(rows)]
+    repeats = [f"v{i if i < 700 else int(rng.integers(0, 700))}" for i in range(rows)]
+    late_nulls = [None if i >= 900 and i % 3 == 0 else f"n{i}" for i in range(rows)]
+    images = pa.StructArray.from_arrays(
+        [pa.array(blobs, pa.binary()), pa.array(names)], names=["bytes", "path"]
+    )
+    data = pa.table(
+        {
+            "image": images,
+            "blob": pa.array(blobs, pa.large_binary()),
+            "id": pa.array(ids, pa.large_string()),
+            "repeats": pa.array(repeats),
+            "late_nulls": pa.array(late_nulls),
+            "one": pa.array(["only"] * rows),
+        }
+    )
+    layouts = {
+        "hugging_face": {"row_group_size": 100},
+        "falls_back": {
+            "dictionary_pagesize_limit": 64 << 10,
+            "data_page_size": 16 << 10,
+            "write_batch_size": 64,
+        },
+        "one_group": {"row_group_size": rows, "data_page_size": 4 << 10},
+    }
+    for name, layout in layouts.items():
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(data, path, data_page_version=page_version, compression="snappy", **layout)
+        chunk = pq.ParquetFile(path).metadata.row_group(0).column(1)
+        assert "RLE_DICTIONARY" in chunk.encodings, name
+        assert_same(path)
+        assert_same(path, columns=["id", "image"])
+        # A selection reads the rows it keeps, not the dictionary in order.
+        assert_same(path, filters=[("late_nulls", ">=", "n5")])
+        streamed = pa.Table.from_batches(list(fastingest.iter_batches(str(path))))
+        assert streamed.equals(fastingest.read_parquet(str(path))), name
+
+
 def test_large_and_dictionary_string_types_keep_their_types(tmp_path):
     # The schema pyarrow stores asks for other Arrow types than the
     # natural `string`: `large_string` gets `i64` offsets, a dictionary

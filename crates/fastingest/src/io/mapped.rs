@@ -486,6 +486,14 @@ impl Drop for MappedFile {
     }
 }
 
+#[cfg(test)]
+thread_local! {
+    /// The views this thread offered [`release_view`] (address, length),
+    /// mapped or not.
+    pub(crate) static VIEWS_OFFERED: std::cell::RefCell<Vec<(usize, usize)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Gives back the whole pages of `view` when it lies within one of this
 /// process's file mappings (the caller's slice of a mapped span keeps that
 /// one alive) and they come to [`RELEASE_ALONE`] or more; memory of any
@@ -495,6 +503,12 @@ impl Drop for MappedFile {
 /// read. The mapping is a read-only view of the file, so a later touch
 /// faults the same bytes in again.
 pub(crate) fn release_view(view: &[u8]) {
+    #[cfg(test)]
+    VIEWS_OFFERED.with(|views| {
+        views
+            .borrow_mut()
+            .push((view.as_ptr() as usize, view.len()))
+    });
     let page = PAGE.load(Ordering::Acquire);
     if page == 0 || view.is_empty() {
         return; // nothing was ever mapped

@@ -27,6 +27,8 @@ use futures::{Stream, StreamExt};
 pub use self::http::HttpSource;
 pub use self::local::LocalSource;
 pub use self::mapped::MappedFile;
+#[cfg(test)]
+pub(crate) use self::mapped::VIEWS_OFFERED;
 pub(crate) use self::mapped::{cut_short_error, release_view};
 pub(crate) use self::object::classify as classify_store_error;
 pub(crate) use self::object::version_of;

@@ -40,6 +40,13 @@ use crate::{memory, nontemporal};
 /// more goes to the `parquet` crate, which says so.
 const MAX_BYTES: usize = i32::MAX as usize;
 
+/// A dictionary page of this many bytes or more, decompressed, becomes the
+/// dictionary in its own buffer ([`Dictionary::from_plain_in_place`]): a
+/// copy of pyarrow's dictionary of 1,024 blobs of 60 KB held 60 MB more
+/// beside it while the chunk was decoded. A smaller one is copied, and
+/// its buffer serves the chunk's next pages.
+const IN_PLACE_FROM: usize = 1 << 20;
+
 /// The most the pages' headers and a dictionary's entries suggest
 /// reserving for a chunk's values before any page is decoded.
 const FIRST_GUESS_MAX: usize = 64 << 20;
@@ -80,12 +87,26 @@ pub(super) fn decode<O: OffsetSizeTrait>(
     let mut ends: Vec<O> = Vec::new();
     let mut indices: Vec<u32> = Vec::new();
     let mut done = 0usize;
+    // While `Some`, every row so far is the dictionary's entry of its
+    // number, and none is written yet (see [`InOrder`]).
+    let mut in_order: Option<InOrder> = selection.is_none().then_some(InOrder::default());
     let ahead = pages.ahead();
     while let Some(page) = next_page(&mut pages, definition)? {
         let page = match page {
             NextPage::Dictionary(buf, count) => {
-                let read = Dictionary::from_plain(buf, count, utf8)?;
-                if done == 0 {
+                let large = buf.len() >= IN_PLACE_FROM && count >= BLOCK / 4;
+                let read = match large {
+                    false => Dictionary::from_plain(buf, count, utf8)?,
+                    true => match pages.take_page() {
+                        Ok(page) => Dictionary::from_plain_in_place(page, count, utf8)?,
+                        Err(page) => Dictionary::from_plain(page, count, utf8)?,
+                    },
+                };
+                // No more values look entries up than there are entries:
+                // they may be the dictionary in order, whose bytes are then
+                // the values' (not reserved for twice).
+                let may_be_in_order = in_order.is_some() && ahead.other_values <= count as u64;
+                if done == 0 && !may_be_in_order {
                     let guess = first_guess(ahead, Some(&read));
                     reserve_about(&mut bytes, kept_share(guess, ahead, held, rows));
                 }
@@ -113,6 +134,36 @@ pub(super) fn decode<O: OffsetSizeTrait>(
             _ => page.rows,
         };
         let values = &page.buf[page.values..];
+        let looked_up = matches!(
+            page.encoding,
+            Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY
+        );
+        if let Some(held_back) = in_order.as_mut() {
+            let continues = looked_up
+                && valid == page.rows
+                && held_back.continues(values, valid, dictionary_of(&dictionary)?, &mut indices)?;
+            if continues {
+                done += page.rows;
+                continue;
+            }
+            // Copied now, in room for the chunk's values.
+            let held_back = in_order.take().unwrap_or_default();
+            let room = match done {
+                0 => first_guess(ahead, dictionary.as_ref()),
+                // Those held back, and what the pages from this one on
+                // take (see [`first_guess`]).
+                rows_held => {
+                    let rest = PagesAhead {
+                        other_values: ahead.other_values.saturating_sub(rows_held as u64),
+                        ..ahead
+                    };
+                    held_back
+                        .bytes(dictionary.as_ref())
+                        .saturating_add(first_guess(rest, dictionary.as_ref()))
+                }
+            };
+            held_back.copy(dictionary.as_ref(), room, &mut bytes, &mut offsets);
+        }
         // Rows held before this page (kept ones, with a selection).
         let at = offsets.len() - 1;
         let keep = selection.map(|s| s.slice(done, page.rows));
@@ -185,7 +236,119 @@ pub(super) fn decode<O: OffsetSizeTrait>(
             "the pages hold {done} of the row group's {rows} rows"
         )));
     }
+    if let Some(held_back) = in_order {
+        held_back.take(dictionary, &mut bytes, &mut offsets);
+    }
     finish(offsets, bytes, validity, utf8)
+}
+
+/// A chunk's first rows held back while each is the dictionary's entry of
+/// its number (row 0 entry 0, row 1 entry 1, ...), with no nulls: then
+/// their values are the dictionary's first entries end to end, written in
+/// one copy when a page breaks the order, or, when the chunk ends with
+/// them all its entries, the dictionary's own buffer taken as the values'.
+///
+/// That is how a dictionary-encoded column of distinct values comes: a
+/// writer's dictionary holds each value once, in the order the rows came.
+/// pyarrow puts the first 1,024 values of a column of large values
+/// (images, audio, documents) in its dictionary page before it finds the
+/// page too large and falls back to PLAIN, and a row group of at most as
+/// many rows (Hugging Face's image datasets write 100) is that page and
+/// one page of indices 0, 1, 2, ... Gathered, each value was copied a
+/// second time into memory allocated for it.
+#[derive(Default)]
+struct InOrder {
+    /// The rows held back: the dictionary's first `rows` entries.
+    rows: usize,
+}
+
+impl InOrder {
+    /// Whether a page's `count` indices (`values`, no nulls among them)
+    /// continue the order, counted in if they do.
+    fn continues(
+        &mut self,
+        values: &[u8],
+        count: usize,
+        dictionary: &Dictionary,
+        indices: &mut Vec<u32>,
+    ) -> Decoded<bool> {
+        if self.rows.saturating_add(count) > dictionary.len() {
+            return Ok(false);
+        }
+        let mut next = self.rows as u64;
+        let mut in_order = true;
+        dictionary_indices(values, count, dictionary.len(), indices, |run| {
+            if in_order {
+                in_order = match run {
+                    Indices::Repeated(index, n) => n == 1 && u64::from(index) == next,
+                    Indices::Chunk(chunk) => {
+                        chunk.iter().zip(next..).all(|(&i, e)| u64::from(i) == e)
+                    }
+                };
+                next += match run {
+                    Indices::Repeated(_, n) => n as u64,
+                    Indices::Chunk(chunk) => chunk.len() as u64,
+                };
+            }
+            Ok(())
+        })?;
+        if in_order {
+            self.rows += count;
+        }
+        Ok(in_order)
+    }
+
+    /// The bytes of the values held back.
+    fn bytes(&self, dictionary: Option<&Dictionary>) -> usize {
+        dictionary.map_or(0, |d| d.offsets[self.rows] as usize)
+    }
+
+    /// Copies the rows held back to the empty `bytes` and `offsets` (its
+    /// first 0), in a buffer with `room` for the chunk's values in all.
+    fn copy<O: OffsetSizeTrait>(
+        self,
+        dictionary: Option<&Dictionary>,
+        room: usize,
+        bytes: &mut Vec<u8>,
+        offsets: &mut Vec<O>,
+    ) {
+        debug_assert!(bytes.is_empty() && offsets.len() == 1);
+        let end = self.bytes(dictionary);
+        reserve_about(bytes, room.max(end));
+        if let Some(entries) = dictionary.filter(|_| self.rows > 0) {
+            let ends = &entries.offsets[1..=self.rows];
+            offsets.extend(ends.iter().map(|&end| O::usize_as(end as usize)));
+            bytes.extend_from_slice(&entries.bytes[..end]);
+        }
+    }
+
+    /// The rows of the whole chunk held back, as `bytes` and `offsets`
+    /// (empty, its first 0): the dictionary's own buffer when they are all
+    /// its entries, else a copy.
+    fn take<O: OffsetSizeTrait>(
+        self,
+        dictionary: Option<Dictionary>,
+        bytes: &mut Vec<u8>,
+        offsets: &mut Vec<O>,
+    ) {
+        match dictionary {
+            Some(entries) if self.rows > 0 && self.rows == entries.len() => {
+                debug_assert!(bytes.is_empty() && offsets.len() == 1);
+                let end = self.bytes(Some(&entries));
+                let ends = &entries.offsets[1..];
+                offsets.extend(ends.iter().map(|&end| O::usize_as(end as usize)));
+                let mut whole = entries.bytes;
+                whole.truncate(end);
+                *bytes = whole;
+                #[cfg(test)]
+                tests::TAKEN.with(|n| n.set(n.get() + 1));
+            }
+            entries => {
+                let end = self.bytes(entries.as_ref());
+                self.copy(entries.as_ref(), end, bytes, offsets)
+            }
+        }
+    }
 }
 
 /// Keeps, of the rows held from row `at` on (their ends in `offsets` after
@@ -551,15 +714,29 @@ fn delta_values<O: OffsetSizeTrait>(
 /// longer: the suite's `string` file, whose chunks fall back from the
 /// dictionary to PLAIN pages, had half its buffers outgrown when 7 of their
 /// 8 MB were written, and copying them was 6 % of a steady read.
+///
+/// The guess is at most [`FIRST_GUESS_MAX`], or the bytes the PLAIN pages
+/// take in the chunk where those are more: headers are claims, but the
+/// read holds those bytes already, so a lie reserves at most as much
+/// again. Large values (images, audio, documents: pyarrow
+/// writes pages of 1,024 of them, 100 MB for values of 100 KB) otherwise
+/// filled 64 MiB, doubled it, and were copied to a third buffer sized from
+/// the first page: a 300 MB column of blobs left 190 MiB of those behind
+/// and copied 160 MB.
 fn first_guess(ahead: PagesAhead, dictionary: Option<&Dictionary>) -> usize {
-    let plain = ahead.plain_bytes.saturating_sub(4 * ahead.plain_values);
+    let guess_max = FIRST_GUESS_MAX as u64;
+    let plain = ahead
+        .plain_bytes
+        .saturating_sub(4 * ahead.plain_values)
+        .min(ahead.plain_held.max(guess_max));
     let looked_up = match dictionary {
         Some(d) if d.len() > 0 => ahead
             .other_values
             .saturating_mul((d.entry_bytes() / d.len()) as u64),
         _ => 0,
     };
-    plain.saturating_add(looked_up).min(FIRST_GUESS_MAX as u64) as usize
+    let looked_up = looked_up.min(guess_max.saturating_sub(plain.min(guess_max)));
+    plain.saturating_add(looked_up).min(MAX_BYTES as u64) as usize
 }
 
 /// Of `guess`, the bytes of a chunk's `rows` rows (see [`first_guess`]),
@@ -694,6 +871,59 @@ impl Dictionary {
         let longest = pad_entries(&mut bytes, &offsets);
         Ok(Dictionary {
             bytes,
+            offsets,
+            longest,
+        })
+    }
+
+    /// [`Dictionary::from_plain`] in `page`'s own buffer: each entry moved
+    /// down over the lengths before it, then the slack added (in the
+    /// capacity the lengths freed: the caller passes at least
+    /// `BLOCK / 4` entries).
+    fn from_plain_in_place(mut page: Vec<u8>, count: usize, utf8: bool) -> Decoded<Self> {
+        if count > page.len() / 4 {
+            return Err(Failure::Corrupt(format!(
+                "{count} byte arrays in {} bytes",
+                page.len()
+            )));
+        }
+        if page.len() > MAX_BYTES {
+            return Err(Failure::Unsupported);
+        }
+        let mut offsets = Vec::with_capacity(count + 1);
+        offsets.push(0i32);
+        let (mut at, mut end) = (0usize, 0usize);
+        for i in 0..count {
+            let Some(&[l0, l1, l2, l3]) = page.get(at..at + 4) else {
+                return Err(Failure::Corrupt("a byte array's length is cut off".into()));
+            };
+            let len = u32::from_le_bytes([l0, l1, l2, l3]) as usize;
+            at += 4;
+            // The values after this one take at least their lengths' bytes.
+            let after = 4 * (count - 1 - i);
+            if len > page.len().saturating_sub(at + after) {
+                return Err(Failure::Corrupt(format!(
+                    "a byte array of {len} bytes with {} left in the page for it and {} more",
+                    page.len() - at,
+                    count - 1 - i
+                )));
+            }
+            page.copy_within(at..at + len, end);
+            (at, end) = (at + len, end + len);
+            // Within the page, which is at most `MAX_BYTES` (an `i32`).
+            offsets.push(end as i32);
+        }
+        page.truncate(end);
+        if utf8 && !is_utf8(&page, 0, &offsets) {
+            return Err(Failure::Corrupt(
+                "a dictionary entry is not valid UTF-8".into(),
+            ));
+        }
+        let longest = pad_entries(&mut page, &offsets);
+        #[cfg(test)]
+        tests::IN_PLACE.with(|n| n.set(n.get() + 1));
+        Ok(Dictionary {
+            bytes: page,
             offsets,
             longest,
         })
@@ -1265,6 +1495,10 @@ mod tests {
         /// Times [`grow_to`] grew a buffer that held values (and so may
         /// have copied them), on this thread.
         pub(super) static REGROWN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        /// Times a dictionary's buffer became the values' ([`InOrder`]).
+        pub(super) static TAKEN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+        /// Dictionaries read in their page's own buffer.
+        pub(super) static IN_PLACE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
 
     fn plain_page(values: &[&[u8]]) -> Vec<u8> {
@@ -1301,6 +1535,240 @@ mod tests {
         page.extend_from_slice(indices);
         page.resize(2 + groups * 8, 0);
         page
+    }
+
+    /// A data page for [`chunk_of`]: indices into the dictionary (`Ok`),
+    /// or PLAIN values (`Err`).
+    type TestPage<'a> = Result<Vec<u8>, Vec<&'a [u8]>>;
+
+    /// A column chunk of `pages` (uncompressed, no levels): the dictionary
+    /// page of `entries` first when given, then data pages, each PLAIN
+    /// values (`Err`) or indices into the dictionary (`Ok`).
+    fn chunk_of(entries: Option<&[&[u8]]>, pages: &[TestPage<'_>]) -> bytes::Bytes {
+        chunk_with(entries, pages, false)
+    }
+
+    /// [`chunk_of`], each page snappy-compressed when `snappy`.
+    fn chunk_with(entries: Option<&[&[u8]]>, pages: &[TestPage<'_>], snappy: bool) -> bytes::Bytes {
+        use parquet::column::page::{CompressedPage, Page, PageWriter};
+        use parquet::file::writer::{SerializedPageWriter, TrackedWrite};
+        let mut all = Vec::new();
+        if let Some(entries) = entries {
+            all.push(Page::DictionaryPage {
+                buf: plain_page(entries).into(),
+                num_values: entries.len() as u32,
+                encoding: Encoding::PLAIN,
+                is_sorted: false,
+            });
+        }
+        for page in pages {
+            let (buf, num_values, encoding) = match page {
+                Ok(indices) => (
+                    dictionary_page(indices),
+                    indices.len(),
+                    Encoding::RLE_DICTIONARY,
+                ),
+                Err(values) => (plain_page(values), values.len(), Encoding::PLAIN),
+            };
+            all.push(Page::DataPage {
+                buf: buf.into(),
+                num_values: num_values as u32,
+                encoding,
+                def_level_encoding: Encoding::RLE,
+                rep_level_encoding: Encoding::RLE,
+                statistics: None,
+            });
+        }
+        let mut sink = TrackedWrite::new(Vec::new());
+        let mut writer = SerializedPageWriter::new(&mut sink);
+        for mut page in all {
+            let size = page.buffer().len();
+            if snappy {
+                let packed = snap::raw::Encoder::new()
+                    .compress_vec(page.buffer())
+                    .unwrap();
+                match &mut page {
+                    Page::DictionaryPage { buf, .. } | Page::DataPage { buf, .. } => {
+                        *buf = packed.into()
+                    }
+                    Page::DataPageV2 { .. } => unreachable!("only v1 pages are written"),
+                }
+            }
+            writer.write_page(CompressedPage::new(page, size)).unwrap();
+        }
+        drop(writer);
+        sink.into_inner().unwrap().into()
+    }
+
+    #[test]
+    fn rows_that_are_the_dictionary_in_order_take_its_bytes() {
+        let long = vec![b'x'; 3 * BLOCK + 5];
+        let entries: [&[u8]; 5] = [b"alpha", b"", &long, b"delta", b"e"];
+        let value = |i: u8| entries[i as usize];
+        // Each case: the pages, whether the dictionary's buffer is taken.
+        let cases: Vec<(Vec<TestPage<'_>>, bool)> = vec![
+            // One page of 0..5, or two: taken.
+            (vec![Ok(vec![0, 1, 2, 3, 4])], true),
+            (vec![Ok(vec![0, 1, 2]), Ok(vec![3, 4])], true),
+            // Not every entry used: copied.
+            (vec![Ok(vec![0, 1, 2])], false),
+            // In order, then PLAIN values: copied into room for both.
+            (
+                vec![Ok(vec![0, 1, 2, 3, 4]), Err(vec![b"more", b"values"])],
+                false,
+            ),
+            // In order, then out of order (a repeat): copied, then gathered.
+            (vec![Ok(vec![0, 1]), Ok(vec![1, 0, 4, 2, 3])], false),
+            (vec![Ok(vec![0, 1, 1, 2])], false),
+            // Not from entry 0: gathered.
+            (vec![Ok(vec![1, 2, 3, 4])], false),
+            // In order, then PLAIN values, then indices again: copied.
+            (
+                vec![
+                    Ok(vec![0, 1, 2, 3, 4]),
+                    Err(vec![b"", b"z"]),
+                    Ok(vec![4, 0, 3]),
+                ],
+                false,
+            ),
+        ];
+        for (pages, taken) in cases {
+            let want: Vec<&[u8]> = pages
+                .iter()
+                .flat_map(|page| match page {
+                    Ok(indices) => indices.iter().map(|&i| value(i)).collect::<Vec<_>>(),
+                    Err(values) => values.clone(),
+                })
+                .collect();
+            let chunk = chunk_of(Some(&entries), &pages);
+            let decoded_pages = ChunkPages::new(chunk, Compression::UNCOMPRESSED).unwrap();
+            REGROWN.with(|n| n.set(0));
+            TAKEN.with(|n| n.set(0));
+            let decoded = decode::<i64>(
+                decoded_pages,
+                Definition::flat(false),
+                want.len(),
+                false,
+                None,
+            )
+            .unwrap_or_else(|_| panic!("{pages:?} decodes"));
+            let binary = decoded
+                .as_any()
+                .downcast_ref::<arrow_array::LargeBinaryArray>()
+                .unwrap();
+            assert_eq!(
+                binary.iter().flatten().collect::<Vec<_>>(),
+                want,
+                "{pages:?}"
+            );
+            assert_eq!(TAKEN.with(|n| n.get()) > 0, taken, "{pages:?}");
+            assert_eq!(REGROWN.with(|n| n.get()), 0, "{pages:?}");
+        }
+        // An index past the entries, after rows in order, is refused.
+        let pages: Vec<TestPage<'_>> = vec![Ok(vec![0, 1, 2, 3, 4]), Ok(vec![5])];
+        let chunk = chunk_of(Some(&entries), &pages);
+        let decoded_pages = ChunkPages::new(chunk, Compression::UNCOMPRESSED).unwrap();
+        let refused = decode::<i32>(decoded_pages, Definition::flat(false), 6, false, None);
+        assert!(
+            matches!(&refused, Err(Failure::Corrupt(why)) if why.contains("index 5")),
+            "{:?}",
+            refused.map(|_| ())
+        );
+    }
+
+    #[test]
+    fn a_dictionary_of_large_values_is_the_first_windows_share_and_its_values() {
+        // pyarrow's defaults for large values: a dictionary page of the
+        // first ones, a page of indices 0, 1, 2, ..., then a PLAIN page as
+        // large as the dictionary once the writer fell back.
+        let first: Vec<Vec<u8>> = (0..8u8).map(|i| vec![b'a' + i; 10_000]).collect();
+        let then: Vec<Vec<u8>> = (0..8u8).map(|i| vec![b'k' + i; 10_000]).collect();
+        let entries: Vec<&[u8]> = first.iter().map(Vec::as_slice).collect();
+        let plain: Vec<&[u8]> = then.iter().map(Vec::as_slice).collect();
+        let pages = vec![Ok((0..8).collect()), Err(plain.clone())];
+        let chunk = chunk_of(Some(&entries), &pages);
+        let codec = Compression::UNCOMPRESSED;
+        // Two windows: the dictionary and its indices, and the PLAIN page.
+        let windows = crate::parquet::pages::page_windows(&chunk, codec, 2, 16).unwrap();
+        assert_eq!(windows.iter().map(|w| w.rows).collect::<Vec<_>>(), [8, 8]);
+        for (window, want, taken) in [(&windows[0], &entries, 1), (&windows[1], &plain, 0)] {
+            let pages = ChunkPages::new(chunk.clone(), codec)
+                .unwrap()
+                .within(window);
+            TAKEN.with(|n| n.set(0));
+            let Ok(decoded) = decode::<i32>(pages, Definition::flat(false), 8, false, None) else {
+                panic!("{window:?} decodes");
+            };
+            let binary = decoded
+                .as_any()
+                .downcast_ref::<arrow_array::BinaryArray>()
+                .unwrap();
+            assert_eq!(&binary.iter().flatten().collect::<Vec<_>>(), want);
+            // The first window's values are the dictionary's buffer.
+            assert_eq!(TAKEN.with(|n| n.get()), taken, "{window:?}");
+        }
+    }
+
+    #[test]
+    fn a_large_dictionary_page_becomes_the_dictionary_in_its_own_buffer() {
+        // Entries of 0 to 70,000 bytes (over 1 MiB in all), a UTF-8 one,
+        // and enough of them for the slack to fit the lengths' room.
+        let text: Vec<Vec<u8>> = (0..40usize)
+            .map(|i| match i {
+                3 => "naïve café 日本".as_bytes().to_vec(),
+                _ => vec![b'a' + (i % 26) as u8; (i * 1_777) % 70_001],
+            })
+            .collect();
+        let entries: Vec<&[u8]> = text.iter().map(Vec::as_slice).collect();
+        let page = plain_page(&entries);
+        assert!(page.len() >= IN_PLACE_FROM);
+        for utf8 in [false, true] {
+            let copied = Dictionary::from_plain(&page, entries.len(), utf8).unwrap();
+            let in_place =
+                Dictionary::from_plain_in_place(page.clone(), entries.len(), utf8).unwrap();
+            assert_eq!(in_place.offsets, copied.offsets);
+            assert_eq!(in_place.longest, copied.longest);
+            assert_eq!(in_place.bytes, copied.bytes);
+        }
+        // Wrong pages are refused as `from_plain` refuses them.
+        let mut cut = page.clone();
+        cut.truncate(page.len() - 1);
+        let mut invalid = page.clone();
+        invalid[4 + text[0].len() + 4] = 0xff;
+        for (bad, count, utf8) in [
+            (cut, 40, false),
+            (page.clone(), 41, false),
+            (invalid, 40, true),
+        ] {
+            let copied = Dictionary::from_plain(&bad, count, utf8).map(|_| ());
+            let in_place = Dictionary::from_plain_in_place(bad, count, utf8).map(|_| ());
+            assert!(matches!(copied, Err(Failure::Corrupt(_))), "{copied:?}");
+            assert_eq!(format!("{copied:?}"), format!("{in_place:?}"));
+        }
+        // Decoded from a snappy chunk: the page's own buffer, the values
+        // gathered from it; uncompressed, the chunk's bytes are copied.
+        let indices: Vec<u8> = (0..100).map(|i| (i * 7 % 40) as u8).collect();
+        let want: Vec<&[u8]> = indices.iter().map(|&i| entries[i as usize]).collect();
+        for snappy in [true, false] {
+            let chunk = chunk_with(Some(&entries), &[Ok(indices.clone())], snappy);
+            let codec = if snappy {
+                Compression::SNAPPY
+            } else {
+                Compression::UNCOMPRESSED
+            };
+            let pages = ChunkPages::new(chunk, codec).unwrap();
+            IN_PLACE.with(|n| n.set(0));
+            let Ok(decoded) = decode::<i32>(pages, Definition::flat(false), 100, false, None)
+            else {
+                panic!("decodes");
+            };
+            let binary = decoded
+                .as_any()
+                .downcast_ref::<arrow_array::BinaryArray>()
+                .unwrap();
+            assert_eq!(binary.iter().flatten().collect::<Vec<_>>(), want);
+            assert_eq!(IN_PLACE.with(|n| n.get()), usize::from(snappy));
+        }
     }
 
     #[test]
@@ -1799,6 +2267,7 @@ mod tests {
         let ahead = PagesAhead {
             plain_values: 0,
             plain_bytes: 0,
+            plain_held: 0,
             other_values: 100_000,
             most_values: 20_000,
         };

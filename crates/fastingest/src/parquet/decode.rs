@@ -798,7 +798,8 @@ fn chunk_windows(
         .min(threads);
     match pieces {
         0 | 1 => None,
-        n => pages::page_windows(bytes, chunk.compression(), n, rows),
+        // Pages too large to share out may make a single window.
+        n => pages::page_windows(bytes, chunk.compression(), n, rows).filter(|w| w.len() > 1),
     }
 }
 

@@ -2086,14 +2086,16 @@ mod tests {
                         assert!(decoded.to_data() == array.to_data(), "{case}");
                         // Each case wrote some of its output with streaming
                         // stores, but for the bytes of `int8` (300 KB), the
-                        // strings of plain pages (copied one by one), and
-                        // numbers gathered from pages of runs without nulls
-                        // (with nulls, their scatter streams).
+                        // strings of plain pages (copied one by one), those
+                        // of a dictionary's entries in order (distinct
+                        // values without nulls: copied whole), and numbers
+                        // gathered from pages of runs without nulls (with
+                        // nulls, their scatter streams).
                         let streamed = crate::nontemporal::STREAMED.with(|n| n.get());
                         let gathered_runs = dictionary && runs && !nulls;
                         let streams = match array.data_type() {
                             DataType::Int8 => false,
-                            DataType::Utf8 => dictionary,
+                            DataType::Utf8 => dictionary && (runs || nulls),
                             // The crate's `ArrowWriter` writes these 16-byte
                             // values PLAIN, dictionary asked for or not.
                             DataType::Decimal128(..) => true,

@@ -340,6 +340,10 @@ pub(crate) struct ChunkPages {
     at: usize,
     /// The last page's decompressed bytes.
     scratch: Vec<u8>,
+    /// The last page's bytes are `scratch[..n]` (it was decompressed).
+    in_scratch: Option<usize>,
+    /// The last page's body in the chunk.
+    last_body: Range<usize>,
     /// The rows of a flat column to keep (a bit per row of the chunk) and
     /// the row the next data page starts at: a data page that holds none
     /// of them is skipped (see [`ChunkPages::skip_unselected`]).
@@ -352,6 +356,9 @@ pub(crate) struct ChunkPages {
     /// The chunk's bytes before this were given back to the kernel (see
     /// [`ChunkPages::give_back_read`]).
     given_back: usize,
+    /// The end of the chunk's dictionary page, read by a window (see
+    /// [`ChunkPages::within`]) and not yet given back.
+    dictionary_read: usize,
     /// Where the pages read end: the chunk's end, or a window's (see
     /// [`ChunkPages::within`]).
     end: usize,
@@ -383,29 +390,53 @@ impl ChunkPages {
             decompressor,
             at: 0,
             scratch: Vec::new(),
+            in_scratch: None,
+            last_body: 0..0,
             selection: None,
             gaps: Vec::new(),
             next_gap: 0,
             given_back: 0,
+            dictionary_read: 0,
             end: chunk_len,
             data_from: 0,
         })
     }
 
     /// `self` cut to the data pages of `window` (see [`page_windows`]),
-    /// after the chunk's dictionary page if it starts with one: a large
-    /// chunk's runs of pages are decoded on several threads at once.
+    /// after the chunk's dictionary page if it starts with one and a page
+    /// of the window looks entries up: a large chunk's runs of pages are
+    /// decoded on several threads at once. (A run of PLAIN pages after a
+    /// writer fell back from its dictionary does not read it: pyarrow's
+    /// dictionary page of 1,024 images of 100 KB was read, and held, by
+    /// every run.)
     pub(crate) fn within(mut self, window: &PageWindow) -> Self {
         let starts_with_dictionary = checked_header(&self.chunk, 0, self.codec)
             .is_ok_and(|(header, _)| header.kind == DICTIONARY_PAGE);
         self.end = window.bytes.end.min(self.chunk.len());
         self.data_from = window.bytes.start.min(self.end);
-        if !starts_with_dictionary {
+        if !starts_with_dictionary || !self.looks_up_from(self.data_from) {
             self.at = self.data_from;
         }
         // The pages before the window are other threads' to give back.
         self.given_back = self.data_from;
         self
+    }
+
+    /// Whether a data page from byte `at` of the chunk to the end read is
+    /// dictionary-encoded (or a header there does not read: the decoder
+    /// then says why, with the dictionary read as it would be).
+    fn looks_up_from(&self, mut at: usize) -> bool {
+        while at < self.end {
+            let Ok((header, body)) = checked_header(&self.chunk, at, self.codec) else {
+                return true;
+            };
+            let data = matches!(header.kind, DATA_PAGE | DATA_PAGE_V2);
+            if data && matches!(header.encoding, PLAIN_DICTIONARY | RLE_DICTIONARY) {
+                return true;
+            }
+            at = body + header.compressed as usize;
+        }
+        false
     }
 
     /// Gives the pages before byte `at` of the chunk back to the kernel
@@ -417,6 +448,15 @@ impl ChunkPages {
     /// Nothing handed out refers to them: a page lends its bytes only
     /// until the next is read.
     fn give_back_read(&mut self, at: usize) {
+        // A window's dictionary page, once decoded: the pages between it
+        // and the window's are other windows' (a run of PLAIN pages after
+        // a writer's fallback does not read it, so no other window
+        // does). Left mapped, pyarrow's dictionary of 1,024 blobs stayed
+        // resident, 60 MB of a 120 MB file, until the read ended.
+        if self.dictionary_read > 0 {
+            crate::io::release_view(&self.chunk[..self.dictionary_read]);
+            self.dictionary_read = 0;
+        }
         if at >= self.given_back + GIVE_BACK_EVERY {
             crate::io::release_view(&self.chunk[self.given_back..at]);
             self.given_back = at;
@@ -517,6 +557,21 @@ impl ChunkPages {
         false
     }
 
+    /// The last page's bytes again (a dictionary page's, or a data page
+    /// v1's: v2 levels are not told apart): `Ok` with its decompressed
+    /// buffer, taken (the next page is decompressed into a new one), or
+    /// `Err` with its bytes in the chunk when it was not compressed. For a
+    /// decoder that keeps a large page, such as a dictionary of large
+    /// values, without copying it.
+    pub(crate) fn take_page(&mut self) -> Result<Vec<u8>, &[u8]> {
+        let Some(size) = self.in_scratch.take() else {
+            return Err(&self.chunk[self.last_body.clone()]);
+        };
+        let mut page = std::mem::take(&mut self.scratch);
+        page.truncate(size);
+        Ok(page)
+    }
+
     /// The next page, or `None` after the last. The page borrows this
     /// reader's buffer until the next call.
     pub(crate) fn next_page(&mut self) -> Result<Option<Page<'_>>, String> {
@@ -553,6 +608,9 @@ impl ChunkPages {
             if header.kind == DICTIONARY_PAGE && !self.dictionary_needed(end) {
                 continue;
             }
+            if header.kind == DICTIONARY_PAGE && end <= self.given_back {
+                self.dictionary_read = end;
+            }
             let encoding = encoding_of(header.encoding).map_err(|e| fail(&e))?;
             // V2 levels lie uncompressed before the (maybe compressed) values.
             let levels = if header.kind == DATA_PAGE_V2 {
@@ -565,11 +623,14 @@ impl ChunkPages {
                 0
             };
             let compressed = &self.chunk[body..end];
+            self.in_scratch = None;
+            self.last_body = body..end;
             let buf: &[u8] = match (&mut self.decompressor, header.is_compressed) {
                 (Some(decompressor), true) => {
                     let size = header.uncompressed as usize;
                     decompress(decompressor, compressed, levels, size, &mut self.scratch)
                         .map_err(|e| fail(&e))?;
+                    self.in_scratch = Some(size);
                     &self.scratch[..size]
                 }
                 // An uncompressed chunk, or a v2 page that kept its values
@@ -645,6 +706,9 @@ pub(crate) struct PagesAhead {
     pub(crate) plain_values: u64,
     /// Those pages' bytes once decompressed (levels and values).
     pub(crate) plain_bytes: u64,
+    /// Those pages' bytes as they are in the chunk (compressed): what the
+    /// read holds of them, whatever their headers claim.
+    pub(crate) plain_held: u64,
     /// Values of the data pages in any other encoding.
     pub(crate) other_values: u64,
     /// Values of the data page that holds the most.
@@ -673,6 +737,7 @@ impl ChunkPages {
             if header.encoding == PLAIN {
                 ahead.plain_values += values;
                 ahead.plain_bytes += header.uncompressed as u64;
+                ahead.plain_held += header.compressed as u64;
             } else {
                 ahead.other_values += values;
             }
@@ -738,12 +803,18 @@ pub(crate) fn page_windows(
     rows: usize,
 ) -> Option<Vec<PageWindow>> {
     let mut pages: Vec<(Range<usize>, usize)> = Vec::new();
+    // The dictionary page's bytes count as the first window's: that window
+    // reads it (pyarrow's dictionary of 1,024 blobs of 60 KB, then one
+    // page of indices and one PLAIN page of as many bytes, made one window
+    // when only data pages counted).
+    let mut dictionary = 0;
     let mut at = 0;
     while at < chunk.len() {
         let (header, body) = checked_header(chunk, at, codec).ok()?;
         let end = body + header.compressed as usize;
         match header.kind {
             DICTIONARY_PAGE if at != 0 => return None,
+            DICTIONARY_PAGE => dictionary = end,
             DATA_PAGE | DATA_PAGE_V2 => {
                 pages.push((at..end, usize::try_from(header.num_values).ok()?));
             }
@@ -760,9 +831,9 @@ pub(crate) fn page_windows(
     if counted != Some(rows) {
         return None;
     }
-    let total: usize = pages.iter().map(|(r, _)| r.len()).sum();
+    let total: usize = dictionary + pages.iter().map(|(r, _)| r.len()).sum::<usize>();
     let mut windows: Vec<PageWindow> = Vec::with_capacity(n);
-    let mut bytes_so_far = 0;
+    let mut bytes_so_far = dictionary;
     for (range, rows) in pages {
         // A page starts a new window once the ones before hold their share.
         let share = total.saturating_mul(windows.len()) / n;
@@ -1325,6 +1396,10 @@ mod tests {
                     }
                     after_first.get_or_insert_with(|| (found, pages.ahead()));
                 }
+                // What the PLAIN pages take in the chunk (compressed).
+                assert_eq!(before.plain_held > 0, before.plain_values > 0, "{case}");
+                assert!(before.plain_held < len, "{case}");
+                found.plain_held = before.plain_held;
                 assert_eq!(before, found, "{case}");
                 let values = found.plain_values + found.other_values;
                 assert_eq!(values, 20_000, "{case}");
@@ -1463,6 +1538,88 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Where the dictionary page of `chunk` ends.
+    fn window_start_after_dictionary(chunk: &[u8], codec: Compression) -> usize {
+        let (header, body) = checked_header(chunk, 0, codec).unwrap();
+        assert_eq!(header.kind, DICTIONARY_PAGE);
+        body + header.compressed as usize
+    }
+
+    #[test]
+    fn a_window_of_plain_pages_after_a_fallback_does_not_read_the_dictionary() {
+        use arrow_array::{Array, RecordBatch, StringArray};
+        use parquet::file::properties::WriterProperties;
+        use std::sync::Arc;
+        // Distinct strings: the dictionary takes the first few hundred,
+        // then the writer falls back to PLAIN pages.
+        let values: StringArray = (0..6_000)
+            .map(|i| Some(format!("value number {i:06}")))
+            .collect();
+        let batch = RecordBatch::try_from_iter([("s", Arc::new(values.clone()) as _)]).unwrap();
+        let props = WriterProperties::builder()
+            .set_compression(Compression::SNAPPY)
+            .set_dictionary_page_size_limit(4096)
+            .set_data_page_size_limit(2048)
+            .set_write_batch_size(64)
+            .build();
+        let file = crate::parquet::written::written(&batch, props);
+        let (meta, bytes) = crate::parquet::written::first_chunk(&file);
+        let chunk = meta.row_group(0).column(0);
+        let column = meta.file_metadata().schema_descr().column(0);
+        let codec = chunk.compression();
+        let windows = page_windows(&bytes, codec, 4, values.len()).unwrap();
+        let mut row = 0;
+        let mut read_it = Vec::new();
+        let dictionary_end = window_start_after_dictionary(&bytes, codec);
+        for window in &windows {
+            let mut pages = ChunkPages::new(bytes.clone(), codec)
+                .unwrap()
+                .within(window);
+            let looks_up = pages.looks_up_from(window.bytes.start);
+            crate::io::VIEWS_OFFERED.with(|views| views.borrow_mut().clear());
+            let first = pages.next_page().unwrap().unwrap();
+            let read_dictionary = matches!(first, Page::Dictionary { .. });
+            while pages.next_page().unwrap().is_some() {}
+            // A window that read the dictionary page gives it back once
+            // past it (the pages between it and the window's are other
+            // windows'); its own pages from its start on.
+            let offered = crate::io::VIEWS_OFFERED.with(|views| views.take());
+            let dictionary = (bytes.as_ptr() as usize, dictionary_end);
+            assert_eq!(
+                offered.contains(&dictionary),
+                looks_up,
+                "{window:?}: {offered:?}"
+            );
+            let start = bytes.as_ptr() as usize + window.bytes.start;
+            assert!(
+                offered.iter().all(|&v| v == dictionary || v.0 >= start),
+                "{window:?}: {offered:?}"
+            );
+            assert_eq!(read_dictionary, looks_up, "{window:?}");
+            read_it.push(looks_up);
+            let array = super::super::flat::decode_window(
+                bytes.clone(),
+                chunk,
+                &column,
+                &arrow_schema::DataType::Utf8,
+                window,
+            )
+            .unwrap_or_else(|e| panic!("{window:?}: {e:?}"));
+            assert_eq!(
+                array.as_ref(),
+                &values.slice(row, window.rows) as &dyn Array
+            );
+            row += window.rows;
+        }
+        assert_eq!(row, values.len());
+        // The first window's pages look entries up; the last's are PLAIN.
+        assert_eq!(
+            (read_it[0], read_it[windows.len() - 1]),
+            (true, false),
+            "{read_it:?}"
+        );
     }
 
     #[test]
