@@ -881,12 +881,7 @@ impl Dictionary {
     /// capacity the lengths freed: the caller passes at least
     /// `BLOCK / 4` entries).
     fn from_plain_in_place(mut page: Vec<u8>, count: usize, utf8: bool) -> Decoded<Self> {
-        if count > page.len() / 4 {
-            return Err(Failure::Corrupt(format!(
-                "{count} byte arrays in {} bytes",
-                page.len()
-            )));
-        }
+        check_count(&page, count)?;
         if page.len() > MAX_BYTES {
             return Err(Failure::Unsupported);
         }
@@ -894,20 +889,8 @@ impl Dictionary {
         offsets.push(0i32);
         let (mut at, mut end) = (0usize, 0usize);
         for i in 0..count {
-            let Some(&[l0, l1, l2, l3]) = page.get(at..at + 4) else {
-                return Err(Failure::Corrupt("a byte array's length is cut off".into()));
-            };
-            let len = u32::from_le_bytes([l0, l1, l2, l3]) as usize;
+            let len = value_length(&page, at, count - 1 - i)?;
             at += 4;
-            // The values after this one take at least their lengths' bytes.
-            let after = 4 * (count - 1 - i);
-            if len > page.len().saturating_sub(at + after) {
-                return Err(Failure::Corrupt(format!(
-                    "a byte array of {len} bytes with {} left in the page for it and {} more",
-                    page.len() - at,
-                    count - 1 - i
-                )));
-            }
             page.copy_within(at..at + len, end);
             (at, end) = (at + len, end + len);
             // Within the page, which is at most `MAX_BYTES` (an `i32`).
@@ -962,6 +945,43 @@ impl Dictionary {
     }
 }
 
+/// Refuses a `count` of PLAIN byte arrays `page` cannot hold: each takes
+/// at least its length's 4 bytes. Checked before anything is sized by it.
+fn check_count(page: &[u8], count: usize) -> Decoded<()> {
+    match count > page.len() / 4 {
+        true => Err(Failure::Corrupt(format!(
+            "{count} byte arrays in {} bytes",
+            page.len()
+        ))),
+        false => Ok(()),
+    }
+}
+
+/// The length of the PLAIN byte array whose 4-byte length is at byte `at`
+/// of `page`, with `after` more values after it: each of those takes at
+/// least its length's 4 bytes, so a value that leaves less is cut off, or
+/// the count is too high.
+#[inline(always)]
+fn value_length(page: &[u8], at: usize, after: usize) -> Decoded<usize> {
+    let Some(&[l0, l1, l2, l3]) = page.get(at..at + 4) else {
+        return Err(Failure::Corrupt("a byte array's length is cut off".into()));
+    };
+    let len = u32::from_le_bytes([l0, l1, l2, l3]) as usize;
+    if len > page.len().saturating_sub(at + 4 + 4 * after) {
+        return Err(too_long(page.len(), at + 4, len, after));
+    }
+    Ok(len)
+}
+
+/// [`value_length`]'s error, out of the loops' way.
+#[cold]
+fn too_long(page: usize, at: usize, len: usize, after: usize) -> Failure {
+    Failure::Corrupt(format!(
+        "a byte array of {len} bytes with {} left in the page for it and {after} more",
+        page - at
+    ))
+}
+
 /// Appends `count` plain-encoded byte arrays of `page` (each a 4-byte
 /// little-endian length, then its bytes) to `bytes`, and each one's end in
 /// `bytes` to `ends`.
@@ -971,14 +991,7 @@ fn plain<O: OffsetSizeTrait>(
     bytes: &mut Vec<u8>,
     ends: &mut Vec<O>,
 ) -> Decoded<()> {
-    // Every value takes at least its length's 4 bytes: a count the page
-    // cannot hold is refused before anything is sized by it.
-    if count > page.len() / 4 {
-        return Err(Failure::Corrupt(format!(
-            "{count} byte arrays in {} bytes",
-            page.len()
-        )));
-    }
+    check_count(page, count)?;
     // The values are at most the page's bytes, so no end below overflows.
     if bytes.len() + page.len() > MAX_BYTES {
         return Err(Failure::Unsupported);
@@ -995,23 +1008,11 @@ fn plain<O: OffsetSizeTrait>(
     let mut end = out.end;
     let mut at = 0;
     for (i, slot) in slots.iter_mut().enumerate() {
-        let Some(&[l0, l1, l2, l3]) = page.get(at..at + 4) else {
-            return Err(Failure::Corrupt("a byte array's length is cut off".into()));
-        };
-        let len = u32::from_le_bytes([l0, l1, l2, l3]) as usize;
+        // Within the page less the lengths after it: this also keeps every
+        // value within the room asked for above.
+        let len = value_length(page, at, count - 1 - i)?;
         at += 4;
-        // The values after this one take at least their lengths' 4 bytes:
-        // a value that leaves less is cut off, or the count is too high
-        // (this also keeps every value within the room asked for above).
-        let after = 4 * (count - 1 - i);
-        if len > page.len().saturating_sub(at + after) {
-            return Err(Failure::Corrupt(format!(
-                "a byte array of {len} bytes with {} left in the page for it and {} more",
-                page.len() - at,
-                count - 1 - i
-            )));
-        }
-        // SAFETY (both copies): the check above keeps all the values
+        // SAFETY (both copies): `value_length` keeps all the values
         // together within the page's bytes less the lengths' (`at` never
         // passes the page's end), the room `Output::new` asked for, so this
         // value ends within it and a block from its start within the
