@@ -448,11 +448,12 @@ impl ChunkPages {
     /// Nothing handed out refers to them: a page lends its bytes only
     /// until the next is read.
     fn give_back_read(&mut self, at: usize) {
-        // A window's dictionary page, once decoded: the pages between it
-        // and the window's are other windows' (a run of PLAIN pages after
-        // a writer's fallback does not read it, so no other window
-        // does). Left mapped, pyarrow's dictionary of 1,024 blobs stayed
-        // resident, 60 MB of a 120 MB file, until the read ended.
+        // A window's dictionary page, once decoded, alone: the pages
+        // between it and the window's are other windows'. (Another window
+        // that reads the dictionary too faults its pages in again; a run
+        // of PLAIN pages after a writer's fallback does not read it.) Left
+        // mapped, pyarrow's dictionary of 1,024 blobs stayed resident,
+        // 60 MB of a 120 MB file, until the read ended.
         if self.dictionary_read > 0 {
             crate::io::release_view(&self.chunk[..self.dictionary_read]);
             self.dictionary_read = 0;
