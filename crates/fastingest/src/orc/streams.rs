@@ -114,6 +114,7 @@ impl StreamReader {
             at: 0,
             scratch: Vec::new(),
             zstd: None,
+            inflate: None,
         })
     }
 
@@ -211,16 +212,19 @@ pub(super) struct Chunks {
     /// The chunk being read, and how far.
     current: Current,
     at: usize,
-    /// What a compressed chunk unfolded to.
+    /// What a compressed chunk unfolded to (its first bytes; the buffer
+    /// keeps its length, so it is zeroed only when it grows).
     scratch: Vec<u8>,
     zstd: Option<zstd::bulk::Decompressor<'static>>,
+    inflate: Option<Box<libdeflater::Decompressor>>,
 }
 
 enum Current {
     /// A chunk stored as it is, or a stream without compression.
     Stored(Bytes),
-    /// A compressed chunk, unfolded into `scratch`.
-    Unfolded,
+    /// A compressed chunk, unfolded into the first this many bytes of
+    /// `scratch`.
+    Unfolded(usize),
 }
 
 impl Chunks {
@@ -235,14 +239,14 @@ impl Chunks {
         }
         Ok(match &self.current {
             Current::Stored(bytes) => &bytes[self.at..],
-            Current::Unfolded => &self.scratch[self.at..],
+            Current::Unfolded(len) => &self.scratch[self.at..*len],
         })
     }
 
     fn current_len(&self) -> usize {
         match &self.current {
             Current::Stored(bytes) => bytes.len(),
-            Current::Unfolded => self.scratch.len(),
+            Current::Unfolded(len) => *len,
         }
     }
 
@@ -272,13 +276,18 @@ impl Chunks {
             self.current = Current::Stored(chunk);
             return Ok(());
         }
-        self.current = Current::Unfolded;
-        self.unfold(codec, &chunk)
-            .map_err(|problem| damaged(start, problem))
+        // Nothing of an earlier chunk is read if this one fails.
+        self.current = Current::Unfolded(0);
+        let len = self
+            .unfold(codec, &chunk)
+            .map_err(|problem| damaged(start, problem))?;
+        self.current = Current::Unfolded(len);
+        Ok(())
     }
 
-    /// Decompresses `chunk` into `scratch`, at most `chunk_limit` bytes.
-    fn unfold(&mut self, codec: CompressionType, chunk: &[u8]) -> Result<(), String> {
+    /// Decompresses `chunk` into the start of `scratch`, at most
+    /// `chunk_limit` bytes, and says how many.
+    fn unfold(&mut self, codec: CompressionType, chunk: &[u8]) -> Result<usize, String> {
         let limit = self.chunk_limit;
         let too_long = |n: u64| {
             format!("it unfolds to {n} bytes or more, past the file's compression blocks ({limit} bytes)")
@@ -289,11 +298,10 @@ impl Chunks {
                 if n > limit {
                     return Err(too_long(n as u64));
                 }
-                self.scratch.resize(n, 0);
                 let got = snap::raw::Decoder::new()
-                    .decompress(chunk, &mut self.scratch)
+                    .decompress(chunk, room(&mut self.scratch, n))
                     .map_err(|e| e.to_string())?;
-                self.scratch.truncate(got);
+                Ok(got)
             }
             CompressionType::Zstd => {
                 self.scratch.clear();
@@ -311,28 +319,36 @@ impl Chunks {
                     limit,
                 };
                 zstd.decompress_to_buffer(chunk, &mut room)
-                    .map_err(|e| format!("{e} (or it unfolds past {limit} bytes)"))?;
+                    .map_err(|e| format!("{e} (or it unfolds past {limit} bytes)"))
             }
             CompressionType::Zlib => {
-                self.scratch.clear();
-                let mut inflate = flate2::read::DeflateDecoder::new(chunk).take(limit as u64 + 1);
-                inflate
-                    .read_to_end(&mut self.scratch)
-                    .map_err(|e| e.to_string())?;
-                if self.scratch.len() > limit {
-                    return Err(too_long(self.scratch.len() as u64));
+                let inflate = self.inflate.get_or_insert_with(Box::default);
+                match inflate.deflate_decompress(chunk, room(&mut self.scratch, limit)) {
+                    Ok(n) => Ok(n),
+                    Err(libdeflater::DecompressionError::InsufficientSpace) => {
+                        Err(too_long(limit as u64 + 1))
+                    }
+                    Err(libdeflater::DecompressionError::BadData) => {
+                        Err("the deflate stream is damaged".into())
+                    }
                 }
             }
             CompressionType::Lz4 => {
-                self.scratch.resize(limit, 0);
-                let n = lz4_flex::block::decompress_into(chunk, &mut self.scratch)
-                    .map_err(|e| format!("{e} (or it unfolds past {limit} bytes)"))?;
-                self.scratch.truncate(n);
+                lz4_flex::block::decompress_into(chunk, room(&mut self.scratch, limit))
+                    .map_err(|e| format!("{e} (or it unfolds past {limit} bytes)"))
             }
-            CompressionType::Lzo => return Err("LZO is read by orc-rust".into()),
+            CompressionType::Lzo => Err("LZO is read by orc-rust".into()),
         }
-        Ok(())
     }
+}
+
+/// The first `len` bytes of `scratch`, which is grown (zeroed) only when
+/// it is shorter.
+fn room(scratch: &mut Vec<u8>, len: usize) -> &mut [u8] {
+    if scratch.len() < len {
+        scratch.resize(len, 0);
+    }
+    &mut scratch[..len]
 }
 
 /// A `Vec` that zstd may write into up to `limit` bytes (its capacity,
@@ -380,6 +396,7 @@ mod tests {
             at: 0,
             scratch: Vec::new(),
             zstd: None,
+            inflate: None,
         })
     }
 

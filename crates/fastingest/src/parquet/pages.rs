@@ -324,9 +324,10 @@ enum Decompressor {
     Zstd(Box<zstd::bulk::Decompressor<'static>>),
     /// Into the buffer as it is.
     Lz4Raw,
-    /// Appended to the emptied buffer.
-    Gzip,
+    /// Into the buffer as it is, by Google's C decoder.
     Brotli,
+    /// Into the buffer as it is, by libdeflate.
+    Gzip(Box<libdeflater::Decompressor>),
 }
 
 /// The pages of one column chunk, in order. Index pages (and page types
@@ -379,7 +380,7 @@ impl ChunkPages {
             Compression::SNAPPY => Some(Decompressor::Snappy(snap::raw::Decoder::new())),
             Compression::ZSTD(_) => Some(Decompressor::Zstd(zstd_context()?)),
             Compression::LZ4_RAW => Some(Decompressor::Lz4Raw),
-            Compression::GZIP(_) => Some(Decompressor::Gzip),
+            Compression::GZIP(_) => Some(Decompressor::Gzip(Box::default())),
             Compression::BROTLI(_) => Some(Decompressor::Brotli),
             Compression::LZ4 | Compression::LZO => return None,
         };
@@ -906,31 +907,14 @@ fn decompress(
 ) -> Result<(), String> {
     let (levels_bytes, values) = body.split_at(levels);
     let wanted = size - levels;
-    // Codecs that write into a slice: the buffer is made `size` long (old
-    // bytes past the levels are overwritten); the others append to it.
     let got = match decompressor {
-        Decompressor::Snappy(_) | Decompressor::Lz4Raw => {
-            if scratch.len() < size {
-                scratch.resize(size, 0);
-            }
-            scratch[..levels].copy_from_slice(levels_bytes);
-            let into = &mut scratch[levels..size];
-            match decompressor {
-                _ if wanted == 0 => 0,
-                Decompressor::Snappy(snappy) => snappy
-                    .decompress(values, into)
-                    .map_err(|e| format!("snappy: {e}"))?,
-                _ => lz4_flex::block::decompress_into(values, into)
-                    .map_err(|e| format!("lz4: {e}"))?,
-            }
-        }
+        // Into the spare capacity after the levels (a cursor's position).
         Decompressor::Zstd(zstd) => {
             scratch.clear();
             scratch.extend_from_slice(levels_bytes);
             scratch.reserve(wanted);
             match wanted {
                 0 => 0,
-                // Written after the levels (a cursor's position).
                 _ => {
                     let mut after_levels = std::io::Cursor::new(&mut *scratch);
                     after_levels.set_position(levels as u64);
@@ -939,22 +923,34 @@ fn decompress(
                 }
             }
         }
-        Decompressor::Gzip | Decompressor::Brotli => {
-            scratch.clear();
-            scratch.extend_from_slice(levels_bytes);
-            // Never more than the header says (a stream that runs on is
-            // wrong, and must not grow the buffer without bound).
-            let limit = wanted as u64 + 1;
-            let read = match decompressor {
-                _ if wanted == 0 => Ok(0),
-                Decompressor::Gzip => flate2::read::MultiGzDecoder::new(values)
-                    .take(limit)
-                    .read_to_end(scratch),
-                _ => brotli::Decompressor::new(values, wanted.clamp(1, 1 << 16))
-                    .take(limit)
-                    .read_to_end(scratch),
-            };
-            read.map_err(|e| format!("decompressing: {e}"))?
+        // The others write into a slice of the header's size.
+        _ if wanted == 0 => {
+            room_after(levels_bytes, size, scratch);
+            0
+        }
+        Decompressor::Snappy(snappy) => snappy
+            .decompress(values, room_after(levels_bytes, size, scratch))
+            .map_err(|e| format!("snappy: {e}"))?,
+        Decompressor::Lz4Raw => {
+            lz4_flex::block::decompress_into(values, room_after(levels_bytes, size, scratch))
+                .map_err(|e| format!("lz4: {e}"))?
+        }
+        // The C API says no more than that the stream is corrupt or needs
+        // more room than the header gives.
+        Decompressor::Brotli => {
+            brotlic::decompress(values, room_after(levels_bytes, size, scratch)).map_err(|_| {
+                format!("brotli: a corrupt stream, or one longer than the header's {wanted} bytes")
+            })?
+        }
+        Decompressor::Gzip(inflate) => {
+            let into = room_after(levels_bytes, size, scratch);
+            match inflate.gzip_decompress(values, into) {
+                Ok(got) if got == wanted => got,
+                // libdeflate reads one gzip member: a page some writer put
+                // in several, or a damaged one, is read again by the
+                // streaming decoder, whose verdict stands.
+                _ => gzip_members(values, into)?,
+            }
         }
     };
     if got != wanted {
@@ -963,6 +959,38 @@ fn decompress(
         ));
     }
     Ok(())
+}
+
+/// Makes `scratch` at least `size` long (zeroed only when it grows; old
+/// bytes are overwritten), puts the levels first and gives the room after
+/// them.
+fn room_after<'a>(levels: &[u8], size: usize, scratch: &'a mut Vec<u8>) -> &'a mut [u8] {
+    if scratch.len() < size {
+        scratch.resize(size, 0);
+    }
+    scratch[..levels.len()].copy_from_slice(levels);
+    &mut scratch[levels.len()..size]
+}
+
+/// Decompresses a gzip page of one or more members into `into`, which
+/// the page's header sizes: a stream that runs past it is an error.
+fn gzip_members(values: &[u8], into: &mut [u8]) -> Result<usize, String> {
+    let mut stream = flate2::read::MultiGzDecoder::new(values);
+    let mut got = 0;
+    while got < into.len() {
+        match stream.read(&mut into[got..]) {
+            Ok(0) => return Ok(got),
+            Ok(n) => got += n,
+            Err(e) => return Err(format!("gzip: {e}")),
+        }
+    }
+    match stream.read(&mut [0u8]) {
+        Ok(0) => Ok(got),
+        Ok(_) => Err(format!(
+            "gzip: the values run past the header's {got} bytes"
+        )),
+        Err(e) => Err(format!("gzip: {e}")),
+    }
 }
 
 #[cfg(test)]
@@ -1646,6 +1674,83 @@ mod tests {
         let mut pages = ChunkPages::new(chunk.into(), Compression::SNAPPY).unwrap();
         let err = pages.next_page().err().unwrap();
         assert!(err.contains("snappy"), "{err}");
+    }
+
+    #[test]
+    fn a_brotli_page_decodes_to_its_claim_or_is_an_error() {
+        let values: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        let mut body = vec![0u8; 6000];
+        let n = brotlic::compress(
+            &values,
+            &mut body,
+            Default::default(),
+            Default::default(),
+            brotlic::CompressionMode::Generic,
+        )
+        .unwrap();
+        body.truncate(n);
+        let first_page = |claim: usize, body: &[u8]| {
+            let chunk = page(claim as i64, body.len() as i64, body);
+            let codec = Compression::BROTLI(Default::default());
+            let mut pages = ChunkPages::new(chunk.into(), codec).unwrap();
+            pages.next_page()?;
+            Ok::<_, String>(pages.scratch.clone())
+        };
+        // As claimed: the bytes written.
+        let scratch = first_page(5000, &body).unwrap();
+        assert_eq!(&scratch[..5000], &values[..]);
+        // A claim past the stream's end, and one short of it (the decoder
+        // must not write past the room the header gives).
+        let err = first_page(6000, &body).err().unwrap();
+        assert!(
+            err.contains("decompress to 5000 bytes") && err.contains("says 6000"),
+            "{err}"
+        );
+        let err = first_page(4000, &body).err().unwrap();
+        assert!(err.contains("brotli") && err.contains("4000"), "{err}");
+        // A cut stream and a garbled one.
+        let err = first_page(5000, &body[..n / 2]).err().unwrap();
+        assert!(err.contains("brotli"), "{err}");
+        let garbled: Vec<u8> = body.iter().map(|b| b ^ 0x5a).collect();
+        assert!(first_page(5000, &garbled).is_err());
+    }
+
+    #[test]
+    fn a_gzip_page_of_one_or_more_members_decodes_to_its_claim_or_is_an_error() {
+        use std::io::Write;
+        let values: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        let member = |bytes: &[u8]| {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            gz.write_all(bytes).unwrap();
+            gz.finish().unwrap()
+        };
+        let first_page = |claim: usize, body: &[u8]| {
+            let chunk = page(claim as i64, body.len() as i64, body);
+            let codec = Compression::GZIP(Default::default());
+            let mut pages = ChunkPages::new(chunk.into(), codec).unwrap();
+            pages.next_page()?;
+            Ok::<_, String>(pages.scratch.clone())
+        };
+        let one = member(&values);
+        // Two members (as a writer that flushes mid-page makes them): the
+        // second is read too, by the streaming decoder.
+        let mut two = member(&values[..1234]);
+        two.extend(member(&values[1234..]));
+        for body in [&one, &two] {
+            assert_eq!(&first_page(5000, body).unwrap()[..5000], &values[..]);
+            let err = first_page(6000, body).err().unwrap();
+            assert!(
+                err.contains("decompress to 5000") && err.contains("says 6000"),
+                "{err}"
+            );
+            let err = first_page(4000, body).err().unwrap();
+            assert!(err.contains("gzip") && err.contains("4000"), "{err}");
+            let err = first_page(5000, &body[..body.len() - 100]).err().unwrap();
+            assert!(
+                err.contains("gzip") || err.contains("decompress to"),
+                "{err}"
+            );
+        }
     }
 
     #[test]
