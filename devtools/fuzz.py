@@ -127,7 +127,6 @@ def write_seeds() -> list[Seed]:
         ("dict-snappy", {"compression": "snappy"}),
         ("zstd-v2", {"compression": "zstd", "data_page_version": "2.0"}),
         ("gzip-pages", {"compression": "gzip", "data_page_size": 256}),
-        ("brotli-v2", {"compression": "brotli", "data_page_version": "2.0"}),
         ("lz4-stats", {"compression": "lz4", "write_page_index": True}),
         # Bloom filters, which the filtered read below looks `s` up in.
         (
