@@ -19,7 +19,7 @@ use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
 use parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaData, RowGroupMetaData};
 use parquet::schema::types::{ColumnDescPtr, ColumnDescriptor};
 
-use super::format::PreparedFile;
+use super::format::{Damage, PreparedFile};
 use super::{flat, lists, pages, projected, structs};
 use crate::error::{Error, Result};
 use crate::fetch::{FetchedSpans, Fetcher};
@@ -200,7 +200,6 @@ fn decode_rest(
     spans: FetchedSpans,
     fetcher: &Fetcher,
 ) -> Result<Vec<RecordBatch>> {
-    let location = file.source.location();
     let rg = file.plan.units[unit].index;
     let num_rows = file.reader_metadata.metadata().row_group(rg).num_rows();
     let rows_per_batch = batch_rows(file, num_rows);
@@ -232,12 +231,12 @@ fn decode_rest(
     let rest = if !direct.is_empty() && direct.len() == projected_roots(file).len() {
         Vec::new()
     } else {
-        let stream = crate_stream(file, unit, spans, fetcher, mask, batch_size)?;
+        let stream = crate_stream(file, unit, spans.clone(), fetcher, mask, batch_size)?;
         // A decoder panic on damaged data is caught where every unit is
         // decoded (`pipeline::decode`), and named there as this file's
         // corruption.
         futures::executor::block_on(stream.try_collect::<Vec<_>>())
-            .map_err(|e| Error::from_parquet(location, e))?
+            .map_err(|e| crate_failure(file, unit, &spans, e))?
     };
     let batches = if direct.is_empty() {
         rest
@@ -249,6 +248,81 @@ fn decode_rest(
     } else {
         batches
     })
+}
+
+/// The `parquet` crate's error decoding the row group at position `unit` of
+/// `file`, told with what fastingest's decoders found wrong in one of its
+/// column chunks: the column and its bytes, which the crate's words do not
+/// name. Where they did not decode the row group (a head batch, a selection),
+/// its fetched chunks' pages are read now to find it.
+pub(super) fn crate_failure(
+    file: &PreparedFile,
+    unit: usize,
+    spans: &FetchedSpans,
+    err: parquet::errors::ParquetError,
+) -> Error {
+    let rg = file.plan.units[unit].index;
+    let error = Error::from_parquet(file.source.location(), err);
+    let Error::Corrupt {
+        location,
+        range: None,
+        detail,
+        cause,
+    } = error
+    else {
+        return error;
+    };
+    match file
+        .damage
+        .in_row_group(rg)
+        .or_else(|| damaged_pages(file, unit, spans))
+    {
+        Some(seen) => Error::Corrupt {
+            location,
+            range: Some(seen.range),
+            detail: format!(
+                "row group {rg}, column {}: {} (the parquet crate: {detail})",
+                seen.column, seen.detail
+            ),
+            cause,
+        },
+        None => Error::Corrupt {
+            location,
+            range: None,
+            detail,
+            cause,
+        },
+    }
+}
+
+/// The first projected column chunk of the row group at position `unit`,
+/// fetched whole in `spans`, whose pages do not read (a header, or a body
+/// that does not decompress to what its header says).
+fn damaged_pages(file: &PreparedFile, unit: usize, spans: &FetchedSpans) -> Option<Damage> {
+    let rg = file.plan.units[unit].index;
+    let group = file.reader_metadata.metadata().row_group(rg);
+    (0..group.num_columns())
+        .filter(|&leaf| file.projection.mask.leaf_included(leaf))
+        .find_map(|leaf| {
+            let chunk = group.column(leaf);
+            let (start, len) = chunk.byte_range();
+            let range = start..start.saturating_add(len);
+            let bytes = spans.get(&range)?;
+            let mut pages = pages::ChunkPages::new(bytes, chunk.compression())?;
+            let detail = loop {
+                match pages.next_page() {
+                    Ok(Some(_)) => {}
+                    Ok(None) => return None,
+                    Err(detail) => break detail,
+                }
+            };
+            Some(Damage {
+                row_group: rg,
+                column: chunk.column_path().to_string(),
+                range,
+                detail,
+            })
+        })
 }
 
 /// The `parquet` crate's batches of the row group at position `unit`, of
@@ -293,11 +367,10 @@ pub(crate) fn decode_row_group_head(
     fetcher: &Fetcher,
     rows: usize,
 ) -> Result<Option<RecordBatch>> {
-    let location = file.source.location();
     check_unit_pages(file, unit, &spans)?;
     let mask = file.projection.mask.clone();
-    let mut stream = crate_stream(file, unit, spans, fetcher, mask, rows)?;
-    futures::executor::block_on(stream.try_next()).map_err(|e| Error::from_parquet(location, e))
+    let mut stream = crate_stream(file, unit, spans.clone(), fetcher, mask, rows)?;
+    futures::executor::block_on(stream.try_next()).map_err(|e| crate_failure(file, unit, &spans, e))
 }
 
 /// Whether the `parquet` crate decodes row group `rg` as one batch: when it
@@ -738,11 +811,19 @@ pub(super) fn decode_flat_columns(
             },
             Err(failure) => {
                 if let flat::Failure::Corrupt(detail) = failure {
+                    let chunk = group.column(leaf);
                     log::debug!(
                         "{}: row group {rg}, column {}: left to the parquet crate: {detail}",
                         file.source.location(),
-                        group.column(leaf).column_path()
+                        chunk.column_path()
                     );
+                    let (start, len) = chunk.byte_range();
+                    file.damage.note(Damage {
+                        row_group: rg,
+                        column: chunk.column_path().to_string(),
+                        range: start..start.saturating_add(len),
+                        detail,
+                    });
                 }
                 if done.last().is_some_and(|(last, _)| *last == root) {
                     done.pop();

@@ -204,6 +204,41 @@ pub struct PreparedFile {
     /// The bytes the footer request brought (taken out of `footer`), until
     /// the read lets go of them.
     pub known: KnownBytes,
+    /// Column chunks fastingest's decoders found damaged.
+    pub(crate) damage: DamageSeen,
+}
+
+/// A column chunk fastingest's decoders found damaged and left to the
+/// `parquet` crate, which says what is wrong in its own words, naming
+/// neither the column nor its bytes: if it fails too, its error is told with
+/// this (see `decode::crate_failure`).
+#[derive(Debug, Clone)]
+pub(crate) struct Damage {
+    pub row_group: usize,
+    /// The column's path, quoted.
+    pub column: String,
+    /// The chunk's bytes in the file.
+    pub range: Range<u64>,
+    /// What the decoder found.
+    pub detail: String,
+}
+
+/// The first [`Damage`] found in each row group of a file. Clones share it.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct DamageSeen(Arc<std::sync::Mutex<Vec<Damage>>>);
+
+impl DamageSeen {
+    pub(crate) fn note(&self, damage: Damage) {
+        let mut seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if !seen.iter().any(|d| d.row_group == damage.row_group) {
+            seen.push(damage);
+        }
+    }
+
+    pub(crate) fn in_row_group(&self, row_group: usize) -> Option<Damage> {
+        let seen = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        seen.iter().find(|d| d.row_group == row_group).cloned()
+    }
 }
 
 /// The end of a file that its footer request brought (all of it, for a
@@ -474,6 +509,7 @@ pub(crate) async fn prepare(
         columns,
         filter,
         known,
+        damage: DamageSeen::default(),
     })
 }
 

@@ -21,8 +21,8 @@ use parquet::arrow::arrow_reader::RowSelection;
 use parquet::arrow::ProjectionMask;
 
 use super::decode::{
-    batch_rows, check_unit_pages, crate_stream, decode_flat_columns, decoded_here_whole,
-    decodes_whole, merge, projected_roots, slice_batches, Pieces,
+    batch_rows, check_unit_pages, crate_failure, crate_stream, decode_flat_columns,
+    decoded_here_whole, decodes_whole, merge, projected_roots, slice_batches, Pieces,
 };
 use super::flat;
 use super::format::PreparedFile;
@@ -184,7 +184,7 @@ pub(crate) fn decode_row_group_filtered(
             };
             let stream = crate_stream(file, unit, spans.clone(), fetcher, mask, batch_size)?;
             let whole = futures::executor::block_on(stream.try_collect::<Vec<_>>())
-                .map_err(|e| Error::from_parquet(location, e))?;
+                .map_err(|e| crate_failure(file, unit, spans, e))?;
             // The crate gives the rows the page index chose: the rows kept
             // among those.
             let as_array = match &chosen {

@@ -930,7 +930,8 @@ fn decompress(
         }
         Decompressor::Snappy(snappy) => snappy
             .decompress(values, room_after(levels_bytes, size, scratch))
-            .map_err(|e| format!("snappy: {e}"))?,
+            // Its words start with "snappy: ".
+            .map_err(|e| e.to_string())?,
         Decompressor::Lz4Raw => {
             lz4_flex::block::decompress_into(values, room_after(levels_bytes, size, scratch))
                 .map_err(|e| format!("lz4: {e}"))?
