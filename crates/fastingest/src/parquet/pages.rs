@@ -1677,6 +1677,15 @@ mod tests {
         assert!(err.contains("snappy"), "{err}");
     }
 
+    /// The decompressed bytes of a chunk of one page of `body`, compressed
+    /// with `codec`, whose header claims `claim` bytes uncompressed.
+    fn first_page_of(codec: Compression, claim: usize, body: &[u8]) -> Result<Vec<u8>, String> {
+        let chunk = page(claim as i64, body.len() as i64, body);
+        let mut pages = ChunkPages::new(chunk.into(), codec).unwrap();
+        pages.next_page()?;
+        Ok(pages.scratch.clone())
+    }
+
     #[test]
     fn a_brotli_page_decodes_to_its_claim_or_is_an_error() {
         let values: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
@@ -1690,13 +1699,8 @@ mod tests {
         )
         .unwrap();
         body.truncate(n);
-        let first_page = |claim: usize, body: &[u8]| {
-            let chunk = page(claim as i64, body.len() as i64, body);
-            let codec = Compression::BROTLI(Default::default());
-            let mut pages = ChunkPages::new(chunk.into(), codec).unwrap();
-            pages.next_page()?;
-            Ok::<_, String>(pages.scratch.clone())
-        };
+        let codec = Compression::BROTLI(Default::default());
+        let first_page = |claim, body: &[u8]| first_page_of(codec, claim, body);
         // As claimed: the bytes written.
         let scratch = first_page(5000, &body).unwrap();
         assert_eq!(&scratch[..5000], &values[..]);
@@ -1725,13 +1729,8 @@ mod tests {
             gz.write_all(bytes).unwrap();
             gz.finish().unwrap()
         };
-        let first_page = |claim: usize, body: &[u8]| {
-            let chunk = page(claim as i64, body.len() as i64, body);
-            let codec = Compression::GZIP(Default::default());
-            let mut pages = ChunkPages::new(chunk.into(), codec).unwrap();
-            pages.next_page()?;
-            Ok::<_, String>(pages.scratch.clone())
-        };
+        let codec = Compression::GZIP(Default::default());
+        let first_page = |claim, body: &[u8]| first_page_of(codec, claim, body);
         let one = member(&values);
         // Two members (as a writer that flushes mid-page makes them): the
         // second is read too, by the streaming decoder.
