@@ -147,3 +147,36 @@ def test_corpus_with_string_views(corpora):
             failures.append(f"{rel}: {e}")
     assert not failures, "\n".join(failures)
     assert compared >= 70
+
+
+def test_page_checksum_files_as_parquet_testing_describes_them(corpora):
+    """parquet-testing's CRC files: with `verify_checksums` those whose
+    pages match their CRCs read as pyarrow reads them, and those with a bad
+    CRC (a data page of `a`, a dictionary page of each column) fail naming
+    the page, as pyarrow's `page_checksum_verification` fails them. Without
+    it every one reads, as pyarrow reads them unchecked."""
+    data = corpora / "parquet-testing" / "data"
+    on = fastingest.Config(verify_checksums=True)
+    good = [
+        "datapage_v1-uncompressed-checksum.parquet",
+        "datapage_v1-snappy-compressed-checksum.parquet",
+        "rle-dict-snappy-checksum.parquet",
+        "plain-dict-uncompressed-checksum.parquet",
+    ]
+    for name in good:
+        want = pq.read_table(data / name, page_checksum_verification=True)
+        assert fastingest.read_parquet(data / name, config=on).equals(want), name
+    bad = {
+        "datapage_v1-corrupt-checksum.parquet": '"a"',
+        "rle-dict-uncompressed-corrupt-checksum.parquet": '"long_field"',
+    }
+    for name, column in bad.items():
+        path = data / name
+        with pytest.raises(OSError, match="(?i)crc|checksum"):
+            pq.read_table(path, page_checksum_verification=True)
+        with pytest.raises(fastingest.CorruptFileError) as caught:
+            fastingest.read_parquet(path, config=on)
+        said = str(caught.value)
+        assert name in said and "page checksum mismatch" in said, said
+        assert f"column {column}" in said, said
+        assert fastingest.read_parquet(path).equals(pq.read_table(path)), name

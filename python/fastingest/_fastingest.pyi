@@ -156,6 +156,12 @@ class Config:
       is not fetched (``ReadStats.row_groups_bloom_skipped``). Integer, date,
       timestamp, string and binary columns only; one row group's bloom
       filters are read only while they are at most half its bytes.
+    - ``verify_checksums`` (``False``): each Parquet page whose header
+      carries a CRC32 (parquet-mr and Spark write one; pyarrow with
+      ``write_page_checksum=True``) is checked against its bytes before it
+      is decoded; a mismatch raises ``CorruptFileError`` naming the file,
+      the page's bytes, the row group and the column. Pages without one are
+      read as they are.
     """
 
     footer_prefetch: int
@@ -178,6 +184,7 @@ class Config:
     map_local_files: bool
     local_disk: str
     bloom_filters: bool
+    verify_checksums: bool
     def __new__(cls, **kwargs: float | str) -> Self: ...
     def to_dict(self) -> dict[str, int | float | str]: ...
 

@@ -58,6 +58,7 @@ impl PyConfig {
         d.set_item("map_local_files", c.map_local_files)?;
         d.set_item("local_disk", c.local_disk.as_str())?;
         d.set_item("bloom_filters", c.bloom_filters)?;
+        d.set_item("verify_checksums", c.verify_checksums)?;
         Ok(d)
     }
 

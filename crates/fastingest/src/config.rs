@@ -98,6 +98,15 @@ pub struct Config {
     /// Whether a filter's `==` and `in` values are looked up in the files'
     /// bloom filters, to skip the row groups that cannot hold them.
     pub bloom_filters: bool,
+    /// Whether the CRC32 a Parquet page header carries (parquet-mr and
+    /// Spark write one by default; pyarrow with `write_page_checksum`) is
+    /// checked against the page's bytes before it is decoded, whichever
+    /// decoder reads it: a mismatch fails the read, naming the file, the
+    /// row group, the column and the page's bytes. Off by default, as in
+    /// pyarrow (`page_checksum_verification`) and parquet-mr: object stores
+    /// and TLS check the bytes in transit, and the CRC costs a pass over
+    /// every page. Pages without one are read as they are.
+    pub verify_checksums: bool,
 }
 
 /// What kind of device local files are read from, for how their bytes are
@@ -178,6 +187,7 @@ impl Config {
             map_local_files: true,
             local_disk: LocalDisk::Auto,
             bloom_filters: true,
+            verify_checksums: false,
         }
     }
 
@@ -219,6 +229,7 @@ impl Config {
         "map_local_files",
         "local_disk",
         "bloom_filters",
+        "verify_checksums",
     ];
 
     /// Sets one knob from text: sizes take `K`/`M`/`G` suffixes (binary), and
@@ -272,6 +283,7 @@ impl Config {
             }
             "map_local_files" => self.map_local_files = flag().ok_or_else(&bad_flag)?,
             "bloom_filters" => self.bloom_filters = flag().ok_or_else(&bad_flag)?,
+            "verify_checksums" => self.verify_checksums = flag().ok_or_else(&bad_flag)?,
             "local_disk" => {
                 use LocalDisk::*;
                 self.local_disk = named(value, &[Auto, Solid, Rotational], LocalDisk::as_str)

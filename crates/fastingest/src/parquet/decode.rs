@@ -1190,7 +1190,10 @@ pub(super) fn batch_rows(file: &PreparedFile, num_rows: i64) -> usize {
 const BATCH_FIXED_BYTES: i64 = 256 << 20;
 
 /// Checks the page headers of the unit's column chunks in `spans` before
-/// the decoder allocates what they claim (see [`super::pages`]).
+/// the decoder allocates what they claim (see [`super::pages`]), and their
+/// pages' checksums where the read asks (`Config::verify_checksums`): so
+/// whichever decoder reads a page, the `parquet` crate's included, reads
+/// bytes that match.
 pub(super) fn check_unit_pages(
     file: &PreparedFile,
     unit: usize,
@@ -1224,11 +1227,14 @@ fn check_pages_of(
             let Some(bytes) = spans.get(range) else {
                 continue;
             };
-            if let Err(bad) = super::pages::check_pages(&bytes, chunk.compression()) {
+            let codec = chunk.compression();
+            if let Err(bad) = super::pages::check_pages(&bytes, codec, file.verify_checksums) {
                 let at = range.start + bad.offset as u64;
+                // The page's own bytes where its header was read.
+                let page_end = bad.end.map_or(range.end, |e| range.start + e as u64);
                 return Err(Error::Corrupt {
                     location: file.source.location().to_string(),
-                    range: Some(at..range.end),
+                    range: Some(at..page_end),
                     detail: format!(
                         "row group {}, column {}: {}",
                         plan_unit.index,

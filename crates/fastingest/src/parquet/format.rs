@@ -206,6 +206,8 @@ pub struct PreparedFile {
     pub known: KnownBytes,
     /// Column chunks fastingest's decoders found damaged.
     pub(crate) damage: DamageSeen,
+    /// Whether its pages' checksums are checked (`Config::verify_checksums`).
+    pub(crate) verify_checksums: bool,
 }
 
 /// A column chunk fastingest's decoders found damaged and left to the
@@ -510,6 +512,7 @@ pub(crate) async fn prepare(
         filter,
         known,
         damage: DamageSeen::default(),
+        verify_checksums: fetcher.config().verify_checksums,
     })
 }
 

@@ -28,6 +28,9 @@ use super::thrift::{Compact, BINARY, FALSE, I32, STRUCT, TRUE};
 #[derive(Debug, PartialEq)]
 pub(crate) struct BadPage {
     pub offset: usize,
+    /// Where the page ends, when its bytes are what is wrong (its header
+    /// was read); else the rest of the chunk is named.
+    pub end: Option<usize>,
     pub detail: String,
 }
 
@@ -56,12 +59,34 @@ fn max_expansion(codec: Compression) -> i64 {
 }
 
 /// Walks the pages of `chunk` (one column chunk's bytes, compressed with
-/// `codec`) and refuses a header whose sizes the bytes cannot back.
-pub(crate) fn check_pages(chunk: &[u8], codec: Compression) -> Result<(), BadPage> {
+/// `codec`) and refuses a header whose sizes the bytes cannot back, and,
+/// with `verify_checksums`, a page whose bytes do not hash to the CRC32 its
+/// header carries (the format's: of the page's bytes after the header, as
+/// stored; a page without one passes).
+pub(crate) fn check_pages(
+    chunk: &[u8],
+    codec: Compression,
+    verify_checksums: bool,
+) -> Result<(), BadPage> {
     let mut at = 0usize;
     while at < chunk.len() {
         let (header, body) = checked_header(chunk, at, codec)?;
-        at = body + header.compressed as usize;
+        let end = body + header.compressed as usize;
+        if let (true, Some(expected)) = (verify_checksums, header.crc) {
+            let found = crc32fast::hash(&chunk[body..end]);
+            if found != expected {
+                return Err(BadPage {
+                    offset: at,
+                    end: Some(end),
+                    detail: format!(
+                        "page checksum mismatch: the header says CRC32 {expected:#010x}, the \
+                         page's {} bytes hash to {found:#010x}",
+                        end - body
+                    ),
+                });
+            }
+        }
+        at = end;
     }
     Ok(())
 }
@@ -76,10 +101,15 @@ fn checked_header(
     let mut reader = Compact::new(&chunk[at..]);
     let header = page_header(&mut reader).map_err(|detail| BadPage {
         offset: at,
+        end: None,
         detail: format!("unreadable page header: {detail}"),
     })?;
     let body = at + reader.pos;
-    let bad = |detail: String| BadPage { offset: at, detail };
+    let bad = |detail: String| BadPage {
+        offset: at,
+        end: None,
+        detail,
+    };
     let compressed = header.compressed;
     if compressed < 0 || header.uncompressed < 0 {
         return Err(bad(format!(
@@ -162,6 +192,9 @@ struct PageHeader {
     /// header's bytes.
     min_value: Option<Range<usize>>,
     max_value: Option<Range<usize>>,
+    /// The CRC32 of the page's bytes after the header, where the writer
+    /// put one.
+    crc: Option<u32>,
 }
 
 impl PageHeader {
@@ -179,6 +212,7 @@ impl PageHeader {
         rep_bytes: 0,
         min_value: None,
         max_value: None,
+        crc: None,
     };
 }
 
@@ -190,6 +224,8 @@ fn page_header(r: &mut Compact) -> Result<PageHeader, String> {
             (1, I32) => header.kind = r.zigzag()? as i32,
             (2, I32) => header.uncompressed = r.zigzag()?,
             (3, I32) => header.compressed = r.zigzag()?,
+            // The format's `i32`: the CRC's 32 bits as a signed number.
+            (4, I32) => header.crc = Some(r.zigzag()? as i32 as u32),
             (5, STRUCT) => data_page_header(r, &mut header)?,
             (7, STRUCT) => dictionary_page_header(r, &mut header)?,
             (8, STRUCT) => data_page_v2_header(r, &mut header)?,
@@ -1001,6 +1037,11 @@ mod tests {
 
     /// A compact-protocol page header with the given sizes, then `body`.
     fn page(uncompressed: i64, compressed: i64, body: &[u8]) -> Vec<u8> {
+        page_with_crc(uncompressed, compressed, None, body)
+    }
+
+    /// [`page`], with the header's CRC field where `crc` is given.
+    fn page_with_crc(uncompressed: i64, compressed: i64, crc: Option<u32>, body: &[u8]) -> Vec<u8> {
         fn zz(v: i64) -> Vec<u8> {
             let mut v = ((v << 1) ^ (v >> 63)) as u64;
             let mut out = vec![];
@@ -1020,8 +1061,15 @@ mod tests {
         out.extend(zz(uncompressed));
         out.push(0x15); // field 3: compressed
         out.extend(zz(compressed));
-        out.push(0x2c); // field 5, struct: a data page header
-                        // num_values 1, PLAIN, levels RLE and RLE, stop
+        match crc {
+            Some(crc) => {
+                out.push(0x15); // field 4: the CRC, as the format's i32
+                out.extend(zz(i64::from(crc as i32)));
+                out.push(0x1c); // field 5, struct: a data page header
+            }
+            None => out.push(0x2c), // field 5, struct: a data page header
+        }
+        // num_values 1, PLAIN, levels RLE and RLE, stop
         out.extend([0x15, 0x02, 0x15, 0x00, 0x15, 0x06, 0x15, 0x06, 0x00]);
         out.push(0x00);
         out.extend_from_slice(body);
@@ -1033,30 +1081,33 @@ mod tests {
         let mut chunk = page(100, 10, &[0; 10]);
         chunk.extend(page(5000, 100, &[0; 100]));
         let zstd = Compression::ZSTD(ZstdLevel::default());
-        assert_eq!(check_pages(&chunk, zstd), Ok(()));
-        assert_eq!(check_pages(&chunk, Compression::SNAPPY), Ok(()));
+        assert_eq!(check_pages(&chunk, zstd, false), Ok(()));
+        assert_eq!(check_pages(&chunk, Compression::SNAPPY, false), Ok(()));
     }
 
     #[test]
     fn a_page_past_the_chunk_is_refused() {
         let chunk = page(100, 50, &[0; 10]);
-        let bad = check_pages(&chunk, Compression::SNAPPY).unwrap_err();
+        let bad = check_pages(&chunk, Compression::SNAPPY, false).unwrap_err();
         assert!(bad.detail.contains("has 10 left"), "{bad:?}");
     }
 
     #[test]
     fn a_size_the_codec_cannot_reach_is_refused() {
         let chunk = page(i32::MAX as i64, 100, &[0; 100]);
-        let bad = check_pages(&chunk, Compression::SNAPPY).unwrap_err();
+        let bad = check_pages(&chunk, Compression::SNAPPY, false).unwrap_err();
         assert!(bad.detail.contains("more than the codec"), "{bad:?}");
         // Small claims pass whatever the ratio; uncompressed chunks
         // allocate nothing from the claim.
         assert_eq!(
-            check_pages(&page(1 << 19, 1, &[0]), Compression::SNAPPY),
+            check_pages(&page(1 << 19, 1, &[0]), Compression::SNAPPY, false),
             Ok(())
         );
         let plain = page(i32::MAX as i64, 1, &[0]);
-        assert_eq!(check_pages(&plain, Compression::UNCOMPRESSED), Ok(()));
+        assert_eq!(
+            check_pages(&plain, Compression::UNCOMPRESSED, false),
+            Ok(())
+        );
     }
 
     /// A dictionary page header claiming `values` values in `size` bytes
@@ -1089,23 +1140,59 @@ mod tests {
     fn a_dictionary_page_of_more_values_than_its_bits_is_refused() {
         // 2^30 values in 100 bytes: the crate reserved 4 GiB of offsets.
         let chunk = dictionary_page(1 << 30, 100);
-        let bad = check_pages(&chunk, Compression::UNCOMPRESSED).unwrap_err();
+        let bad = check_pages(&chunk, Compression::UNCOMPRESSED, false).unwrap_err();
         assert!(
             bad.detail.contains("claims 1073741824 values in 100 bytes"),
             "{bad:?}"
         );
         // As many values as bits (booleans) pass.
         let honest = dictionary_page(808, 100);
-        assert_eq!(check_pages(&honest, Compression::UNCOMPRESSED), Ok(()));
+        assert_eq!(
+            check_pages(&honest, Compression::UNCOMPRESSED, false),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_page_whose_bytes_miss_its_crc_is_refused_when_checked() {
+        let body = b"fedcba9876543210";
+        let crc = crc32fast::hash(body);
+        assert!(
+            crc > i32::MAX as u32,
+            "the test wants a CRC that is negative as an i32"
+        );
+        // A page without a CRC, then one with its right CRC: both pass.
+        let mut chunk = page(16, 16, body);
+        chunk.extend(page_with_crc(16, 16, Some(crc), body));
+        let plain = Compression::UNCOMPRESSED;
+        assert_eq!(check_pages(&chunk, plain, true), Ok(()));
+        // One byte of the second page's body flipped: refused at that
+        // page's header, only when checked.
+        let second = page(16, 16, body).len();
+        let mut damaged = chunk.clone();
+        *damaged.last_mut().unwrap() ^= 0x20;
+        assert_eq!(check_pages(&damaged, plain, false), Ok(()));
+        let bad = check_pages(&damaged, plain, true).unwrap_err();
+        assert_eq!(bad.offset, second, "{bad:?}");
+        assert!(bad.detail.contains("checksum mismatch"), "{bad:?}");
+        assert!(bad.detail.contains(&format!("{crc:#010x}")), "{bad:?}");
+        // The CRC field itself damaged: refused as well.
+        let wrong = page_with_crc(16, 16, Some(crc ^ 1), body);
+        assert!(check_pages(&wrong, plain, true).is_err());
     }
 
     #[test]
     fn garbage_is_an_error_not_a_loop() {
-        assert!(check_pages(&[0x19, 0xfc, 0xff, 0xff, 0xff, 0x7f], Compression::SNAPPY).is_err());
-        assert!(check_pages(&[0x15], Compression::SNAPPY).is_err());
+        assert!(check_pages(
+            &[0x19, 0xfc, 0xff, 0xff, 0xff, 0x7f],
+            Compression::SNAPPY,
+            false
+        )
+        .is_err());
+        assert!(check_pages(&[0x15], Compression::SNAPPY, false).is_err());
         let deep = [0x1c; 64];
-        assert!(check_pages(&deep, Compression::SNAPPY).is_err());
-        assert!(check_pages(&[0x00], Compression::SNAPPY).is_err());
+        assert!(check_pages(&deep, Compression::SNAPPY, false).is_err());
+        assert!(check_pages(&[0x00], Compression::SNAPPY, false).is_err());
     }
 
     /// A file of one nullable `int32` column written by the `parquet`
