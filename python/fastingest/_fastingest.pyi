@@ -161,7 +161,8 @@ class Config:
       ``write_page_checksum=True``) is checked against its bytes before it
       is decoded; a mismatch raises ``CorruptFileError`` naming the file,
       the page's bytes, the row group and the column. Pages without one are
-      read as they are.
+      read as they are; raw chunks (``read_chunks``) are handed over as
+      stored, unchecked.
     """
 
     footer_prefetch: int
