@@ -555,6 +555,73 @@ def test_a_row_group_of_more_rows_than_a_footer_is_trusted_for(tmp_path):
             assert any(end % (1 << 20) for end in ends[:-1]), version
 
 
+@pytest.mark.parametrize(
+    "writer",
+    [
+        {"data_page_version": "1.0"},
+        # No dictionary, no row limit per page: pages of up to 1 MiB.
+        {
+            "data_page_version": "2.0",
+            "compression": "zstd",
+            "use_dictionary": False,
+            "data_page_size": 1 << 20,
+            "write_page_checksum": True,
+        },
+    ],
+)
+def test_a_stream_decodes_a_large_row_group_a_slab_at_a_time(tmp_path, writer):
+    # One row group of more slabs (batches of 2^20 rows) than the stream
+    # holds (with one decode thread: 2 decoding and 4 waiting): it is
+    # decoded a slab at a time, each from the pages that hold its rows (cut
+    # to them: pages straddle the slabs' edges), and the stream hands over
+    # the batches a whole decode would, with the same values. The float16
+    # column is left to the crate, slab by slab.
+    rows = (6 << 20) + 777
+    rng = np.random.default_rng(21)
+    words = pa.array([f"{w}{i}" for i, w in enumerate(WORDS * 40)])
+
+    def nulls(share: float):
+        return rng.random(rows) < share
+
+    data = pa.table(
+        {
+            "b": pa.array(rng.random(rows) < 0.3, mask=nulls(0.1)),
+            "i8": pa.array(rng.integers(-128, 128, rows).astype(np.int8), mask=nulls(0.1)),
+            "u16": pa.array(rng.integers(0, 1 << 16, rows).astype(np.uint16)),
+            "i64": pa.array(rng.integers(-(2**62), 2**62, rows), mask=nulls(0.5)),
+            "s": pa.array(
+                words.take(pa.array(rng.integers(0, len(words), rows))), mask=nulls(0.05)
+            ),
+            "dec": pa.array(rng.integers(-(10**8), 10**8, rows)).cast(pa.decimal128(21, 2)),
+            "ts": pa.array(rng.integers(0, 2**50, rows), pa.timestamp("us", tz="UTC")),
+            "h": pa.array(rng.random(rows).astype(np.float16)),
+        }
+    )
+    path = tmp_path / "slabs.parquet"
+    pq.write_table(data, path, row_group_size=rows, **writer)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 1
+    theirs = pq.read_table(path)
+    one_thread = fastingest.Config(verify_checksums=True, decode_parallelism=1)
+    for columns, config in [
+        (None, one_thread),
+        (["ts", "s", "i8"], one_thread),
+        (["h", "b"], one_thread),
+        (None, fastingest.Config()),
+    ]:
+        batches = list(fastingest.iter_batches(str(path), columns=columns, config=config))
+        # The first 64 Ki rows on their own, then up to each multiple of 2^20.
+        first = [65_536, (1 << 20) - 65_536]
+        assert [b.num_rows for b in batches] == first + [1 << 20] * 5 + [777], columns
+        want = theirs.select(columns) if columns else theirs
+        got = pa.Table.from_batches(batches)
+        assert got.schema == want.schema, columns
+        for name in want.column_names:
+            assert got[name].equals(want[name]), (columns, name)
+    # A filter decodes the row group whole, as before.
+    kept = fastingest.iter_batches(str(path), filters=[("i8", "<", -100)], config=one_thread)
+    assert kept.read_all().equals(pq.read_table(path, filters=[("i8", "<", -100)]))
+
+
 @pytest.mark.parametrize("store_schema", [False, True])
 def test_int96_outside_the_nanosecond_range_reads_in_the_unit_asked_for(tmp_path, store_schema):
     # Spark writes INT96 days far outside 1677-2262 (0001-01-01 as "no

@@ -12,7 +12,7 @@ use arrow_schema::{DataType, Schema};
 use bytes::Bytes;
 use futures::future::BoxFuture;
 use futures::{FutureExt, TryStreamExt};
-use parquet::arrow::arrow_reader::ArrowReaderOptions;
+use parquet::arrow::arrow_reader::{ArrowReaderOptions, RowSelection};
 use parquet::arrow::async_reader::AsyncFileReader;
 use parquet::arrow::async_reader::ParquetRecordBatchStream;
 use parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
@@ -336,6 +336,20 @@ pub(super) fn crate_stream(
     mask: ProjectionMask,
     batch_size: usize,
 ) -> Result<ParquetRecordBatchStream<PrefetchedReader>> {
+    let selection = file.selections[unit].clone();
+    crate_stream_of(file, unit, spans, fetcher, mask, batch_size, selection)
+}
+
+/// [`crate_stream`] of the rows `selection` keeps (`None`: all of them).
+pub(super) fn crate_stream_of(
+    file: &PreparedFile,
+    unit: usize,
+    spans: FetchedSpans,
+    fetcher: &Fetcher,
+    mask: ProjectionMask,
+    batch_size: usize,
+    selection: Option<RowSelection>,
+) -> Result<ParquetRecordBatchStream<PrefetchedReader>> {
     let reader = PrefetchedReader::new(
         spans,
         Arc::clone(&file.source),
@@ -347,7 +361,7 @@ pub(super) fn crate_stream(
             .with_projection(mask)
             .with_row_groups(vec![file.plan.units[unit].index])
             .with_batch_size(batch_size);
-    if let Some(selection) = file.selections[unit].clone() {
+    if let Some(selection) = selection {
         builder = builder.with_row_selection(selection);
     }
     builder
@@ -1203,7 +1217,7 @@ pub(super) fn check_unit_pages(
 }
 
 /// [`check_unit_pages`] for the chunks of the leaves `of` accepts only.
-fn check_pages_of(
+pub(super) fn check_pages_of(
     file: &PreparedFile,
     unit: usize,
     spans: &FetchedSpans,
@@ -1228,25 +1242,35 @@ fn check_pages_of(
                 continue;
             };
             let codec = chunk.compression();
-            if let Err(bad) = super::pages::check_pages(&bytes, codec, file.verify_checksums) {
-                let at = range.start + bad.offset as u64;
-                // The page's own bytes where its header was read.
-                let page_end = bad.end.map_or(range.end, |e| range.start + e as u64);
-                return Err(Error::Corrupt {
-                    location: file.source.location().to_string(),
-                    range: Some(at..page_end),
-                    detail: format!(
-                        "row group {}, column {}: {}",
-                        plan_unit.index,
-                        chunk.column_path(),
-                        bad.detail
-                    ),
-                    cause: None,
-                });
-            }
+            super::pages::check_pages(&bytes, codec, file.verify_checksums)
+                .map_err(|bad| bad_page(file, plan_unit.index, chunk, range.clone(), bad))?;
         }
     }
     Ok(())
+}
+
+/// The error for `bad`, a page of the column chunk `chunk` of row group
+/// `rg` found in its fetched bytes `range` (of the file): it names the
+/// page's bytes where its header was read, else the rest of the range.
+pub(super) fn bad_page(
+    file: &PreparedFile,
+    rg: usize,
+    chunk: &ColumnChunkMetaData,
+    range: Range<u64>,
+    bad: pages::BadPage,
+) -> Error {
+    let at = range.start + bad.offset as u64;
+    let page_end = bad.end.map_or(range.end, |e| range.start + e as u64);
+    Error::Corrupt {
+        location: file.source.location().to_string(),
+        range: Some(at..page_end),
+        detail: format!(
+            "row group {rg}, column {}: {}",
+            chunk.column_path(),
+            bad.detail
+        ),
+        cause: None,
+    }
 }
 
 #[cfg(test)]

@@ -161,6 +161,20 @@ impl Planned for PreparedFile {
         decode_row_group_head(self, unit, spans, fetcher, rows)
     }
 
+    fn slab_rows(&self, unit: usize) -> Option<usize> {
+        super::slabs::slab_rows(self, unit)
+    }
+
+    fn decode_slab(
+        &self,
+        unit: usize,
+        spans: FetchedSpans,
+        fetcher: &Fetcher,
+        rows: Range<usize>,
+    ) -> Result<Vec<RecordBatch>> {
+        super::slabs::decode_row_group_slab(self, unit, spans, fetcher, rows)
+    }
+
     fn output(&self, batch: RecordBatch) -> Result<RecordBatch> {
         extract(&self.projection, &batch).map_err(|e| Error::from_arrow(self.source.location(), e))
     }

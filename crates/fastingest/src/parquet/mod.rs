@@ -25,6 +25,7 @@ mod projected;
 mod prune;
 mod quirks;
 mod select;
+mod slabs;
 mod structs;
 mod summary;
 mod thrift;

@@ -72,23 +72,38 @@ pub(crate) fn check_pages(
     while at < chunk.len() {
         let (header, body) = checked_header(chunk, at, codec)?;
         let end = body + header.compressed as usize;
-        if let (true, Some(expected)) = (verify_checksums, header.crc) {
-            let found = crc32fast::hash(&chunk[body..end]);
-            if found != expected {
-                return Err(BadPage {
-                    offset: at,
-                    end: Some(end),
-                    detail: format!(
-                        "page checksum mismatch: the header says CRC32 {expected:#010x}, the \
-                         page's {} bytes hash to {found:#010x}",
-                        end - body
-                    ),
-                });
-            }
+        if verify_checksums {
+            check_crc(chunk, at..end, body, header.crc)?;
         }
         at = end;
     }
     Ok(())
+}
+
+/// Refuses the page `page` of `chunk` (its body from `body` on) when its
+/// header carries a CRC32 its body's bytes do not hash to.
+fn check_crc(
+    chunk: &[u8],
+    page: Range<usize>,
+    body: usize,
+    crc: Option<u32>,
+) -> Result<(), BadPage> {
+    let Some(expected) = crc else {
+        return Ok(());
+    };
+    let found = crc32fast::hash(&chunk[body..page.end]);
+    if found == expected {
+        return Ok(());
+    }
+    Err(BadPage {
+        offset: page.start,
+        end: Some(page.end),
+        detail: format!(
+            "page checksum mismatch: the header says CRC32 {expected:#010x}, the page's {} \
+             bytes hash to {found:#010x}",
+            page.end - body
+        ),
+    })
 }
 
 /// The header of the page at `at` of `chunk`, and where its body starts,
@@ -891,6 +906,67 @@ pub(crate) fn page_windows(
     Some(windows)
 }
 
+/// The run of consecutive data pages of `chunk` (a whole column chunk of
+/// `total` rows of a column that is not repeated) that holds rows `rows`,
+/// and the row its first page starts at: a stream's slab of a large row
+/// group decodes only those (see `parquet::slabs`). Every header is read
+/// and checked; with `verify_checksums`, the dictionary page's checksum and
+/// those of the run's pages are too. `Ok(None)` where the pages cannot be
+/// cut so (a dictionary page anywhere but first, a count that is not a
+/// row count, pages that do not count `total` rows, or none holding
+/// `rows`): the `parquet` crate then decodes the slab's rows of the column.
+pub(crate) fn slab_window(
+    chunk: &[u8],
+    codec: Compression,
+    rows: Range<usize>,
+    total: usize,
+    verify_checksums: bool,
+) -> Result<Option<(PageWindow, usize)>, BadPage> {
+    let mut at = 0;
+    let mut row = 0usize;
+    let mut first: Option<(usize, usize)> = None;
+    let mut window = PageWindow {
+        bytes: 0..0,
+        rows: 0,
+    };
+    while at < chunk.len() {
+        let (header, body) = checked_header(chunk, at, codec)?;
+        let end = body + header.compressed as usize;
+        let read = match header.kind {
+            DICTIONARY_PAGE if at != 0 => return Ok(None),
+            DICTIONARY_PAGE => true,
+            DATA_PAGE | DATA_PAGE_V2 => {
+                let Ok(values) = usize::try_from(header.num_values) else {
+                    return Ok(None);
+                };
+                let Some(next) = row.checked_add(values) else {
+                    return Ok(None);
+                };
+                let holds = next > rows.start && row < rows.end;
+                if holds {
+                    first.get_or_insert((at, row));
+                    window.bytes.end = end;
+                    window.rows += values;
+                }
+                row = next;
+                holds
+            }
+            _ => false,
+        };
+        if read && verify_checksums {
+            check_crc(chunk, at..end, body, header.crc)?;
+        }
+        at = end;
+    }
+    match first {
+        Some((start, first_row)) if row == total && rows.end <= total => {
+            window.bytes.start = start;
+            Ok(Some((window, first_row)))
+        }
+        _ => Ok(None),
+    }
+}
+
 /// The values the data pages of `chunk` (a whole column chunk) count in
 /// their headers (a row each, nulls included, for a column that is not
 /// repeated; at least one per row for one that is); `None` where a header
@@ -1655,6 +1731,103 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_slab_of_rows_decodes_from_the_pages_that_hold_it() {
+        use parquet::file::properties::WriterVersion;
+        for codec in [Compression::UNCOMPRESSED, Compression::SNAPPY] {
+            for version in [WriterVersion::PARQUET_1_0, WriterVersion::PARQUET_2_0] {
+                for dictionary in [false, true] {
+                    let case = format!("{codec} {version:?} dictionary {dictionary}");
+                    let (meta, bytes, values) = written_chunk(codec, version, dictionary);
+                    let chunk = meta.row_group(0).column(0);
+                    let column = meta.file_metadata().schema_descr().column(0);
+                    let rows = values.len();
+                    // Slabs whose edges fall inside pages, one row, all rows.
+                    let third = rows / 3;
+                    for slab in [
+                        0..third,
+                        third..2 * third + 7,
+                        2 * third + 7..rows,
+                        5..6,
+                        0..rows,
+                    ] {
+                        let (window, first_row) =
+                            slab_window(&bytes, codec, slab.clone(), rows, true)
+                                .unwrap()
+                                .unwrap_or_else(|| panic!("{case}: {slab:?}"));
+                        assert!(first_row <= slab.start, "{case}: {slab:?}");
+                        assert!(first_row + window.rows >= slab.end, "{case}: {slab:?}");
+                        // No page more than it needs: the first and last
+                        // pages hold some of its rows.
+                        let array = super::super::flat::decode_window(
+                            bytes.clone(),
+                            chunk,
+                            &column,
+                            &arrow_schema::DataType::Int32,
+                            &window,
+                        )
+                        .unwrap_or_else(|e| panic!("{case}: {e:?}"));
+                        assert_eq!(array.len(), window.rows, "{case}");
+                        let got = array.slice(slab.start - first_row, slab.len());
+                        let want = values.slice(slab.start, slab.len());
+                        assert_eq!(got.as_ref(), &want as &dyn arrow_array::Array, "{case}");
+                        if slab.len() < rows {
+                            assert!(window.rows < rows, "{case}: {slab:?} read every page");
+                        }
+                    }
+                    // Pages that count other rows than the footer's: not cut.
+                    for claimed in [rows - 1, rows + 1] {
+                        let cut = slab_window(&bytes, codec, 0..10, claimed, false);
+                        assert_eq!(cut, Ok(None), "{case}");
+                    }
+                    assert_eq!(
+                        slab_window(&bytes, codec, rows..rows + 1, rows, false),
+                        Ok(None)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_slab_checks_the_checksums_of_the_pages_it_reads() {
+        // Five pages of a value each, with CRCs; the third one's is wrong.
+        let body = [7u8; 16];
+        let crc = crc32fast::hash(&body);
+        let mut chunk = Vec::new();
+        let mut starts = Vec::new();
+        for i in 0..5 {
+            starts.push(chunk.len());
+            let claimed = if i == 2 { crc ^ 1 } else { crc };
+            chunk.extend(page_with_crc(16, 16, Some(claimed), &body));
+        }
+        let codec = Compression::UNCOMPRESSED;
+        // Rows 3..5 read pages 3 and 4 alone: their CRCs match.
+        let (window, first_row) = slab_window(&chunk, codec, 3..5, 5, true).unwrap().unwrap();
+        assert_eq!(
+            (window.bytes, window.rows, first_row),
+            (starts[3]..chunk.len(), 2, 3)
+        );
+        // Rows 1..3 read the third page: refused, naming its bytes.
+        let bad = slab_window(&chunk, codec, 1..3, 5, true).unwrap_err();
+        assert_eq!((bad.offset, bad.end), (starts[2], Some(starts[3])));
+        assert!(bad.detail.contains("checksum mismatch"), "{bad:?}");
+        // Unchecked, the same slab is cut.
+        let (window, first_row) = slab_window(&chunk, codec, 1..3, 5, false).unwrap().unwrap();
+        assert_eq!(
+            (window.bytes, window.rows, first_row),
+            (starts[1]..starts[3], 2, 1)
+        );
+        // A header past the chunk is refused whatever the rows asked.
+        let mut cut_short = chunk.clone();
+        cut_short.truncate(chunk.len() - 4);
+        assert!(slab_window(&cut_short, codec, 0..1, 5, false).is_err());
+        // A dictionary page after a data page: not cut.
+        let mut late = page(16, 16, &body);
+        late.extend(dictionary_page(2, 16));
+        assert_eq!(slab_window(&late, codec, 0..1, 1, false), Ok(None));
     }
 
     /// Where the dictionary page of `chunk` ends.

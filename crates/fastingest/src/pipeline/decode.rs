@@ -4,8 +4,9 @@
 //! counted, a decoder's panic turned into an error naming the file and unit,
 //! then the filter's rows and the columns asked for. A unit can also be
 //! decoded in two parts that run at once (see [`Rows`]): its first rows
-//! alone, handed over early, and the rest; or, through a link, column by
-//! column as each one's bytes arrive ([`decode_in_parts`]).
+//! alone, handed over early, and the rest; in slabs of rows, for a stream;
+//! or, through a link, column by column as each one's bytes arrive
+//! ([`decode_in_parts`]).
 
 use std::ops::Range;
 use std::panic::AssertUnwindSafe;
@@ -29,6 +30,10 @@ pub(crate) enum Rows {
     Head(usize),
     /// All but the first `n` (the job beside a [`Rows::Head`] one).
     AfterHead(usize),
+    /// Rows `from..to` (see [`Planned::slab_rows`]): a stream decodes a
+    /// large unit a slab at a time, so that it holds a few slabs decoded,
+    /// not the unit.
+    Slab { from: usize, to: usize },
 }
 
 /// Decodes units `units` of `file` (positions in its plan, each with its
@@ -202,7 +207,7 @@ fn decode_rows<P: Planned>(
     let from_row = match rows {
         Rows::All => Some(0),
         Rows::AfterHead(n) => Some(n),
-        Rows::Head(_) => None,
+        Rows::Head(_) | Rows::Slab { .. } => None,
     };
     if let (Some(from_row), Some(_)) = (from_row, file.filter()) {
         if let Some(kept) = file.decode_filtered(unit, &spans, fetcher, from_row)? {
@@ -220,6 +225,15 @@ fn decode_rows<P: Planned>(
             }
         },
         Rows::AfterHead(n) => without_first_rows(file.decode(unit, spans, fetcher)?, n),
+        Rows::Slab { from, to } => {
+            let slab = file.decode_slab(unit, spans, fetcher, from..to)?;
+            let got: usize = slab.iter().map(RecordBatch::num_rows).sum();
+            if got != to - from {
+                let why = format!("its rows {from}..{to} decoded to {got} rows");
+                return Err(decode_failed(file, unit, what, why));
+            }
+            slab
+        }
     };
     Ok((decoded, false))
 }

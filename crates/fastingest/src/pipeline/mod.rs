@@ -161,6 +161,25 @@ pub(crate) trait Planned: Send + Sync + 'static {
     ) -> Result<Option<RecordBatch>> {
         Ok(None)
     }
+    /// The rows of each slab unit `unit` can be decoded in by a stream (see
+    /// [`decode::Rows::Slab`]), where the format can decode a slab of its
+    /// rows from the pages that hold them and the unit holds more than one;
+    /// `None`: the stream decodes it whole.
+    fn slab_rows(&self, _unit: usize) -> Option<usize> {
+        None
+    }
+    /// Rows `rows` of unit `unit` (cut by [`Planned::slab_rows`]), decoding
+    /// only the pages that hold them; runs on the blocking pool. (Batches of
+    /// other rows fail the read as a damaged unit.)
+    fn decode_slab(
+        &self,
+        _unit: usize,
+        _spans: FetchedSpans,
+        _fetcher: &Fetcher,
+        _rows: std::ops::Range<usize>,
+    ) -> Result<Vec<RecordBatch>> {
+        Ok(Vec::new())
+    }
     /// The parts unit `unit` (all its rows, no filter) can be decoded in
     /// apart, each as the byte ranges it needs (its columns: see
     /// [`decode::decode_in_parts`]); `None` where the unit is decoded whole.

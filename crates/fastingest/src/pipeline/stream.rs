@@ -7,7 +7,9 @@
 //! or the dataset. The first batch comes early: the first unit is fetched
 //! alone, a large one's first rows are decoded and handed over first
 //! ([`HEAD_ROWS`]), and the rest of the read starts then (from a distant
-//! store half a round trip after the first unit: see [`head_start`]).
+//! store half a round trip after the first unit: see [`head_start`]). A
+//! unit of more batches than the stream holds is decoded a batch of rows
+//! at a time (see [`WindowOptions::slabs_beyond`]).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -88,6 +90,10 @@ pub(crate) async fn stream<F: Format>(
     // Units decoding or decoded ahead of the consumer: as many as decode at
     // once (by default two per core).
     let decode_ahead = config.effective_decode_parallelism().max(2);
+    // A large unit is decoded a slab of rows at a time where it holds more
+    // slabs than the stream keeps decoding and waiting (see
+    // [`WindowOptions::slabs_beyond`]).
+    let slabs_beyond = Some(decode_ahead + BATCHES_AHEAD);
     let near = fetcher.store_is_near();
     // From a distant store the rest of the read does not wait for the first
     // batch (see below).
@@ -109,9 +115,11 @@ pub(crate) async fn stream<F: Format>(
                         head: head_rows(&**file, positions.start),
                         slice_size: first_slices(bytes, file.plan().slice_size, near),
                         windows_at_once: 0,
+                        slabs_beyond,
                     },
                     _ => WindowOptions {
                         windows_at_once,
+                        slabs_beyond,
                         ..WindowOptions::default()
                     },
                 };
