@@ -277,8 +277,11 @@ def iter_batches(source: Source, **options: Unpack[ParquetDecodeOptions]) -> Bat
     round trip). A slow consumer holds the read back: the
     row groups fetched or decoded but not yet handed over stay within the
     config's ``memory_budget`` (plus a few batches), so a file or dataset
-    larger than memory can be streamed. Closing the stream (or dropping it)
-    stops the read."""
+    larger than memory can be streamed. A row group of flat columns that
+    holds more batches (2^20 rows each) than the stream keeps decoded ahead
+    is decoded a batch of rows at a time, so a file written as one large row
+    group (as Spark writes them) is not held decoded whole. Closing the
+    stream (or dropping it) stops the read."""
     args = _args("iter_batches", dict(options), PARQUET_DECODE_KEYS)
     with _cache_warnings(args):
         return _iter_batches(source, args)
