@@ -574,8 +574,9 @@ def test_a_stream_decodes_a_large_row_group_a_slab_at_a_time(tmp_path, writer):
     # holds (with one decode thread: 2 decoding and 4 waiting): it is
     # decoded a slab at a time, each from the pages that hold its rows (cut
     # to them: pages straddle the slabs' edges), and the stream hands over
-    # the batches a whole decode would, with the same values. The float16
-    # column is left to the crate, slab by slab.
+    # the batches a whole decode would, with the same values. A float16
+    # column (which fastingest's decoders leave to the crate) keeps the
+    # whole row group's decode.
     rows = (6 << 20) + 777
     rng = np.random.default_rng(21)
     words = pa.array([f"{w}{i}" for i, w in enumerate(WORDS * 40)])
@@ -617,9 +618,76 @@ def test_a_stream_decodes_a_large_row_group_a_slab_at_a_time(tmp_path, writer):
         assert got.schema == want.schema, columns
         for name in want.column_names:
             assert got[name].equals(want[name]), (columns, name)
-    # A filter decodes the row group whole, as before.
+    # A filter keeps the rows pyarrow keeps, the float16 column's (the
+    # crate's) among them.
     kept = fastingest.iter_batches(str(path), filters=[("i8", "<", -100)], config=one_thread)
     assert kept.read_all().equals(pq.read_table(path, filters=[("i8", "<", -100)]))
+
+
+def test_a_filtered_stream_hands_over_each_slab_s_kept_rows(tmp_path):
+    # One row group of 6 slabs and a bit: a filtered stream decodes it a
+    # slab at a time, the filter's columns first, and hands over each
+    # slab's kept rows as that slab is decoded (a whole decode handed over
+    # every kept row at the end, in batches of 2^20 kept rows). `day` rises
+    # with the row, so its pages' statistics rule out whole slabs; `noise`
+    # is random, so every slab keeps some rows. A float16 column (`h`,
+    # left to the crate) keeps the whole row group's decode.
+    slab = 1 << 20
+    rows = 6 * slab + 4321
+    rng = np.random.default_rng(7)
+    ids = np.arange(rows, dtype=np.int64)
+    data = pa.table(
+        {
+            "id": ids,
+            "day": (ids // 10_000).astype(np.int32),
+            "noise": pa.array(
+                rng.integers(0, 1000, rows).astype(np.int16), mask=rng.random(rows) < 0.1
+            ),
+            "s": pa.array([f"w{i % 977}" for i in range(rows)]),
+            # Distinct: dictionary pages, then PLAIN ones once it is full.
+            "u": pa.array(np.char.add("u", ids.astype(str))),
+            "flag": pa.array(rng.random(rows) < 0.5, mask=rng.random(rows) < 0.2),
+            "h": pa.array(rng.random(rows).astype(np.float16)),
+        }
+    )
+    path = tmp_path / "one_group.parquet"
+    pq.write_table(data, path, row_group_size=rows, data_page_size=64 << 10)
+    assert pq.ParquetFile(path).metadata.num_row_groups == 1
+    one_thread = fastingest.Config(decode_parallelism=1)
+    last_day = int(data["day"][-1].as_py())
+
+    def slab_of(row: int) -> int:
+        # The stream's first 64 Ki rows are a batch of their own.
+        return -1 if row < 65_536 else row // slab
+
+    cases = [
+        # Only the last slab and a half: the first four are never decoded.
+        ([("day", ">=", last_day - 150)], ["id", "day", "noise", "s"]),
+        # Some rows of every slab, a column read only for the filter.
+        ([("noise", "<", 40)], ["id", "s", "u", "flag"]),
+        # Two filter columns, one with nulls; nothing kept in most slabs.
+        ([("noise", "=", 3), ("day", "<", 200)], ["s", "id", "noise", "day"]),
+        # No rows at all.
+        ([("day", ">", last_day)], ["id", "s"]),
+        # The whole row group, decoded late, for a column left to the crate.
+        ([("noise", "<", 40)], None),
+    ]
+    for filters, columns in cases:
+        want = pq.read_table(path, columns=columns, filters=filters)
+        stream = fastingest.iter_batches(
+            str(path), columns=columns, filters=filters, config=one_thread
+        )
+        batches = [b for b in stream if b.num_rows]
+        got = pa.Table.from_batches(batches, schema=stream.schema)
+        assert got.equals(want), filters
+        if "h" in want.column_names:
+            continue
+        # A batch per slab that kept rows (the id column tells which slab a
+        # row came from), each of that slab's rows alone.
+        kept_slabs = {slab_of(i) for i in want["id"].to_pylist()}
+        assert len(batches) == len(kept_slabs), filters
+        for batch in batches:
+            assert len({slab_of(i) for i in batch["id"].to_pylist()}) == 1, filters
 
 
 @pytest.mark.parametrize("store_schema", [False, True])

@@ -280,8 +280,11 @@ def iter_batches(source: Source, **options: Unpack[ParquetDecodeOptions]) -> Bat
     larger than memory can be streamed. A row group of flat columns that
     holds more batches (2^20 rows each) than the stream keeps decoded ahead
     is decoded a batch of rows at a time, so a file written as one large row
-    group (as Spark writes them) is not held decoded whole. Closing the
-    stream (or dropping it) stops the read."""
+    group (as Spark writes them) is not held decoded whole; with ``filters``,
+    each such batch's kept rows are handed over as it is decoded (the
+    filter's columns first; a batch whose pages' statistics rule it out is
+    not decoded at all). Closing the stream (or dropping it) stops the
+    read."""
     args = _args("iter_batches", dict(options), PARQUET_DECODE_KEYS)
     with _cache_warnings(args):
         return _iter_batches(source, args)

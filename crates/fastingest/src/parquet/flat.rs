@@ -257,14 +257,47 @@ pub(crate) fn decode_window(
     target: &DataType,
     window: &PageWindow,
 ) -> Decoded<ArrayRef> {
+    decode_window_rows(bytes, meta, column, target, window, None)
+}
+
+/// The rows `selection` (a bit per row of `window`) keeps of `window`, as
+/// [`decode_column`] keeps a selection's rows: a page holding none of them
+/// is passed over undecompressed, the others cut to them as they decode
+/// (a filtered stream's slab: see `parquet::slabs`).
+pub(crate) fn decode_window_selected(
+    bytes: Bytes,
+    meta: &ColumnChunkMetaData,
+    column: &ColumnDescriptor,
+    target: &DataType,
+    window: &PageWindow,
+    selection: &BooleanBuffer,
+) -> Decoded<ArrayRef> {
+    if selection.len() != window.rows {
+        return Err(Failure::Unsupported);
+    }
+    decode_window_rows(bytes, meta, column, target, window, Some(selection))
+}
+
+/// [`decode_window`] and [`decode_window_selected`].
+fn decode_window_rows(
+    bytes: Bytes,
+    meta: &ColumnChunkMetaData,
+    column: &ColumnDescriptor,
+    target: &DataType,
+    window: &PageWindow,
+    selection: Option<&BooleanBuffer>,
+) -> Decoded<ArrayRef> {
     if !decodes(column, target) {
         return Err(Failure::Unsupported);
     }
-    let pages = ChunkPages::new(bytes, meta.compression())
+    let mut pages = ChunkPages::new(bytes, meta.compression())
         .ok_or(Failure::Unsupported)?
         .within(window);
+    if let Some(keep) = selection {
+        pages.skip_unselected(keep);
+    }
     let definition = Definition::flat(column.max_def_level() == 1);
-    decode_pages(pages, column, target, window.rows, None, definition)
+    decode_pages(pages, column, target, window.rows, selection, definition)
 }
 
 /// Decodes one field of a struct (see [`super::structs`]): a column chunk

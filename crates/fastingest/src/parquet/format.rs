@@ -175,6 +175,16 @@ impl Planned for PreparedFile {
         super::slabs::decode_row_group_slab(self, unit, spans, fetcher, rows)
     }
 
+    fn decode_slab_filtered(
+        &self,
+        unit: usize,
+        spans: FetchedSpans,
+        fetcher: &Fetcher,
+        rows: Range<usize>,
+    ) -> Result<Option<Vec<RecordBatch>>> {
+        super::slabs::decode_row_group_slab_filtered(self, unit, spans, fetcher, rows)
+    }
+
     fn output(&self, batch: RecordBatch) -> Result<RecordBatch> {
         extract(&self.projection, &batch).map_err(|e| Error::from_arrow(self.source.location(), e))
     }

@@ -234,7 +234,7 @@ pub(crate) fn decode_row_group_filtered(
 /// The rows of the row group at `unit` that its filter columns' data page
 /// headers say the filter may keep (see [`prune::header_row_ranges`]);
 /// `None` when they allow every row or cannot tell.
-fn candidate_rows(
+pub(super) fn candidate_rows(
     file: &PreparedFile,
     unit: usize,
     spans: &FetchedSpans,
@@ -358,7 +358,7 @@ fn one_array(mut pieces: Pieces, location: &str) -> Result<arrow_array::ArrayRef
 
 /// The rows of the row group `filter` keeps (a null answer drops the row),
 /// from its filter columns `decided` (top-level field, array).
-fn kept_rows(
+pub(super) fn kept_rows(
     file: &PreparedFile,
     filter: &Filter,
     decided: &[(usize, arrow_array::ArrayRef)],

@@ -579,11 +579,13 @@ impl ChunkPages {
     /// read: yes). A writer falls back to PLAIN pages once its dictionary
     /// is full, and the rows a filter keeps of a sorted column often lie in
     /// those: their dictionary (a megabyte, as pyarrow writes it) was
-    /// decompressed and decoded for nothing.
-    fn dictionary_needed(&self, mut at: usize) -> bool {
+    /// decompressed and decoded for nothing. (The pages before a window's
+    /// first, see [`ChunkPages::within`], are not read.)
+    fn dictionary_needed(&self, at: usize) -> bool {
         let Some((keep, mut row)) = self.selection.clone() else {
             return true;
         };
+        let mut at = at.max(self.data_from);
         // The rows of the pages left out count as they are passed.
         let mut gaps = self.gaps[self.next_gap..].iter().peekable();
         while at < self.end {
@@ -1474,6 +1476,7 @@ mod tests {
             .set_writer_version(WriterVersion::PARQUET_1_0)
             .set_dictionary_page_size_limit(2048)
             .set_data_page_size_limit(1024)
+            .set_data_page_row_count_limit(64)
             .set_write_batch_size(64)
             .build();
         let file = crate::parquet::written::written(&batch, props);
@@ -1502,6 +1505,32 @@ mod tests {
                 dictionaries += usize::from(matches!(page, Page::Dictionary { .. }));
             }
             assert_eq!(dictionaries, usize::from(dictionary_read), "row {kept_row}");
+        }
+        // So for a slab's run of pages (a filtered stream's) across the
+        // fallback: the pages before the run are not counted against its
+        // rows.
+        let slab = first_plain - 1..first_plain + 1;
+        let (window, first_row) = slab_window(&bytes, Compression::SNAPPY, slab, 20_000, false)
+            .unwrap()
+            .unwrap();
+        assert!(first_row > 0, "{first_row}");
+        for (kept_row, dictionary_read) in [(first_plain - 1, true), (first_plain, false)] {
+            let keep: BooleanBuffer = (first_row..first_row + window.rows)
+                .map(|i| i == kept_row)
+                .collect();
+            let mut pages = ChunkPages::new(bytes.clone(), Compression::SNAPPY)
+                .unwrap()
+                .within(&window);
+            pages.skip_unselected(&keep);
+            let mut dictionaries = 0;
+            while let Some(page) = pages.next_page().unwrap() {
+                dictionaries += usize::from(matches!(page, Page::Dictionary { .. }));
+            }
+            assert_eq!(
+                dictionaries,
+                usize::from(dictionary_read),
+                "slab, row {kept_row}"
+            );
         }
     }
 
@@ -1775,6 +1804,33 @@ mod tests {
                         assert_eq!(got.as_ref(), &want as &dyn arrow_array::Array, "{case}");
                         if slab.len() < rows {
                             assert!(window.rows < rows, "{case}: {slab:?} read every page");
+                        }
+                        // A filtered stream's slab: only the rows kept, of
+                        // every third row or of the slab's last row alone
+                        // (its other pages passed over).
+                        for every in [3, slab.len()] {
+                            let mut keep = arrow_buffer::BooleanBufferBuilder::new(window.rows);
+                            for row in first_row..first_row + window.rows {
+                                let last = row + 1 == slab.end;
+                                let kept = slab.contains(&row)
+                                    && (every == slab.len() && last
+                                        || every != slab.len() && row % every == 0);
+                                keep.append(kept);
+                            }
+                            let keep = keep.finish();
+                            let got = super::super::flat::decode_window_selected(
+                                bytes.clone(),
+                                chunk,
+                                &column,
+                                &arrow_schema::DataType::Int32,
+                                &window,
+                                &keep,
+                            )
+                            .unwrap_or_else(|e| panic!("{case}: {e:?}"));
+                            let all = values.slice(first_row, window.rows);
+                            let mask = arrow_array::BooleanArray::new(keep, None);
+                            let want = arrow_select::filter::filter(&all, &mask).unwrap();
+                            assert_eq!(got.as_ref(), want.as_ref(), "{case}: {slab:?} {every}");
                         }
                     }
                     // Pages that count other rows than the footer's: not cut.

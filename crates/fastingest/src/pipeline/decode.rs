@@ -214,6 +214,17 @@ fn decode_rows<P: Planned>(
             return Ok((kept, true));
         }
     }
+    if let (Rows::Slab { from, to }, Some(_)) = (rows, file.filter()) {
+        let kept = file.decode_slab_filtered(unit, spans.clone(), fetcher, from..to)?;
+        if let Some(kept) = kept {
+            let got: usize = kept.iter().map(RecordBatch::num_rows).sum();
+            if got > to - from {
+                let why = format!("its rows {from}..{to} kept {got} rows");
+                return Err(decode_failed(file, unit, what, why));
+            }
+            return Ok((kept, true));
+        }
+    }
     let decoded = match rows {
         Rows::All => file.decode(unit, spans, fetcher)?,
         Rows::Head(n) => match file.decode_head(unit, spans, fetcher, n)? {

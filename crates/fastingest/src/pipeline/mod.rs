@@ -180,6 +180,20 @@ pub(crate) trait Planned: Send + Sync + 'static {
     ) -> Result<Vec<RecordBatch>> {
         Ok(Vec::new())
     }
+    /// The rows of slab `rows` of unit `unit` that the filter keeps, where
+    /// the format can keep them as it decodes (as
+    /// [`Planned::decode_filtered`] does for a whole unit); `None` where it
+    /// does not, and the caller decodes the slab whole and filters it. Runs
+    /// on the blocking pool.
+    fn decode_slab_filtered(
+        &self,
+        _unit: usize,
+        _spans: FetchedSpans,
+        _fetcher: &Fetcher,
+        _rows: std::ops::Range<usize>,
+    ) -> Result<Option<Vec<RecordBatch>>> {
+        Ok(None)
+    }
     /// The parts unit `unit` (all its rows, no filter) can be decoded in
     /// apart, each as the byte ranges it needs (its columns: see
     /// [`decode::decode_in_parts`]); `None` where the unit is decoded whole.

@@ -322,8 +322,9 @@ pub(super) fn start_window<F: Format>(
 /// which starts at unit `first` of `file`'s plan) with each job of one unit
 /// that [`Planned::slab_rows`] cuts into more than `least` slabs (all its
 /// rows, or those after a head) made a job per slab. The slabs end where a
-/// whole unit's batches would (every multiple of the slab's rows), so a
-/// stream's batches are as they were; each slab job holds the unit's
+/// whole unit's batches would (every multiple of the slab's rows), so an
+/// unfiltered stream's batches are as they were (a filtered one hands over
+/// each slab's kept rows as a batch); each slab job holds the unit's
 /// spans, which are let go when the last is decoded.
 fn in_slabs<P: Planned>(
     file: &P,
