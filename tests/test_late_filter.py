@@ -332,3 +332,54 @@ def test_list_columns_keep_only_the_selected_rows(tmp_path, version, filters):
     want = pq.read_table(path, filters=filters)
     assert got.num_rows == want.num_rows
     assert got.equals(want), filters
+
+
+def _sparse_match_table(n: int, at: int) -> pa.Table:
+    """Even keys everywhere (so statistics never rule a row group out for an
+    odd one) and one odd key, 51, at row ``at``."""
+    rng = np.random.default_rng(5)
+    keys = rng.integers(0, 100, n).astype(np.int32) * 2
+    keys[at] = 51
+    return pa.table({"k": keys, "v": np.arange(n), "s": [f"r{i % 97}" for i in range(n)]})
+
+
+@pytest.mark.parametrize("layout", ["row groups", "head apart", "orc stripes"])
+def test_streams_hand_over_no_empty_batch(tmp_path, layout):
+    """A row group (or stripe) whose statistics allow the filter but whose
+    rows it all drops gives no batch, as a slab that keeps none gives none:
+    whether it is decoded whole, or its first rows apart (a row group of
+    more than 128 Ki rows). A stream whose filter keeps nothing yields no
+    batch at all, and its schema is the read's."""
+    n = 400_000
+    table = _sparse_match_table(n, at=230_000)
+    path = tmp_path / ("t.orc" if layout == "orc stripes" else "t.parquet")
+    if layout == "orc stripes":
+        from pyarrow import orc
+
+        orc.write_table(table, path, stripe_size=256 * 1024)
+        stream = fastingest.iter_orc_batches
+        units = orc.ORCFile(path).nstripes
+    else:
+        size = 50_000 if layout == "row groups" else 200_000
+        pq.write_table(table, path, row_group_size=size)
+        stream = fastingest.iter_batches
+        units = pq.ParquetFile(path).metadata.num_row_groups
+    assert units >= 2
+
+    batches = list(stream(path, filters=[("k", "==", 51)]))
+    assert [b.num_rows for b in batches] == [1]
+    assert batches[0].column("v").to_pylist() == [230_000]
+
+    # Kept rows in some units and not others: only non-empty batches, the
+    # same rows as pyarrow keeps.
+    filters = [("k", "in", [51, 0])]
+    got = list(stream(path, filters=filters))
+    assert got and all(b.num_rows > 0 for b in got)
+    keys = table.column("k").to_numpy()
+    want = table.filter(pa.array((keys == 51) | (keys == 0)))
+    assert pa.Table.from_batches(got).equals(want)
+
+    with stream(path, filters=[("k", "==", 53)]) as none_kept:
+        assert list(none_kept) == []
+        assert none_kept.schema == table.schema
+    assert stream(path, filters=[("k", "==", 53)]).read_all().equals(table.schema.empty_table())

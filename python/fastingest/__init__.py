@@ -283,8 +283,10 @@ def iter_batches(source: Source, **options: Unpack[ParquetDecodeOptions]) -> Bat
     group (as Spark writes them) is not held decoded whole; with ``filters``,
     each such batch's kept rows are handed over as it is decoded (the
     filter's columns first; a batch whose pages' statistics rule it out is
-    not decoded at all). Closing the stream (or dropping it) stops the
-    read."""
+    not decoded at all). No batch is empty: a row group (or a batch of
+    rows) of which the filter keeps no row gives none, so a stream whose
+    filter keeps nothing yields no batch (its ``schema`` is still the
+    read's). Closing the stream (or dropping it) stops the read."""
     args = _args("iter_batches", dict(options), PARQUET_DECODE_KEYS)
     with _cache_warnings(args):
         return _iter_batches(source, args)
@@ -416,8 +418,9 @@ def iter_orc_batches(source: Source, **options: Unpack[OrcOptions]) -> BatchStre
     checked across files), then each stripe's batches as soon as they are
     decoded, while later stripes are still being fetched; the first batch
     comes early, as in :func:`iter_batches` (the first stripe fetched on its
-    own, and its first 64 Ki rows decoded first). Closing the stream (or
-    dropping it) stops the read."""
+    own, and its first 64 Ki rows decoded first). No batch is empty (a
+    stripe of which the filter keeps no row gives none). Closing the stream
+    (or dropping it) stops the read."""
     args = _args("iter_orc_batches", dict(options), ORC_KEYS)
     with _cache_warnings(args):
         return _iter_orc_batches(source, args)

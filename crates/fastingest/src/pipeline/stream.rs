@@ -9,7 +9,8 @@
 //! ([`HEAD_ROWS`]), and the rest of the read starts then (from a distant
 //! store half a round trip after the first unit: see [`head_start`]). A
 //! unit of more batches than the stream holds is decoded a batch of rows
-//! at a time (see [`WindowOptions::slabs_beyond`]).
+//! at a time (see [`WindowOptions::slabs_beyond`]). No batch handed over is
+//! empty.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -174,8 +175,12 @@ pub(crate) async fn stream<F: Format>(
             .boxed();
         while let Some((f, unit, permit)) = units.next().await {
             let location = prepared[f].source().location();
+            // An empty batch is not handed over: a filtered unit that keeps
+            // no row gives none, whether it was decoded whole or a slab at
+            // a time (an unfiltered one has rows, or is a row group of none).
             let result = unit.and_then(|bs| {
                 bs.into_iter()
+                    .filter(|b| b.num_rows() > 0)
                     .map(|b| {
                         fetcher.stats().add_rows(b.num_rows() as u64);
                         unified.conform(f, b, location)
