@@ -85,7 +85,8 @@ impl Fetcher {
     }
 
     /// Whether the store answers like one nearby (loopback, the same rack):
-    /// a footer request of this read was answered within [`START_AFTER`].
+    /// a footer request of this read (or one of the store's latest, see
+    /// [`crate::link`]) was answered within [`START_AFTER`].
     /// There each request costs the server CPU, which it may share with the
     /// reader, more than a round trip costs the link: fewer, larger requests
     /// bring the same bytes sooner.
@@ -97,7 +98,8 @@ impl Fetcher {
     }
 
     /// Whether the store answers like one a region away: even this read's
-    /// quickest footer answer took [`DISTANT_ANSWER`] or more. Its requests
+    /// quickest footer answer (or the store's latest, see [`crate::link`])
+    /// took [`DISTANT_ANSWER`] or more. Its requests
     /// then take half a slot each (see [`crate::request::slot_quarters`]).
     ///
     /// [`DISTANT_ANSWER`]: crate::request::DISTANT_ANSWER
@@ -179,8 +181,8 @@ impl Fetcher {
     /// asked for only when the tail has not come within [`START_AFTER`]: a
     /// link that answers sooner saves little by them, and the extra
     /// requests cost a store on loopback the reader's CPU. The start of a
-    /// file in a store whose latest footer answer came later than that is
-    /// asked for at once ([`crate::link`]); the long tail still waits, as
+    /// file in a store whose latest footer answers all came later than that
+    /// is asked for at once ([`crate::link`]); the long tail still waits, as
     /// most footers fit in the tail and would leave its bytes unused.
     pub async fn fetch_tail_and_beside(
         &self,

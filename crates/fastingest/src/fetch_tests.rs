@@ -749,6 +749,47 @@ async fn a_distant_store_gets_twice_as_many_large_requests_in_flight() {
     }
 }
 
+// A store is judged by the quickest of its latest footer answers, not by
+// the read's alone: one late answer (a busy store, a delayed packet) makes
+// no read plan for another link, a quicker answer counts at once, and only
+// answers that stay late for `RECENT_ANSWERS` reads make a store distant.
+#[tokio::test(start_paused = true)]
+async fn a_store_is_judged_by_the_quickest_of_its_latest_footer_answers() {
+    use crate::link::RECENT_ANSWERS;
+    let ms = Duration::from_millis;
+    // (near, distant, the read's quickest answer in whole ms) of a read
+    // whose footer the store answers in `answer`.
+    let read = |answer: Duration| async move {
+        let mut source = Instrumented::new(1 << 20, 0);
+        source.tail_delay = answer;
+        source.link = Some("instrumented://a-store-with-hiccups");
+        let src: Source = Arc::new(source);
+        let fetcher = Fetcher::new(config(8, 8 << 20), ReadStats::new());
+        fetcher.fetch_tail(&src, 64 * 1024).await.unwrap();
+        let quickest = fetcher.quickest_answer().map(|d| d.as_millis());
+        (
+            fetcher.store_is_near(),
+            fetcher.store_is_distant(),
+            quickest,
+        )
+    };
+    // A cloud region's round trip, then one answer as late as a distant
+    // store's: still planned as the cloud region.
+    assert_eq!(read(ms(30)).await, (false, false, Some(30)));
+    assert_eq!(read(ms(100)).await, (false, false, Some(30)));
+    // Quicker again: near at once, and a hiccup keeps it near.
+    assert_eq!(read(ms(1)).await, (true, false, Some(1)));
+    assert_eq!(read(ms(16)).await, (true, false, Some(1)));
+    // Late answers push the quick ones out, one read at a time: after
+    // `RECENT_ANSWERS - 1` of them the 16 ms answer is the quickest left.
+    let mut last = None;
+    for _ in 0..RECENT_ANSWERS - 1 {
+        last = Some(read(ms(100)).await);
+    }
+    assert_eq!(last, Some((false, false, Some(16))));
+    assert_eq!(read(ms(100)).await, (false, true, Some(100)));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_local_file_does_not_make_the_store_near() {
     let dir = std::env::temp_dir().join(format!("fastingest-near-{}", std::process::id()));

@@ -47,8 +47,8 @@ pub(crate) const SMALL_REQUEST: u64 = 1024 * 1024;
 /// the far link) and go out in one.
 pub(crate) const TINY_REQUEST: u64 = 256 * 1024;
 
-/// A store whose quickest footer answer of a read took at least this long
-/// is a region away (a cloud region's own round trip is 20-50 ms): there a
+/// A store whose quickest footer answer of a read (and of its latest reads,
+/// see [`crate::link`]) took at least this long is a region away (a cloud region's own round trip is 20-50 ms): there a
 /// request takes half the slot it would take nearer (see
 /// [`slot_quarters`]).
 pub(crate) const DISTANT_ANSWER: Duration = Duration::from_millis(60);
@@ -134,8 +134,9 @@ pub trait ByteSource: Send + Sync + Debug {
     fn head<'a>(&'a self, file: &'a Source) -> BoxFuture<'a, Result<ObjectVersion>>;
 
     /// How soon the store answered this read's quickest footer request of a
-    /// remote file: the link's round trip and the store's time to first
-    /// byte together (`None` while no such request has been answered).
+    /// remote file, or one of the store's latest before it
+    /// ([`crate::link`]): the link's round trip and the store's time to
+    /// first byte together (`None` while no such request has been answered).
     fn quickest_answer(&self) -> Option<Duration> {
         None
     }
@@ -218,13 +219,17 @@ impl StoreRequests {
         if !file.is_local() {
             // The answering attempt's time, as the link memo takes it: a
             // retried footer request says nothing of the link by its total.
-            let ns = u64::try_from(answered_in.as_nanos()).unwrap_or(u64::MAX);
-            self.quickest_answer_ns.fetch_min(ns, Ordering::Relaxed);
             // A small file fetched whole in this request takes its transfer
             // time too: only a footer-sized answer says how far the store is.
             if len <= self.config.footer_prefetch {
                 crate::link::note_footer_answer(file, answered_in);
             }
+            // Judged with the store's latest answers, not this one alone: a
+            // store's hiccup makes no read plan for a store a region away.
+            let quickest = crate::link::quickest_recent_answer(file)
+                .map_or(answered_in, |recent| recent.min(answered_in));
+            let ns = u64::try_from(quickest.as_nanos()).unwrap_or(u64::MAX);
+            self.quickest_answer_ns.fetch_min(ns, Ordering::Relaxed);
         }
         self.stats.add_fetch_time(took);
         self.stats.add_fetched(tail.bytes.len() as u64);
