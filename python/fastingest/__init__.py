@@ -273,7 +273,7 @@ def iter_batches(source: Source, **options: Unpack[ParquetDecodeOptions]) -> Bat
     group is fetched on its own, and when it holds more than 128 Ki rows its
     first 64 Ki rows are decoded first and handed over as a batch of their
     own; the rest of the read starts then (from a store a region away, whose
-    footer answer took 60 ms or more, at once: there waiting costs a long
+    footer answers took 60 ms or more, at once: there waiting costs a long
     round trip). A slow consumer holds the read back: the
     row groups fetched or decoded but not yet handed over stay within the
     config's ``memory_budget`` (plus a few batches), so a file or dataset

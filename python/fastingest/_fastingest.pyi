@@ -113,8 +113,9 @@ class Config:
       requests of at most 1 MiB (footers, small files) count half and those
       of at most 256 KiB (the chunks of a few columns of a wide file) a
       quarter, so up to twice and four times as many of those. From a store
-      a region away (whose quickest footer answer of the read took 60 ms or
-      more) each request counts half again, and a large read is spread over
+      a region away (whose quickest footer answer of the read, and of the
+      store's latest 8 in this process, took 60 ms or more) each request
+      counts half again, and a large read is spread over
       twice as many requests: there one connection carries a fraction of
       the link.
     - ``memory_budget`` (512 MiB): bytes of requests in flight at once. A read
