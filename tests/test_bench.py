@@ -328,3 +328,59 @@ def test_closing_the_proxy_s_links_ends_a_transfer_left_open_and_the_link_still_
     toxi.clear("s3")
     fresh = get()
     assert fresh.status == 200 and fresh.read() == data
+
+
+def test_steady_bench_reports_each_read_and_its_requests(tmp_path, s3, toxi):
+    """`bench_steady.py` reads a file from its own MinIO in processes of
+    several reads, a peer beside fastingest, and reports each build's fresh
+    and steady medians with the requests of fastingest's steady reads."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = 200_000
+    pq.write_table(
+        pa.table({"a": pa.array(range(rows)), "b": pa.array([float(i) for i in range(rows)])}),
+        tmp_path / "f.parquet",
+        row_group_size=rows // 4,
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benches" / "bench_steady.py"),
+            "--data",
+            str(tmp_path),
+            "--files",
+            "f.parquet",
+            "--profile",
+            "minio",
+            "--rounds",
+            "2",
+            "--reads",
+            "3",
+            "--warm",
+            "2",
+            "--peer",
+            "polars-scan",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    # Two processes of three reads per build, each read's ms and requests.
+    per_process = [line for line in out.stdout.splitlines() if line.startswith("round ")]
+    assert len(per_process) == 4, out.stdout
+    rows_of = {
+        cells[2]: cells
+        for line in out.stdout.splitlines()
+        if line.startswith("| f.parquet |")
+        for cells in [[c.strip() for c in line.split("|")]]
+    }
+    assert set(rows_of) == {"installed", "polars-scan"}, out.stdout
+    fresh, steady = float(rows_of["installed"][3]), float(rows_of["installed"][4])
+    assert fresh > 0 and steady > 0
+    # fastingest's 4 steady reads, each counted with the requests it made.
+    counts = re.findall(r"(\d+) ×(\d+)", rows_of["installed"][6])
+    assert sum(int(n) for _, n in counts) == 4 and all(int(r) >= 1 for r, _ in counts)
+    assert rows_of["polars-scan"][6] == "-"
