@@ -99,8 +99,8 @@ impl Fetcher {
 
     /// Whether the store answers like one a region away: even this read's
     /// quickest footer answer (or the store's latest, see [`crate::link`])
-    /// took [`DISTANT_ANSWER`] or more. Its requests
-    /// then take half a slot each (see [`crate::request::slot_quarters`]).
+    /// took [`DISTANT_ANSWER`] or more. Its requests then take half a slot
+    /// each (see [`crate::request::slot_quarters`]).
     ///
     /// [`DISTANT_ANSWER`]: crate::request::DISTANT_ANSWER
     pub(crate) fn store_is_distant(&self) -> bool {

@@ -15,7 +15,9 @@
 //! [`crate::request::DISTANT_ANSWER`]). A hiccup only ever adds time, so the
 //! quickest of a store's last few answers ([`RECENT_ANSWERS`]) is what the
 //! link allows, as a TCP stack takes the least round trip it saw lately; a
-//! store that answers quickly again is treated as near again at once.
+//! store that answers quickly again is treated as near again at once. The
+//! price: a link that has truly become slower is judged by its new answers
+//! only once [`RECENT_ANSWERS`] of them have come.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;

@@ -48,9 +48,9 @@ pub(crate) const SMALL_REQUEST: u64 = 1024 * 1024;
 pub(crate) const TINY_REQUEST: u64 = 256 * 1024;
 
 /// A store whose quickest footer answer of a read (and of its latest reads,
-/// see [`crate::link`]) took at least this long is a region away (a cloud region's own round trip is 20-50 ms): there a
-/// request takes half the slot it would take nearer (see
-/// [`slot_quarters`]).
+/// see [`crate::link`]) took at least this long is a region away (a cloud
+/// region's own round trip is 20-50 ms): there a request takes half the
+/// slot it would take nearer (see [`slot_quarters`]).
 pub(crate) const DISTANT_ANSWER: Duration = Duration::from_millis(60);
 
 /// Whether a store whose quickest footer answer of the read took
